@@ -1,0 +1,1 @@
+"""DeepResearch: a research-agent framework with a first-class memory subsystem."""

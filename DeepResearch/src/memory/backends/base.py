@@ -1,0 +1,136 @@
+"""The one small interface every memory backend implements (in_memory, faiss, neo4j).
+
+Everything above it -- embedding, compression, scoring, profiles, TTL policy, nested
+contexts -- is written once in the client and the ranking pipeline. A backend only persists
+`MemoryRecord`s, answers filtered vector and lexical candidate queries, and walks relations.
+All backends pass one shared contract suite (tests/test_memory/).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+JSONScalar = str | int | float | bool | None
+
+
+@dataclass(slots=True)
+class MemoryRecord:
+    """A memory as a backend stores it. Times are UNIX epoch seconds (float, UTC)."""
+
+    id: str
+    session_id: str
+    memory_type: str
+    content: str  # the full text, or a searchable prefix when content_blob holds it compressed
+    created_at: float
+    agent_type: str | None = None
+    importance: float = 0.5
+    temporal_weight: float = 1.0
+    expires_at: float | None = None
+    content_codec: str | None = None  # None | "lz4" | "gzip" | "zstd"
+    content_blob: bytes | None = None  # the full content, compressed with content_codec
+    metadata: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable, returned unchanged
+    relations: list[tuple[str, str]] = field(default_factory=list)  # (RelationType value, target id)
+    vector: np.ndarray | None = None  # float32, shape (dimension,), L2-normalised
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryFilter:
+    """A conjunction of conditions; None means "no condition on this field".
+
+    `metadata` maps a metadata key to the values it may take (one value = equality).
+    `live_at` keeps only memories not expired at that epoch time.
+    """
+
+    ids: tuple[str, ...] | None = None
+    session_ids: tuple[str, ...] | None = None
+    memory_types: tuple[str, ...] | None = None
+    agent_types: tuple[str, ...] | None = None
+    metadata: Mapping[str, tuple[JSONScalar, ...]] = field(default_factory=dict)
+    live_at: float | None = None
+    created_after: float | None = None
+    created_before: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A record found by a candidate query, with that query's score (higher is better).
+
+    For vector search the score is cosine similarity in [-1, 1] whatever the index metric;
+    for text search it is the backend's lexical score (only its order is used).
+    """
+
+    record: MemoryRecord
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedRecord:
+    record: MemoryRecord
+    relation: str  # RelationType value of the edge that reached it
+    depth: int  # 1 = directly related
+
+
+@dataclass(frozen=True, slots=True)
+class BackendHealth:
+    ok: bool
+    backend: str
+    detail: str = ""
+
+
+class MemoryBackend(ABC):
+    """Persistence and candidate search. Every write is durable when its coroutine returns."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    async def open(self) -> None:
+        """Connect / load; raise MemoryBackendError with a clear message if impossible."""
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    @abstractmethod
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """Insert or replace records (vectors included) in one batch."""
+
+    @abstractmethod
+    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        """Records by id, in the order asked, missing ids left out; vectors included."""
+
+    @abstractmethod
+    async def delete(self, flt: MemoryFilter) -> int:
+        """Delete every record matching the filter; return how many."""
+
+    @abstractmethod
+    async def vector_search(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter
+    ) -> list[Candidate]:
+        """The k records nearest to `vector` among those matching `flt`, best first."""
+
+    @abstractmethod
+    async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
+        """The k best lexical (BM25-like) matches for `query` among those matching `flt`."""
+
+    @abstractmethod
+    async def scan(
+        self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
+    ) -> list[MemoryRecord]:
+        """Records matching `flt`, oldest first (created_at, then id)."""
+
+    @abstractmethod
+    async def count(self, flt: MemoryFilter) -> int: ...
+
+    @abstractmethod
+    async def related(
+        self, record_id: str, relation_types: Sequence[str] | None, depth: int
+    ) -> list[RelatedRecord]:
+        """Records reachable from `record_id` over the given relation types (both
+        directions), up to `depth` hops, nearest first, the start record excluded."""
+
+    @abstractmethod
+    async def health(self) -> BackendHealth: ...

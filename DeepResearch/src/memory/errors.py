@@ -1,0 +1,21 @@
+"""Errors of the memory subsystem; each message names the offending value and what is allowed."""
+
+
+class MemorySubsystemError(Exception):
+    """Base class of every error the memory subsystem raises on purpose."""
+
+
+class MemoryConfigError(MemorySubsystemError, ValueError):
+    """A configuration value is invalid (message names key, value and the choices)."""
+
+
+class MemoryInputError(MemorySubsystemError, ValueError):
+    """Content, metadata, filters or vectors given to the client are invalid."""
+
+
+class MemoryBackendError(MemorySubsystemError, RuntimeError):
+    """The backend cannot do what was asked (down, corrupt, mismatched)."""
+
+
+class IndexMismatchError(MemoryBackendError):
+    """A persisted index does not match the configured model / dimension / metric."""

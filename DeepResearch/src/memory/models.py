@@ -1,0 +1,74 @@
+"""What a memory is, as the rest of the framework sees it.
+
+Backends never see these classes: they persist `MemoryRecord`s (backends/base.py); the client
+converts between the two, so compression and validation are written once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from DeepResearch.src.datatypes.documents import Document
+
+
+class MemoryType(StrEnum):
+    NOTE = "note"
+    PLAN = "plan"
+    DECISION = "decision"
+    ANSWER = "answer"
+    TOOL_EXECUTION = "tool_execution"
+    EXECUTION_TRACE = "execution_trace"
+    FAILURE_ANALYSIS = "failure_analysis"
+    CONVERSATION = "conversation"
+
+
+class RelationType(StrEnum):
+    FOLLOWS = "follows"  # the previous memory of the same session
+    CAUSED_BY = "caused_by"
+    REFERENCES = "references"
+    PART_OF = "part_of"  # a nested context's memory -> its parent session
+    SIMILAR_TO = "similar_to"
+
+
+class Relation(BaseModel):
+    type: RelationType
+    target_id: str
+
+
+class MemoryDocument(Document):
+    """A stored memory: a Document plus who wrote it, when, how important, how it relates."""
+
+    memory_type: str = MemoryType.NOTE.value
+    agent_type: str | None = None
+    session_id: str
+    importance: float = Field(default=0.5, ge=0.0, le=1.0)
+    temporal_weight: float = Field(default=1.0, ge=0.0)
+    expires_at: datetime | None = None
+    relations: list[Relation] = Field(default_factory=list)
+
+
+class RetrievedMemory(BaseModel):
+    """One ranked result: the memory, its raw similarity and the final score after ranking."""
+
+    document: MemoryDocument
+    similarity: float
+    score: float
+    rank: int
+    # What each ranking step contributed (e.g. {"dense": 0.71, "importance": 0.05}); shown to users.
+    signals: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.document.id
+
+    @property
+    def content(self) -> str:
+        return self.document.content
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.document.metadata

@@ -1,0 +1,64 @@
+"""Writes one benchmark's section into docs/benchmarks.md, leaving the other sections alone.
+
+Each benchmark owns the text between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+BENCHMARKS_MD = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+_HEADER = (
+    "# Benchmarks\n\n"
+    "Made by `make bench` (memory core, workflow overhead, Neo4j) and `make bench-locomo`\n"
+    "(retrieval quality). Each section names the command that wrote it and the machine.\n"
+    "Machines are noisy: compare the ratios, which are measured against the raw libraries\n"
+    "in the same run, and read medians.\n"
+)
+
+
+def machine_line() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        model = next(
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        )
+        cpu = model
+    except (OSError, StopIteration):
+        pass
+    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    except OSError:
+        rev = ""
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {mem_gib:.0f} GiB, Python {platform.python_version()}, "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC" + (f", commit {rev}" if rev else "")
+    )
+
+
+def write_section(name: str, title: str, command: str, body: str) -> Path:
+    """Replace (or append) the section NAME of docs/benchmarks.md."""
+    text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else _HEADER
+    section = (
+        f"<!-- bench:{name} -->\n## {title}\n\n"
+        f"Command: `{command}`  \nMachine: {machine_line()}\n\n{body.strip()}\n"
+        f"<!-- /bench:{name} -->"
+    )
+    pattern = re.compile(rf"<!-- bench:{re.escape(name)} -->.*?<!-- /bench:{re.escape(name)} -->", re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _m: section, text)
+    else:
+        text = text.rstrip() + "\n\n" + section + "\n"
+    BENCHMARKS_MD.parent.mkdir(parents=True, exist_ok=True)
+    BENCHMARKS_MD.write_text(text if text.endswith("\n") else text + "\n")
+    return BENCHMARKS_MD
