@@ -40,8 +40,12 @@ def _raw() -> dict:
         "qa": [
             {"question": "Where was Bob?", "answer": "Oslo", "evidence": ["D2:1"], "category": 4},
             {"question": "When?", "answer": "May", "evidence": ["D2:1", "D1:1"], "category": 2},
-            {"question": "Unanswerable?", "adversarial_answer": "x", "evidence": ["D1:1"],
-             "category": 5},
+            {
+                "question": "Unanswerable?",
+                "adversarial_answer": "x",
+                "evidence": ["D1:1"],
+                "category": 5,
+            },
             {"question": "No evidence?", "answer": "y", "evidence": [], "category": 1},
         ],
     }
@@ -80,7 +84,11 @@ def test_content_appends_the_photo_caption_only_when_present() -> None:
     photo = Turn("D1:2", "Ann", "Look!", 1, "8:00 am on 1 May, 2023", "a red kite")
     assert plain.content == "Ann: Hi Bob!"
     assert photo.content == "Ann: Look! [shares a photo: a red kite]"
-    assert photo.metadata == {"dia_id": "D1:2", "session": 1, "session_date": "8:00 am on 1 May, 2023"}
+    assert photo.metadata == {
+        "dia_id": "D1:2",
+        "session": 1,
+        "session_date": "8:00 am on 1 May, 2023",
+    }
 
 
 def test_turns_come_in_numeric_session_order_with_their_session_date() -> None:
