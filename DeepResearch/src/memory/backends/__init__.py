@@ -1,0 +1,57 @@
+"""Memory backends behind one interface (base.py); `create_backend` picks one by config.
+
+Imports are lazy: choosing `in_memory` never imports FAISS, and nothing here imports the
+neo4j driver unless the neo4j backend is configured.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from DeepResearch.src.memory.backends.base import (
+    BackendHealth,
+    Candidate,
+    MemoryBackend,
+    MemoryFilter,
+    MemoryRecord,
+    RelatedRecord,
+)
+from DeepResearch.src.memory.errors import MemoryConfigError
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.config import MemoryConfig
+
+BACKENDS = ("in_memory", "faiss", "neo4j")
+
+__all__ = [
+    "BACKENDS",
+    "BackendHealth",
+    "Candidate",
+    "MemoryBackend",
+    "MemoryFilter",
+    "MemoryRecord",
+    "RelatedRecord",
+    "create_backend",
+]
+
+
+def create_backend(config: MemoryConfig, dimension: int) -> MemoryBackend:
+    """A new, not yet opened backend for `config.backend` with vectors of `dimension`."""
+    if config.backend == "in_memory":
+        from DeepResearch.src.memory.backends.in_memory import InMemoryBackend
+
+        return InMemoryBackend(dimension)
+    if config.backend == "faiss":
+        from DeepResearch.src.memory.backends.faiss_store import FaissBackend
+
+        return FaissBackend(
+            config.faiss,
+            dimension=dimension,
+            metric=config.vector_store.index_type,
+            model=config.vector_store.embedding_model,
+        )
+    if config.backend == "neo4j":
+        from DeepResearch.src.memory.backends.neo4j_store import Neo4jBackend
+
+        return Neo4jBackend(config.neo4j, dimension=dimension, metric=config.vector_store.index_type)
+    raise MemoryConfigError(f"memory.backend={config.backend!r}: choices are {list(BACKENDS)}")

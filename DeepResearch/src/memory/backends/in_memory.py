@@ -1,0 +1,152 @@
+"""`in_memory`: records in a dict, vectors in a numpy matrix, BM25 for text. For tests and
+throw-away runs; nothing survives the process."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from DeepResearch.src.memory.backends.base import (
+    BackendHealth,
+    Candidate,
+    MemoryBackend,
+    MemoryFilter,
+    MemoryRecord,
+    RelatedRecord,
+)
+from DeepResearch.src.memory.backends.bm25 import BM25Index
+from DeepResearch.src.memory.backends.filtering import record_matches
+from DeepResearch.src.memory.errors import MemoryBackendError
+
+
+class InMemoryBackend(MemoryBackend):
+    name: ClassVar[str] = "in_memory"
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+        self._records: dict[str, MemoryRecord] = {}
+        self._bm25 = BM25Index()
+        self._matrix: np.ndarray | None = None  # rebuilt lazily after writes
+        self._matrix_ids: list[str] = []
+        self._open = False
+
+    async def open(self) -> None:
+        self._open = True
+
+    async def close(self) -> None:
+        self._open = False
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise MemoryBackendError("in_memory backend is not open (call open() first)")
+
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        self._check_open()
+        for record in records:
+            if record.vector is None or record.vector.shape != (self.dimension,):
+                shape = None if record.vector is None else record.vector.shape
+                raise MemoryBackendError(
+                    f"record {record.id!r}: vector shape {shape}, expected ({self.dimension},)"
+                )
+        for record in records:
+            stored = copy.deepcopy(record)
+            stored.vector = np.asarray(record.vector, dtype=np.float32).copy()
+            self._records[record.id] = stored
+            self._bm25.add(record.id, record.content)
+        self._matrix = None
+
+    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        self._check_open()
+        return [copy.deepcopy(self._records[i]) for i in ids if i in self._records]
+
+    async def delete(self, flt: MemoryFilter) -> int:
+        self._check_open()
+        doomed = [r.id for r in self._records.values() if record_matches(r, flt)]
+        for record_id in doomed:
+            del self._records[record_id]
+            self._bm25.remove(record_id)
+        if doomed:
+            self._matrix = None
+        return len(doomed)
+
+    def _vectors(self) -> tuple[np.ndarray, list[str]]:
+        if self._matrix is None:
+            self._matrix_ids = list(self._records)
+            if self._matrix_ids:
+                self._matrix = np.stack([self._records[i].vector for i in self._matrix_ids])
+            else:
+                self._matrix = np.zeros((0, self.dimension), dtype=np.float32)
+        return self._matrix, self._matrix_ids
+
+    async def vector_search(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter
+    ) -> list[Candidate]:
+        self._check_open()
+        matrix, ids = self._vectors()
+        if not ids or k <= 0:
+            return []
+        scores = matrix @ np.asarray(vector, dtype=np.float32)
+        order = np.argsort(-scores, kind="stable")
+        out: list[Candidate] = []
+        for idx in order:
+            record = self._records[ids[idx]]
+            if record_matches(record, flt):
+                out.append(Candidate(copy.deepcopy(record), float(scores[idx])))
+                if len(out) == k:
+                    break
+        return out
+
+    async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
+        self._check_open()
+        hits = self._bm25.search(query, k, lambda i: record_matches(self._records[i], flt))
+        return [Candidate(copy.deepcopy(self._records[i]), score) for i, score in hits]
+
+    async def scan(
+        self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
+    ) -> list[MemoryRecord]:
+        self._check_open()
+        rows = sorted(
+            (r for r in self._records.values() if record_matches(r, flt)),
+            key=lambda r: (r.created_at, r.id),
+        )
+        end = None if limit is None else offset + limit
+        return [copy.deepcopy(r) for r in rows[offset:end]]
+
+    async def count(self, flt: MemoryFilter) -> int:
+        self._check_open()
+        return sum(1 for r in self._records.values() if record_matches(r, flt))
+
+    async def related(
+        self, record_id: str, relation_types: Sequence[str] | None, depth: int
+    ) -> list[RelatedRecord]:
+        self._check_open()
+        wanted = None if relation_types is None else set(relation_types)
+        neighbours: dict[str, list[tuple[str, str]]] = {}
+        for record in self._records.values():
+            for rel_type, target in record.relations:
+                if wanted is not None and rel_type not in wanted:
+                    continue
+                neighbours.setdefault(record.id, []).append((rel_type, target))
+                neighbours.setdefault(target, []).append((rel_type, record.id))
+        seen = {record_id}
+        frontier = [record_id]
+        out: list[RelatedRecord] = []
+        for level in range(1, depth + 1):
+            next_frontier = []
+            for node in frontier:
+                for rel_type, other in neighbours.get(node, []):
+                    if other in seen or other not in self._records:
+                        continue
+                    seen.add(other)
+                    next_frontier.append(other)
+                    out.append(RelatedRecord(copy.deepcopy(self._records[other]), rel_type, level))
+            frontier = next_frontier
+        return out
+
+    async def health(self) -> BackendHealth:
+        return BackendHealth(
+            ok=self._open, backend=self.name, detail=f"{len(self._records)} records in memory"
+        )

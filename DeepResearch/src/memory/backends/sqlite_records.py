@@ -1,0 +1,377 @@
+"""The SQLite half of the faiss backend: the source of truth for records AND their vectors.
+
+One WAL-mode database file. Every write is one transaction committed before the call
+returns (synchronous=FULL by default: durable against power loss; NORMAL is durable against
+a crash of the process, which is what kill -9 tests). Filters, TTL and metadata conditions are
+SQL (json_extract); lexical search is FTS5 over `text.token_string`, so it tokenises exactly
+as every other lexical step. `seq` (AUTOINCREMENT, never reused) is the id FAISS knows a row
+by: a replaced record gets a new seq, so "rows with seq > watermark" is what an index misses.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.text import token_string, tokenize
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    memory_type TEXT NOT NULL,
+    agent_type TEXT,
+    content TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    importance REAL NOT NULL,
+    temporal_weight REAL NOT NULL,
+    expires_at REAL,
+    content_codec TEXT,
+    content_blob BLOB,
+    metadata TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_session ON records (session_id, created_at);
+CREATE INDEX IF NOT EXISTS records_created ON records (created_at, id);
+CREATE INDEX IF NOT EXISTS records_type ON records (memory_type);
+CREATE INDEX IF NOT EXISTS records_expires ON records (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS relations (
+    src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, pos INTEGER NOT NULL,
+    PRIMARY KEY (src, type, dst)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relations_dst ON relations (dst, type);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (tokens);
+"""
+_COLUMNS = (
+    "seq, id, session_id, memory_type, agent_type, content, created_at, importance, "
+    "temporal_weight, expires_at, content_codec, content_blob, metadata, vector"
+)
+
+
+def filter_sql(flt: MemoryFilter, alias: str = "") -> tuple[str, list[Any]]:
+    """A WHERE expression (never empty: '1' when unconditional) and its parameters."""
+    a = f"{alias}." if alias else ""
+    parts: list[str] = []
+    params: list[Any] = []
+
+    def one_of(column: str, values: Sequence[Any]) -> None:
+        if not values:
+            parts.append("0")
+            return
+        parts.append(f"{a}{column} IN ({','.join('?' * len(values))})")
+        params.extend(values)
+
+    if flt.ids is not None:
+        one_of("id", flt.ids)
+    if flt.session_ids is not None:
+        one_of("session_id", flt.session_ids)
+    if flt.memory_types is not None:
+        one_of("memory_type", flt.memory_types)
+    if flt.agent_types is not None:
+        one_of("agent_type", flt.agent_types)
+    if flt.live_at is not None:
+        parts.append(f"({a}expires_at IS NULL OR {a}expires_at > ?)")
+        params.append(flt.live_at)
+    if flt.created_after is not None:
+        parts.append(f"{a}created_at >= ?")
+        params.append(flt.created_after)
+    if flt.created_before is not None:
+        parts.append(f"{a}created_at <= ?")
+        params.append(flt.created_before)
+    for key, allowed in flt.metadata.items():
+        if '"' in key or "\\" in key:
+            raise MemoryBackendError(f"metadata filter key {key!r} may not contain quotes")
+        path = f'$."{key}"'
+        scalars = [v for v in allowed if v is not None]
+        cond = []
+        if scalars:
+            cond.append(
+                f"(json_type({a}metadata, ?) NOT IN ('array', 'object') AND "
+                f"json_extract({a}metadata, ?) IN ({','.join('?' * len(scalars))}))"
+            )
+            params.extend([path, path, *scalars])
+        if len(scalars) < len(allowed):
+            cond.append(f"json_extract({a}metadata, ?) IS NULL")
+            params.append(path)
+        parts.append("(" + " OR ".join(cond) + ")" if cond else "0")
+    return (" AND ".join(parts) if parts else "1"), params
+
+
+def fts_query(query: str) -> str | None:
+    """An FTS5 MATCH expression OR-ing the query's tokens (each quoted), or None if none."""
+    tokens = sorted(set(tokenize(query)))
+    if not tokens:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+
+
+class SQLiteRecords:
+    """Thread-safe (one lock) access to the records database of one memory folder."""
+
+    def __init__(self, path: Path, *, synchronous: str = "full") -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
+            self._conn.execute("PRAGMA foreign_keys=OFF")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise MemoryBackendError(f"cannot open memory database {path}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # -- meta ---------------------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", values.items()
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    # -- writes -------------------------------------------------------------------------
+    def upsert(self, records: Sequence[MemoryRecord]) -> tuple[list[int], list[int]]:
+        """Insert/replace in one committed transaction; returns (new seqs, replaced seqs)."""
+        added: list[int] = []
+        removed: list[int] = []
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for r in records:
+                    old = self._conn.execute(
+                        "DELETE FROM records WHERE id = ? RETURNING seq", (r.id,)
+                    ).fetchall()
+                    for (seq,) in old:
+                        removed.append(seq)
+                        self._conn.execute("DELETE FROM fts WHERE rowid = ?", (seq,))
+                    cur = self._conn.execute(
+                        f"INSERT INTO records ({_COLUMNS.split(', ', 1)[1]}) "
+                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (
+                            r.id, r.session_id, r.memory_type, r.agent_type, r.content,
+                            r.created_at, r.importance, r.temporal_weight, r.expires_at,
+                            r.content_codec, r.content_blob, json.dumps(r.metadata),
+                            np.ascontiguousarray(r.vector, dtype=np.float32).tobytes(),
+                        ),
+                    )
+                    seq = int(cur.lastrowid)
+                    added.append(seq)
+                    self._conn.execute(
+                        "INSERT INTO fts (rowid, tokens) VALUES (?, ?)",
+                        (seq, token_string(r.content)),
+                    )
+                    self._conn.execute("DELETE FROM relations WHERE src = ?", (r.id,))
+                    self._conn.executemany(
+                        "INSERT OR IGNORE INTO relations (src, type, dst, pos) VALUES (?, ?, ?, ?)",
+                        [(r.id, t, dst, pos) for pos, (t, dst) in enumerate(r.relations)],
+                    )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return added, removed
+
+    def delete(self, flt: MemoryFilter) -> list[int]:
+        """Delete matching records (with their FTS rows and outgoing relations); their seqs."""
+        where, params = filter_sql(flt)
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                rows = self._conn.execute(
+                    f"DELETE FROM records WHERE {where} RETURNING seq, id", params
+                ).fetchall()
+                self._conn.executemany("DELETE FROM fts WHERE rowid = ?", [(s,) for s, _ in rows])
+                self._conn.executemany(
+                    "DELETE FROM relations WHERE src = ?", [(i,) for _, i in rows]
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+        return [s for s, _ in rows]
+
+    def set_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "UPDATE records SET vector = ? WHERE seq = ?",
+                    [(np.ascontiguousarray(v, dtype=np.float32).tobytes(), s) for s, v in items],
+                )
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+
+    # -- reads --------------------------------------------------------------------------
+    def _records(self, sql: str, params: Sequence[Any]) -> list[tuple[int, MemoryRecord]]:
+        with self._lock:
+            rows = self._conn.execute(sql, params).fetchall()
+        seqs = [row[0] for row in rows]
+        records = self._with_relations([_to_record(row) for row in rows])
+        return list(zip(seqs, records, strict=True))
+
+    def _with_relations(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
+        if not records:
+            return records
+        by_id = {r.id: r for r in records}
+        ids = list(by_id)
+        with self._lock:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                for src, rel_type, dst in self._conn.execute(
+                    f"SELECT src, type, dst FROM relations WHERE src IN ({','.join('?' * len(chunk))})"
+                    " ORDER BY src, pos",
+                    chunk,
+                ):
+                    by_id[src].relations.append((rel_type, dst))
+        return records
+
+    def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        found: dict[str, MemoryRecord] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            for _, r in self._records(
+                f"SELECT {_COLUMNS} FROM records WHERE id IN ({','.join('?' * len(chunk))})", chunk
+            ):
+                found[r.id] = r
+        return [found[i] for i in ids if i in found]
+
+    def by_seqs(self, seqs: Sequence[int], flt: MemoryFilter) -> dict[int, MemoryRecord]:
+        """Records with these seqs that match `flt`, keyed by seq."""
+        if not seqs:
+            return {}
+        where, params = filter_sql(flt)
+        return dict(
+            self._records(
+                f"SELECT {_COLUMNS} FROM records WHERE seq IN ({','.join('?' * len(seqs))}) "
+                f"AND {where}",
+                [*seqs, *params],
+            )
+        )
+
+    def matching_seqs(self, flt: MemoryFilter) -> np.ndarray:
+        where, params = filter_sql(flt)
+        with self._lock:
+            rows = self._conn.execute(f"SELECT seq FROM records WHERE {where}", params).fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def vectors_by_filter(self, flt: MemoryFilter) -> tuple[np.ndarray, np.ndarray]:
+        where, params = filter_sql(flt)
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT seq, vector FROM records WHERE {where}", params
+            ).fetchall()
+        return _stack(rows)
+
+    def vectors_after(self, watermark: int) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT seq, vector FROM records WHERE seq > ? ORDER BY seq", (watermark,)
+            ).fetchall()
+        return _stack(rows)
+
+    def all_seqs_upto(self, watermark: int) -> np.ndarray:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT seq FROM records WHERE seq <= ?", (watermark,)
+            ).fetchall()
+        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+    def max_seq(self) -> int:
+        with self._lock:
+            row = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name='records'").fetchone()
+        return int(row[0]) if row else 0
+
+    def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[MemoryRecord, float]]:
+        match = fts_query(query)
+        if match is None:
+            return []
+        where, params = filter_sql(flt, alias="r")
+        cols = ", ".join(f"r.{c}" for c in _COLUMNS.split(", "))
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {cols}, -bm25(fts) FROM fts JOIN records r ON r.seq = fts.rowid "
+                f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts) LIMIT ?",
+                [match, *params, k],
+            ).fetchall()
+        records = self._with_relations([_to_record(row) for row in rows])
+        return [(r, float(row[14])) for r, row in zip(records, rows, strict=True)]
+
+    def scan(self, flt: MemoryFilter, limit: int | None, offset: int) -> list[MemoryRecord]:
+        where, params = filter_sql(flt)
+        return [
+            r
+            for _, r in self._records(
+                f"SELECT {_COLUMNS} FROM records WHERE {where} ORDER BY created_at, id "
+                "LIMIT ? OFFSET ?",
+                [*params, -1 if limit is None else limit, offset],
+            )
+        ]
+
+    def count(self, flt: MemoryFilter) -> int:
+        where, params = filter_sql(flt)
+        with self._lock:
+            return int(self._conn.execute(f"SELECT count(*) FROM records WHERE {where}", params).fetchone()[0])
+
+    def edges(
+        self, nodes: Sequence[str], relation_types: Sequence[str] | None
+    ) -> list[tuple[str, str, str]]:
+        """(node, relation type, neighbour) for edges touching `nodes`, both directions."""
+        marks = ",".join("?" * len(nodes))
+        type_sql, type_params = "", []
+        if relation_types is not None:
+            type_sql = f" AND type IN ({','.join('?' * len(relation_types))})"
+            type_params = list(relation_types)
+        with self._lock:
+            out = self._conn.execute(
+                f"SELECT src, type, dst FROM relations WHERE src IN ({marks}){type_sql}",
+                [*nodes, *type_params],
+            ).fetchall()
+            back = self._conn.execute(
+                f"SELECT dst, type, src FROM relations WHERE dst IN ({marks}){type_sql}",
+                [*nodes, *type_params],
+            ).fetchall()
+        return [*out, *back]
+
+
+def _stack(rows: Sequence[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
+    seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    if not rows:
+        return seqs, np.zeros((0, 0), dtype=np.float32)
+    vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    return seqs, vectors
+
+
+def _to_record(row: Sequence[Any]) -> MemoryRecord:
+    (_, rid, session_id, memory_type, agent_type, content, created_at, importance,
+     temporal_weight, expires_at, codec, blob, metadata, vector) = row[:14]
+    return MemoryRecord(
+        id=rid, session_id=session_id, memory_type=memory_type, agent_type=agent_type,
+        content=content, created_at=created_at, importance=importance,
+        temporal_weight=temporal_weight, expires_at=expires_at, content_codec=codec,
+        content_blob=blob, metadata=json.loads(metadata), relations=[],
+        vector=np.frombuffer(vector, dtype=np.float32).copy(),
+    )

@@ -1,0 +1,239 @@
+"""`MemoryConfig`: the validated, typed form of the `memory` Hydra group (configs/memory/).
+
+Every section accepts a plain dict, and every key has the default written in
+configs/memory/default.yaml, so `MemoryConfig(backend="faiss", faiss={"path": "..."})` works.
+Invalid values raise `MemoryConfigError` naming the dotted key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from DeepResearch.src.memory.errors import MemoryConfigError
+
+BackendName = Literal["in_memory", "faiss", "neo4j"]
+Codec = Literal["lz4", "gzip", "zstd"]
+IndexType = Literal["cosine", "euclidean", "dot_product"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class NestedConfig(_Section):
+    include_ancestors: bool = True
+
+
+class CompressionConfig(_Section):
+    enabled: bool = True
+    algorithm: Codec = "zstd"
+    min_size_bytes: int = Field(default=4096, ge=1)
+    searchable_prefix_chars: int = Field(default=2000, ge=0)
+
+
+class RetrievalConfig(_Section):
+    top_k: int = Field(default=5, ge=1, le=10_000)
+    min_similarity: float = Field(default=0.0, ge=-1.0, le=1.0)
+    max_age_seconds: float | None = Field(default=None, gt=0)
+    hybrid: bool = True
+    rrf_k: int = Field(default=60, ge=1)
+    candidate_multiplier: int = Field(default=4, ge=1, le=1000)
+    temporal_half_life_seconds: float = Field(default=604_800.0, gt=0)
+    importance_weight: float = Field(default=0.1, ge=0.0, le=10.0)
+    mmr_enabled: bool = True
+    mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
+    dedup_threshold: float = Field(default=0.95, ge=0.0, le=1.0)
+    enable_reranking: bool = False
+    reranker_model: str | None = None
+
+    @model_validator(mode="after")
+    def _reranker_needs_model(self) -> RetrievalConfig:
+        if self.enable_reranking and not self.reranker_model:
+            raise ValueError(
+                "enable_reranking=true needs retrieval.reranker_model "
+                "(a local sentence-transformers CrossEncoder folder)"
+            )
+        return self
+
+
+class StorageConfig(_Section):
+    batch_size: int = Field(default=64, ge=1, le=100_000)
+    flush_interval: float = Field(default=1.0, gt=0)
+    enable_async_writes: bool = False
+    max_retry_backoff: float = Field(default=30.0, gt=0)
+
+
+class VectorStoreConfig(_Section):
+    embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_dimension: int = Field(default=384, ge=1, le=65_536)
+    index_type: IndexType = "cosine"
+
+
+class FaissConfig(_Section):
+    path: str = "outputs/memory"
+    index_kind: Literal["flat", "hnsw"] = "flat"
+    hnsw_m: int = Field(default=32, ge=2, le=512)
+    hnsw_ef_construction: int = Field(default=200, ge=1)
+    hnsw_ef_search: int = Field(default=128, ge=1)
+    synchronous: Literal["full", "normal"] = "full"
+
+
+class Neo4jConfig(_Section):
+    uri: str = "bolt://localhost:7687"
+    username: str = "neo4j"
+    password: str | None = None
+    database: str = "neo4j"
+    index_name: str = Field(default="memory_embedding", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+    fulltext_index_name: str = Field(
+        default="memory_content", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,62}$"
+    )
+    node_label: str = Field(default="Memory", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
+    max_connection_pool_size: int = Field(default=50, ge=1)
+    batch_size: int = Field(default=500, ge=1)
+    use_existing_connection: bool = False
+    similarity_to_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
+    connection_timeout: float = Field(default=5.0, gt=0)
+    max_transaction_retry_time: float = Field(default=5.0, ge=0)
+    retry_attempts: int = Field(default=3, ge=0)
+    retry_backoff: float = Field(default=0.5, ge=0)
+
+
+class ProfileConfig(_Section):
+    """How one agent type ranks memories (see ranking/)."""
+
+    priorities: dict[str, float] = Field(default_factory=dict)
+    max_items: int = Field(default=10, ge=1)
+    relevance_threshold: float = Field(default=0.0, ge=-1.0, le=1.0)
+    temporal_weighting: bool = True
+    success_weighting: bool = False
+    failure_pattern_matching: bool = False
+    deduplication: bool = True
+    cross_reference_expansion: bool = False
+
+    @model_validator(mode="after")
+    def _weights_non_negative(self) -> ProfileConfig:
+        for memory_type, weight in self.priorities.items():
+            if weight < 0:
+                raise ValueError(
+                    f"priorities.{memory_type}={weight} is negative; weights must be >= 0"
+                )
+        return self
+
+
+def _default_profiles() -> dict[str, ProfileConfig]:
+    p = ProfileConfig
+    return {
+        "bioinformatics": p(
+            priorities={"note": 1.0, "answer": 1.2, "tool_execution": 1.1, "execution_trace": 0.8},
+            max_items=10, relevance_threshold=0.3, success_weighting=True,
+            cross_reference_expansion=True,
+        ),
+        "prime": p(
+            priorities={"tool_execution": 1.3, "failure_analysis": 1.2, "plan": 1.0},
+            max_items=10, relevance_threshold=0.3, success_weighting=True,
+            failure_pattern_matching=True,
+        ),
+        "planner": p(
+            priorities={"plan": 1.4, "decision": 1.2, "answer": 1.1, "failure_analysis": 1.1},
+            max_items=8, relevance_threshold=0.25, success_weighting=True,
+            cross_reference_expansion=True,
+        ),
+        "executor": p(
+            priorities={"tool_execution": 1.4, "failure_analysis": 1.3, "execution_trace": 1.1},
+            max_items=8, relevance_threshold=0.25, success_weighting=True,
+            failure_pattern_matching=True,
+        ),
+        "deepsearch": p(
+            priorities={"answer": 1.3, "note": 1.1, "conversation": 1.0},
+            max_items=12, relevance_threshold=0.2, cross_reference_expansion=True,
+        ),
+    }
+
+
+class MemoryConfig(_Section):
+    enabled: bool = True
+    backend: BackendName = "faiss"
+    session_id: str | None = None
+    session_ttl: float | None = Field(default=None, gt=0)
+    on_unavailable: Literal["warn", "fail"] = "warn"
+    max_content_bytes: int = Field(default=1_000_000, ge=1)
+    nested: NestedConfig = Field(default_factory=NestedConfig)
+    compression: CompressionConfig = Field(default_factory=CompressionConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
+    faiss: FaissConfig = Field(default_factory=FaissConfig)
+    neo4j: Neo4jConfig = Field(default_factory=Neo4jConfig)
+    profiles: dict[str, ProfileConfig] = Field(default_factory=_default_profiles)
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _config_error(exc, data) from None
+
+    @classmethod
+    def from_omegaconf(cls, node: Any) -> MemoryConfig:
+        """Build from the `memory` node of a Hydra config (interpolations resolved)."""
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(node, DictConfig):
+            data = OmegaConf.to_container(node, resolve=True)
+        elif isinstance(node, dict):
+            data = node
+        else:
+            raise MemoryConfigError(
+                f"memory: expected a mapping (DictConfig or dict), got {type(node).__name__}"
+            )
+        if not isinstance(data, dict):
+            raise MemoryConfigError(f"memory: expected a mapping, got {data!r}")
+        return cls(**{str(k): v for k, v in data.items()})
+
+    def profile(self, name: str | None) -> ProfileConfig | None:
+        """The named profile; None for None; MemoryConfigError naming the choices otherwise."""
+        if name is None:
+            return None
+        try:
+            return self.profiles[name]
+        except KeyError:
+            raise MemoryConfigError(
+                f"memory.profiles: no profile {name!r}; choices: {sorted(self.profiles)}"
+            ) from None
+
+
+def _lookup(data: Any, loc: tuple[Any, ...]) -> Any:
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        else:
+            return "<missing>"
+    return data
+
+
+def _config_error(exc: ValidationError, data: dict[str, Any]) -> MemoryConfigError:
+    lines = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        key = ".".join(["memory", *(str(p) for p in loc)])
+        value = err.get("input", _lookup(data, loc))
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            allowed = _allowed_keys(loc[:-1])
+            msg = f"unknown key; allowed keys here: {allowed}"
+        lines.append(f"{key}={value!r}: {msg}")
+    return MemoryConfigError("invalid memory configuration: " + "; ".join(lines))
+
+
+def _allowed_keys(parent: tuple[Any, ...]) -> list[str]:
+    """The keys allowed in the section at `parent` (a pydantic error location)."""
+    if len(parent) >= 2 and parent[0] == "profiles":
+        return sorted(ProfileConfig.model_fields)
+    model: Any = MemoryConfig
+    for part in parent:
+        field = model.model_fields.get(str(part))
+        if field is None or not hasattr(field.annotation, "model_fields"):
+            return []
+        model = field.annotation
+    return sorted(model.model_fields)
