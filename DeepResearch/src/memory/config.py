@@ -42,7 +42,7 @@ class RetrievalConfig(_Section):
     candidate_multiplier: int = Field(default=4, ge=1, le=1000)
     temporal_half_life_seconds: float = Field(default=604_800.0, gt=0)
     importance_weight: float = Field(default=0.1, ge=0.0, le=10.0)
-    mmr_enabled: bool = True
+    mmr_enabled: bool = False
     mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
     dedup_threshold: float = Field(default=0.95, ge=0.0, le=1.0)
     enable_reranking: bool = False

@@ -72,3 +72,23 @@ class RetrievedMemory(BaseModel):
     @property
     def metadata(self) -> dict[str, Any]:
         return self.document.metadata
+
+
+class RelatedMemory(BaseModel):
+    """A memory reached from another over relations (get_related_memories)."""
+
+    document: MemoryDocument
+    relation: RelationType  # the type of the edge that reached it
+    depth: int  # 1 = directly related
+
+    @property
+    def id(self) -> str:
+        return self.document.id
+
+    @property
+    def content(self) -> str:
+        return self.document.content
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.document.metadata

@@ -1,0 +1,504 @@
+"""`MemorySystemClient`: the one facade the framework calls (async; sync face in sync.py).
+
+Written once above the backends: validation, embedding, compression, session scoping, TTL,
+the automatic FOLLOWS chain, ranking, write-behind with read-your-writes, and degrading when
+the backend is unavailable (writes kept in an outbox, retried, never silently dropped).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+from uuid import uuid4
+
+import numpy as np
+
+from DeepResearch.src.memory.backends import (
+    MemoryBackend,
+    MemoryFilter,
+    MemoryRecord,
+    create_backend,
+)
+from DeepResearch.src.memory.backends.filtering import record_matches
+from DeepResearch.src.memory.compression import compress_content
+from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.embeddings import Embedder, get_embedder
+from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError, MemoryInputError
+from DeepResearch.src.memory.inputs import (
+    clean_content,
+    clean_metadata,
+    clean_name,
+    clean_relations,
+    clean_unit_float,
+    clean_vector,
+    parse_filters,
+)
+from DeepResearch.src.memory.models import RelatedMemory, RelationType, RetrievedMemory
+from DeepResearch.src.memory.ranking import (
+    RankingContext,
+    RankingStep,
+    default_steps,
+    gather_candidates,
+    narrow_filter,
+    rank,
+)
+from DeepResearch.src.memory.records_io import to_document
+from DeepResearch.src.memory.status import MemoryHealth, MemoryStats
+from DeepResearch.src.memory.text import tokenize
+from DeepResearch.src.memory.writes import WriteQueue
+
+log = logging.getLogger(__name__)
+
+STORE_FIELDS = frozenset(
+    {"content", "metadata", "memory_type", "agent_type", "importance", "temporal_weight",
+     "relations", "id", "vector", "ttl", "created_at", "session_id"}
+)
+NESTED_SEPARATOR = "/"
+
+
+def new_session_id() -> str:
+    return uuid4().hex
+
+
+def ancestor_sessions(session_id: str) -> list[str]:
+    """'a/b/c' -> ['a/b', 'a']: nested contexts are named after their parents."""
+    parts = session_id.split(NESTED_SEPARATOR)
+    return [NESTED_SEPARATOR.join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+
+
+class MemorySystemClient:
+    """Async memory client. Opens its backend on first use; `close()` flushes."""
+
+    def __init__(
+        self,
+        config: MemoryConfig | Mapping[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+        embedder: Embedder | None = None,
+        backend: MemoryBackend | None = None,
+        steps: Sequence[RankingStep] | None = None,
+    ) -> None:
+        if config is None:
+            config = MemoryConfig()
+        elif not isinstance(config, MemoryConfig):
+            config = MemoryConfig.from_omegaconf(config)
+        self.config = config
+        self.session_id = clean_name(session_id or config.session_id or new_session_id(), "session_id")
+        self._embedder = embedder
+        self._backend = backend
+        self.steps: list[RankingStep] = list(steps) if steps is not None else default_steps()
+        self._opened = False
+        self._closed = False
+        self.available = False
+        self._unavailable_reason = ""
+        self._open_lock: asyncio.Lock | None = None
+        self._last_in_session: dict[str, str] = {}
+        self._last_time: dict[str, float] = {}
+        self.writes = WriteQueue(self)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder(self.config.vector_store.embedding_model)
+        return self._embedder
+
+    @property
+    def backend(self) -> MemoryBackend:
+        if self._backend is None:
+            self._backend = create_backend(self.config, self.config.vector_store.embedding_dimension)
+        return self._backend
+
+    async def open(self) -> None:
+        """Open the backend (idempotent). With on_unavailable=warn a failure gives one warning
+        and an unavailable client; with fail it raises MemoryBackendError."""
+        if self._opened:
+            return
+        if self._closed:
+            raise MemoryBackendError("this MemorySystemClient is closed; create a new one")
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._opened:
+                return
+            dim = self.embedder.dimension
+            if dim != self.config.vector_store.embedding_dimension:
+                raise MemoryConfigError(
+                    f"memory.vector_store.embedding_dimension="
+                    f"{self.config.vector_store.embedding_dimension} but model "
+                    f"{self.config.vector_store.embedding_model!r} gives {dim}-dimensional vectors"
+                )
+            try:
+                await self.backend.open()
+                self.available = True
+            except MemoryBackendError as exc:
+                if self.config.on_unavailable == "fail":
+                    raise
+                self._unavailable_reason = str(exc)
+                log.warning(
+                    "Memory backend %r is unavailable, running without memory "
+                    "(memory.on_unavailable=warn; writes are kept and retried): %s",
+                    self.config.backend, exc,
+                )
+            self._opened = True
+            self.writes.register()
+
+    async def reconnect(self) -> bool:
+        """Try to open an unavailable backend again; True when it is available now."""
+        if self.available:
+            return True
+        try:
+            await self.backend.open()
+        except MemoryBackendError as exc:
+            self._unavailable_reason = str(exc)
+            return False
+        self.available = True
+        log.warning("Memory backend %r is available again", self.config.backend)
+        return True
+
+    async def close(self) -> None:
+        """Flush pending writes, spill what cannot be written to a JSONL file, close."""
+        if self._closed:
+            return
+        if self._opened:
+            await self.writes.close()
+            if self.available:
+                await self.backend.close()
+        self._closed = True
+        self.available = False
+
+    async def __aenter__(self) -> MemorySystemClient:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- writes ---------------------------------------------------------------------------
+    async def store(
+        self,
+        content: str | bytes,
+        metadata: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        **fields: Any,
+    ) -> str:
+        """Store one memory; returns its id. Extra fields: memory_type, agent_type, importance,
+        temporal_weight, relations, id, vector, ttl, created_at."""
+        ids = await self.store_many(
+            [{"content": content, "metadata": metadata, **fields}], session_id=session_id
+        )
+        return ids[0]
+
+    async def store_many(
+        self, items: Sequence[Mapping[str, Any]], session_id: str | None = None
+    ) -> list[str]:
+        """Store several memories (validated all first: one bad item stores nothing)."""
+        await self.open()
+        if isinstance(items, Mapping | str | bytes):
+            raise MemoryInputError("store_many takes a list of dicts with at least 'content'")
+        session = clean_name(session_id, "session_id") if session_id is not None else self.session_id
+        records = [self._prepare(item, session, i) for i, item in enumerate(items)]
+        if not records:
+            return []
+        await self._embed_missing(records)
+        await self._link_follows(records)
+        await self.writes.submit(records)
+        return [r.id for r in records]
+
+    def _prepare(self, item: Mapping[str, Any], default_session: str, index: int) -> MemoryRecord:
+        where = f"item {index}"
+        if not isinstance(item, Mapping):
+            raise MemoryInputError(f"{where}: expected a dict with 'content', got {type(item).__name__}")
+        unknown = sorted(set(item) - STORE_FIELDS)
+        if unknown:
+            raise MemoryInputError(f"{where}: unknown fields {unknown}; allowed: {sorted(STORE_FIELDS)}")
+        content = clean_content(item.get("content"), self.config.max_content_bytes, what=f"{where} content")
+        now = time.time()
+        created_at = item.get("created_at")
+        created = now if created_at is None else clean_unit_float(created_at, "created_at", 0.0, 1e12)
+        ttl = item.get("ttl", self.config.session_ttl)
+        if ttl is not None:
+            ttl = clean_unit_float(ttl, "ttl", 1e-9, 1e12)
+        stored, codec, blob = compress_content(content, self.config.compression)
+        vector = item.get("vector")
+        memory_type = item.get("memory_type") or "note"
+        return MemoryRecord(
+            id=clean_name(item.get("id") or uuid4().hex, "id"),
+            session_id=clean_name(item.get("session_id") or default_session, "session_id"),
+            memory_type=clean_name(getattr(memory_type, "value", memory_type), "memory_type"),
+            agent_type=None if item.get("agent_type") is None else clean_name(item["agent_type"], "agent_type"),
+            content=stored,
+            created_at=created,
+            importance=clean_unit_float(item.get("importance", 0.5), "importance"),
+            temporal_weight=clean_unit_float(item.get("temporal_weight", 1.0), "temporal_weight", 0.0, 1e6),
+            expires_at=None if ttl is None else created + ttl,
+            content_codec=codec,
+            content_blob=blob,
+            metadata=clean_metadata(item.get("metadata")),
+            relations=clean_relations(item.get("relations")),
+            vector=None if vector is None else clean_vector(vector, self.config.vector_store.embedding_dimension),
+        )
+
+    async def _embed_missing(self, records: list[MemoryRecord]) -> None:
+        todo = [r for r in records if r.vector is None]
+        if not todo:
+            return
+        from DeepResearch.src.memory.compression import full_content
+
+        texts = [full_content(r.content, r.content_codec, r.content_blob) for r in todo]
+        vectors = await asyncio.to_thread(self.embedder.embed, texts)
+        for record, vector in zip(todo, vectors, strict=True):
+            record.vector = vector
+
+    async def _link_follows(self, records: list[MemoryRecord]) -> None:
+        """Chain each new memory to the previous memory of its session (FOLLOWS)."""
+        for record in records:
+            previous = self._last_in_session.get(record.session_id)
+            if previous is None and record.session_id not in self._last_in_session and self.available:
+                previous = await self._latest_in_session(record.session_id)
+            if previous is not None and previous != record.id and not any(
+                t == RelationType.FOLLOWS.value for t, _ in record.relations
+            ):
+                record.relations.append((RelationType.FOLLOWS.value, previous))
+            self._last_in_session[record.session_id] = record.id
+
+    async def _latest_in_session(self, session_id: str) -> str | None:
+        await self.writes.drain_pending()
+        flt = MemoryFilter(session_ids=(session_id,))
+        n = await self.backend.count(flt)
+        if n == 0:
+            return None
+        last = await self.backend.scan(flt, limit=1, offset=n - 1)
+        return last[0].id if last else None
+
+    async def import_records(self, records: Sequence[MemoryRecord]) -> int:
+        """Write records exactly as given (ids, times, relations, vectors): CLI import."""
+        await self.open()
+        if not self.available:
+            raise MemoryBackendError(f"memory backend unavailable: {self._unavailable_reason}")
+        await self.writes.drain_pending()
+        await self.backend.upsert(list(records))
+        return len(records)
+
+    async def flush(self) -> int:
+        """Write everything pending and retry the outbox; returns how many were written."""
+        if not self._opened:
+            return 0
+        return await self.writes.flush()
+
+    async def forget(
+        self,
+        ids: str | Sequence[str] | None = None,
+        *,
+        filters: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+    ) -> int:
+        """Delete memories by id and/or filters (within `session_id` if given)."""
+        await self.open()
+        if ids is None and not filters and session_id is None:
+            raise MemoryInputError("forget needs ids, filters or a session_id (refusing to delete everything)")
+        kwargs = parse_filters(filters)
+        if ids is not None:
+            ids = [ids] if isinstance(ids, str) else list(ids)
+            kwargs["ids"] = tuple(clean_name(i, "id") for i in ids)
+        if session_id is not None:
+            kwargs["session_ids"] = (clean_name(session_id, "session_id"),)
+        await self.writes.drain_pending()
+        if not self.available:
+            return 0
+        removed = await self.backend.delete(MemoryFilter(**kwargs))
+        self._last_in_session.clear()
+        return removed
+
+    async def expire(self, now: float | None = None) -> int:
+        """Delete memories whose TTL has passed (expires_at <= now); returns how many."""
+        await self.open()
+        await self.writes.drain_pending()
+        if not self.available:
+            return 0
+        now = time.time() if now is None else now
+        everything, live = MemoryFilter(), MemoryFilter(live_at=now)
+        if await self.backend.count(everything) == await self.backend.count(live):
+            return 0  # the common case costs two counts
+        doomed: list[str] = []
+        offset, page = 0, 1000
+        while True:
+            batch = await self.backend.scan(everything, limit=page, offset=offset)
+            doomed += [r.id for r in batch if r.expires_at is not None and r.expires_at <= now]
+            if len(batch) < page:
+                break
+            offset += page
+        removed = 0
+        for start in range(0, len(doomed), page):
+            removed += await self.backend.delete(MemoryFilter(ids=tuple(doomed[start : start + page])))
+        if removed:
+            self._last_in_session.clear()
+        return removed
+
+    # -- reads ----------------------------------------------------------------------------
+    def _scope(self, session_id: str | None, all_sessions: bool) -> tuple[str, ...] | None:
+        if all_sessions:
+            return None
+        session = clean_name(session_id, "session_id") if session_id is not None else self.session_id
+        if self.config.nested.include_ancestors:
+            return (session, *ancestor_sessions(session))
+        return (session,)
+
+    async def retrieve(
+        self,
+        query: str,
+        top_k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        profile: str | None = None,
+        *,
+        all_sessions: bool = False,
+    ) -> list[RetrievedMemory]:
+        """Ranked memories for `query` from `session_id` (default: this client's session,
+        plus its ancestors for nested contexts). A `session_id` key in `filters` or
+        `all_sessions=True` searches other sessions explicitly."""
+        query = clean_content(query, self.config.max_content_bytes, what="query")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+            raise MemoryInputError(f"top_k must be an int >= 1, got {top_k!r}")
+        prof = self.config.profile(profile)
+        kwargs = parse_filters(filters)
+        await self.open()
+        await self.writes.drain_pending()  # read-your-writes
+        if not self.available:
+            return []
+        if "session_ids" not in kwargs:
+            kwargs["session_ids"] = self._scope(session_id, all_sessions)
+        now = time.time()
+        flt = MemoryFilter(live_at=now, **kwargs)
+        limit = top_k or self.config.retrieval.top_k
+        if prof is not None:
+            limit = min(limit, prof.max_items)
+        vector = await asyncio.to_thread(self.embedder.embed_query, query)
+        ctx = RankingContext(
+            query=query, query_vector=vector, query_tokens=frozenset(tokenize(query)), now=now,
+            limit=limit, retrieval=self.config.retrieval, profile=prof,
+            accept=lambda record: record_matches(record, flt), fetch_related=self.backend.related,
+        )
+        flt = narrow_filter(self.steps, flt, ctx)
+        ctx.accept = lambda record: record_matches(record, flt)
+        n = max(20, limit * self.config.retrieval.candidate_multiplier)
+        items = await gather_candidates(
+            self.backend, query, vector, flt, n,
+            hybrid=self.config.retrieval.hybrid, rrf_k=self.config.retrieval.rrf_k,
+        )
+        ranked = await rank(items, ctx, self.steps)
+        return [
+            RetrievedMemory(
+                document=to_document(m.record), similarity=m.similarity, score=m.score,
+                rank=i, signals=m.signals,
+            )
+            for i, m in enumerate(ranked, start=1)
+        ]
+
+    async def get(self, memory_id: str) -> RetrievedMemory | None:
+        """One memory by id (any session), or None."""
+        await self.open()
+        await self.writes.drain_pending()
+        if not self.available:
+            return None
+        found = await self.backend.get([clean_name(memory_id, "memory_id")])
+        if not found:
+            return None
+        return RetrievedMemory(document=to_document(found[0]), similarity=1.0, score=1.0, rank=1)
+
+    async def get_related_memories(
+        self,
+        memory_id: str,
+        types: Sequence[str | RelationType] | None = None,
+        depth: int = 1,
+    ) -> list[RelatedMemory]:
+        """Memories linked to `memory_id` (both directions) up to `depth` hops, nearest first."""
+        memory_id = clean_name(memory_id, "memory_id")
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10:
+            raise MemoryInputError(f"depth must be an int in [1, 10], got {depth!r}")
+        rel_types = None if types is None else [t for t, _ in clean_relations([(t, "x") for t in types])]
+        await self.open()
+        await self.writes.drain_pending()
+        if not self.available:
+            return []
+        found = await self.backend.related(memory_id, rel_types, depth)
+        return [
+            RelatedMemory(document=to_document(r.record), relation=RelationType(r.relation), depth=r.depth)
+            for r in found
+        ]
+
+    # -- nested contexts --------------------------------------------------------------------
+    def create_nested_context(self, parent_session_id: str, loop_id: str) -> str:
+        """The session id of a loop nested in `parent_session_id`: '<parent>/<loop_id>'. It sees
+        its own memories and, with memory.nested.include_ancestors, its ancestors'."""
+        parent = clean_name(parent_session_id, "parent_session_id")
+        loop = clean_name(loop_id, "loop_id")
+        if NESTED_SEPARATOR in loop:
+            raise MemoryInputError(f"loop_id {loop!r} may not contain {NESTED_SEPARATOR!r}")
+        return f"{parent}{NESTED_SEPARATOR}{loop}"
+
+    async def merge_nested_context(self, child_session_id: str, parent_session_id: str) -> int:
+        """Copy the child's memories into the parent session, each PART_OF its original,
+        skipping content the parent already holds. Returns how many were copied."""
+        child = clean_name(child_session_id, "child_session_id")
+        parent = clean_name(parent_session_id, "parent_session_id")
+        await self.open()
+        await self.writes.drain_pending()
+        if not self.available:
+            return 0
+        from DeepResearch.src.memory.compression import full_content
+
+        def text(r: MemoryRecord) -> str:
+            return full_content(r.content, r.content_codec, r.content_blob)
+
+        existing = {text(r) for r in await self.backend.scan(MemoryFilter(session_ids=(parent,)))}
+        copies = []
+        for record in await self.backend.scan(MemoryFilter(session_ids=(child,))):
+            if text(record) in existing:
+                continue
+            existing.add(text(record))
+            copies.append(
+                replace(
+                    record,
+                    id=uuid4().hex,
+                    session_id=parent,
+                    metadata={**record.metadata},
+                    relations=[(RelationType.PART_OF.value, record.id)],
+                    vector=np.array(record.vector, copy=True),
+                )
+            )
+        await self._link_follows(copies)
+        await self.writes.submit(copies)
+        return len(copies)
+
+    # -- status -----------------------------------------------------------------------------
+    async def stats(self) -> MemoryStats:
+        await self.open()
+        total = in_session = None
+        if self.available:
+            await self.writes.drain_pending()
+            total = await self.backend.count(MemoryFilter())
+            in_session = await self.backend.count(MemoryFilter(session_ids=(self.session_id,)))
+        return MemoryStats(
+            backend=self.config.backend, available=self.available, session_id=self.session_id,
+            total=total, in_session=in_session, **self.writes.counters(),
+        )
+
+    async def health(self) -> MemoryHealth:
+        await self.open()
+        if not self.available:
+            await self.reconnect()
+        if self.available:
+            backend = await self.backend.health()
+            ok, detail = backend.ok, backend.detail
+        else:
+            ok, detail = False, self._unavailable_reason
+        counters = self.writes.counters()
+        return MemoryHealth(
+            ok=ok and counters["outbox"] == 0, available=self.available,
+            backend=self.config.backend, detail=detail, **counters,
+        )

@@ -1,0 +1,190 @@
+"""Validation of what callers hand the client: content, metadata, vectors, relations, filters.
+
+Every check raises MemoryInputError naming the offending value and what is allowed, before
+anything is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from DeepResearch.src.memory.backends.base import JSONScalar
+from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.models import RelationType
+
+RESERVED_FILTER_KEYS = {"memory_type": "memory_types", "agent_type": "agent_types", "session_id": "session_ids", "id": "ids"}
+RECORD_FIELDS = frozenset(
+    {"content", "created_at", "expires_at", "importance", "temporal_weight", "relations", "vector"}
+)
+_METADATA_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+_RELATION_TYPES = [r.value for r in RelationType]
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def clean_content(content: Any, max_bytes: int, *, what: str = "content") -> str:
+    """A non-empty valid UTF-8 str of at most max_bytes bytes (bytes are decoded strictly)."""
+    if isinstance(content, bytes | bytearray):
+        try:
+            content = bytes(content).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MemoryInputError(
+                f"{what}: bytes that are not valid UTF-8 ({exc.reason} at byte {exc.start}); "
+                "pass text (str) or UTF-8 encoded bytes"
+            ) from None
+    if not isinstance(content, str):
+        raise MemoryInputError(f"{what} must be a str, got {type(content).__name__}")
+    if not content.strip():
+        raise MemoryInputError(f"{what} is empty ({_short(content)}); store some text")
+    try:
+        size = len(content.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise MemoryInputError(
+            f"{what} is not valid Unicode text ({exc.reason} at position {exc.start}, "
+            "e.g. a lone surrogate); pass properly decoded text"
+        ) from None
+    if size > max_bytes:
+        raise MemoryInputError(
+            f"{what} is {size} bytes of UTF-8, above memory.max_content_bytes={max_bytes}"
+        )
+    return content
+
+
+def clean_metadata(metadata: Any) -> dict[str, Any]:
+    """A dict that survives a JSON round trip unchanged (so it is returned as stored)."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise MemoryInputError(f"metadata must be a dict, got {type(metadata).__name__}")
+    data = dict(metadata)
+    for key in data:
+        if not isinstance(key, str):
+            raise MemoryInputError(f"metadata key {_short(key)} must be a str")
+    try:
+        text = json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise MemoryInputError(
+            f"metadata must be JSON data (str keys; str, int, float, bool, None, lists, dicts; "
+            f"no NaN/inf): {exc}"
+        ) from None
+    if json.loads(text) != data:
+        raise MemoryInputError(
+            f"metadata {_short(data)} would not come back unchanged (tuples or non-str keys "
+            "inside?); use lists and str keys"
+        )
+    return data
+
+
+def clean_vector(vector: Any, dimension: int) -> np.ndarray:
+    """A finite, non-zero float32 vector of `dimension`, normalised to unit length."""
+    arr = np.asarray(vector, dtype=np.float32)
+    if arr.shape != (dimension,):
+        raise MemoryInputError(f"vector has shape {arr.shape}, expected ({dimension},)")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise MemoryInputError(f"vector has a non-finite value {arr[bad]} at index {bad}")
+    norm = float(np.linalg.norm(arr))
+    if norm == 0.0:
+        raise MemoryInputError("vector is all zeros; it has no direction to search by")
+    return np.ascontiguousarray(arr / norm, dtype=np.float32)
+
+
+def clean_unit_float(value: Any, name: str, low: float = 0.0, high: float = 1.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise MemoryInputError(f"{name} must be a number in [{low}, {high}], got {_short(value)}")
+    if not low <= value <= high:
+        raise MemoryInputError(f"{name}={value} is outside [{low}, {high}]")
+    return float(value)
+
+
+def clean_name(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise MemoryInputError(f"{name} must be a non-empty str, got {_short(value)}")
+    return value
+
+
+def clean_relations(relations: Any) -> list[tuple[str, str]]:
+    """(type, target id) pairs; type one of RelationType's values."""
+    if relations is None:
+        return []
+    out: list[tuple[str, str]] = []
+    for item in relations:
+        if isinstance(item, Mapping):
+            rel_type, target = item.get("type"), item.get("target_id")
+        elif isinstance(item, Sequence) and not isinstance(item, str) and len(item) == 2:
+            rel_type, target = item
+        else:
+            raise MemoryInputError(
+                f"relation {_short(item)}: give (type, target_id) or {{'type', 'target_id'}}"
+            )
+        rel_type = getattr(rel_type, "value", rel_type)
+        if rel_type not in _RELATION_TYPES:
+            raise MemoryInputError(f"relation type {_short(rel_type)}: choices {_RELATION_TYPES}")
+        out.append((rel_type, clean_name(target, "relation target_id")))
+    return out
+
+
+def parse_filters(filters: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Split caller filters into MemoryFilter keyword arguments.
+
+    Keys: memory_type, agent_type, session_id, id (reserved), or a metadata key (bare, or
+    prefixed `metadata.`). Values: a scalar (equality) or a list of scalars (any of them).
+    """
+    out: dict[str, Any] = {}
+    metadata: dict[str, tuple[JSONScalar, ...]] = {}
+    if filters is None:
+        return out
+    if not isinstance(filters, Mapping):
+        raise MemoryInputError(f"filters must be a dict, got {type(filters).__name__}")
+    for key, value in filters.items():
+        if not isinstance(key, str):
+            raise MemoryInputError(f"filter key {_short(key)} must be a str")
+        values = _filter_values(key, value)
+        if key in RESERVED_FILTER_KEYS:
+            if any(not isinstance(v, str) for v in values):
+                raise MemoryInputError(f"filter {key!r}: values must be str, got {_short(value)}")
+            out[RESERVED_FILTER_KEYS[key]] = tuple(values)  # type: ignore[arg-type]
+            continue
+        meta_key = key.removeprefix("metadata.")
+        if key in RECORD_FIELDS:
+            raise MemoryInputError(
+                f"filter key {key!r} is a record field, not filterable; use one of "
+                f"{sorted(RESERVED_FILTER_KEYS)} or a metadata key (e.g. 'metadata.{key}')"
+            )
+        if not _METADATA_KEY.match(meta_key):
+            raise MemoryInputError(
+                f"filter key {key!r} is not a valid metadata key (letters, digits, _ . -; no "
+                f"operators like '$gt'); allowed: {sorted(RESERVED_FILTER_KEYS)} or metadata keys"
+            )
+        metadata[meta_key] = tuple(values)
+    if metadata:
+        out["metadata"] = metadata
+    return out
+
+
+def _filter_values(key: str, value: Any) -> list[JSONScalar]:
+    values = list(value) if isinstance(value, list | tuple | set | frozenset) else [value]
+    if not values:
+        raise MemoryInputError(f"filter {key!r}: an empty list matches nothing; give values")
+    for v in values:
+        if isinstance(v, Mapping):
+            raise MemoryInputError(
+                f"filter {key!r}: operators ({_short(v)}) are not supported; give a value or a "
+                "list of values (equality / any-of)"
+            )
+        if v is not None and not isinstance(v, str | int | float | bool):
+            raise MemoryInputError(
+                f"filter {key!r}: value {_short(v)} is not a str, int, float, bool or None"
+            )
+        if isinstance(v, float) and not math.isfinite(v):
+            raise MemoryInputError(f"filter {key!r}: value {v} is not finite")
+    return values

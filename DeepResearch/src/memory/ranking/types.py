@@ -1,0 +1,77 @@
+"""What flows through the ranking pipeline: scored memories, the context, the step protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, RelatedRecord
+from DeepResearch.src.memory.config import ProfileConfig, RetrievalConfig
+
+
+@dataclass(slots=True)
+class ScoredMemory:
+    """A candidate on its way to the result list.
+
+    `similarity` is the cosine similarity to the query (fixed); `score` is what steps adjust
+    and what the final order uses; `signals` records each step's contribution for users.
+    """
+
+    record: MemoryRecord
+    similarity: float
+    score: float
+    signals: dict[str, float] = field(default_factory=dict)
+
+
+FetchRelated = Callable[[str, list[str] | None, int], Awaitable[list[RelatedRecord]]]
+
+
+@dataclass(slots=True)
+class RankingContext:
+    query: str
+    query_vector: np.ndarray
+    query_tokens: frozenset[str]
+    now: float
+    limit: int
+    retrieval: RetrievalConfig
+    profile: ProfileConfig | None
+    accept: Callable[[MemoryRecord], bool]  # the retrieve's filter, for records steps add
+    fetch_related: FetchRelated | None = None
+
+
+class RankingStep(Protocol):
+    """One named step. `enabled` reads config/profile; `narrow` may tighten the backend
+    filter before candidates are fetched (e.g. max_age); `__call__` transforms the list."""
+
+    name: str
+
+    def enabled(self, ctx: RankingContext) -> bool: ...
+
+    def narrow(self, flt: MemoryFilter, ctx: RankingContext) -> MemoryFilter: ...
+
+    async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]: ...
+
+
+class BaseStep:
+    """Defaults for the optional parts of RankingStep."""
+
+    name = "step"
+
+    def enabled(self, ctx: RankingContext) -> bool:
+        return True
+
+    def narrow(self, flt: MemoryFilter, ctx: RankingContext) -> MemoryFilter:
+        return flt
+
+    async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]:
+        raise NotImplementedError(f"ranking step {self.name!r} does not implement __call__")
+
+
+def by_score(items: list[ScoredMemory]) -> list[ScoredMemory]:
+    """Best first; ties broken by similarity, then newest, then id (deterministic)."""
+    return sorted(
+        items, key=lambda m: (-m.score, -m.similarity, -m.record.created_at, m.record.id)
+    )

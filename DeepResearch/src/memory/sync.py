@@ -1,0 +1,146 @@
+"""The sync face: `SyncMemorySystemClient` has the async client's methods as plain calls.
+
+Every call runs on ONE dedicated event-loop thread per process (never `asyncio.run` inside a
+running loop), so it works from sync code, from threads, and from sync code called inside a
+running event loop. The wrapped async client lives on that loop for its whole life.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import threading
+from collections.abc import Coroutine, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from DeepResearch.src.memory.client import MemorySystemClient
+from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.models import RelatedMemory, RetrievedMemory
+from DeepResearch.src.memory.status import MemoryHealth, MemoryStats
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="memory-sync-loop", daemon=True
+                )
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        loop = self.loop()
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            coro.close()
+            raise RuntimeError(
+                "a SyncMemorySystemClient method was called from its own loop thread; "
+                "use the async MemorySystemClient there"
+            )
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, loop)
+        return future.result()
+
+
+_LOOP = _LoopThread()
+_open_clients: list[SyncMemorySystemClient] = []
+
+
+class SyncMemorySystemClient:
+    """Blocking twin of MemorySystemClient (same arguments, same results)."""
+
+    def __init__(
+        self, config: MemoryConfig | Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> None:
+        self.aio = MemorySystemClient(config, **kwargs)
+        _open_clients.append(self)
+
+    @property
+    def session_id(self) -> str:
+        return self.aio.session_id
+
+    @property
+    def config(self) -> MemoryConfig:
+        return self.aio.config
+
+    @property
+    def available(self) -> bool:
+        return self.aio.available
+
+    def open(self) -> None:
+        _LOOP.run(self.aio.open())
+
+    def store(self, content: str | bytes, metadata: Mapping[str, Any] | None = None,
+              session_id: str | None = None, **fields: Any) -> str:
+        return _LOOP.run(self.aio.store(content, metadata, session_id, **fields))
+
+    def store_many(self, items: Sequence[Mapping[str, Any]], session_id: str | None = None) -> list[str]:
+        return _LOOP.run(self.aio.store_many(items, session_id))
+
+    def retrieve(self, query: str, top_k: int | None = None, filters: Mapping[str, Any] | None = None,
+                 session_id: str | None = None, profile: str | None = None, *,
+                 all_sessions: bool = False) -> list[RetrievedMemory]:
+        return _LOOP.run(
+            self.aio.retrieve(query, top_k, filters, session_id, profile, all_sessions=all_sessions)
+        )
+
+    def get(self, memory_id: str) -> RetrievedMemory | None:
+        return _LOOP.run(self.aio.get(memory_id))
+
+    def get_related_memories(self, memory_id: str, types: Sequence[str] | None = None,
+                             depth: int = 1) -> list[RelatedMemory]:
+        return _LOOP.run(self.aio.get_related_memories(memory_id, types, depth))
+
+    def create_nested_context(self, parent_session_id: str, loop_id: str) -> str:
+        return self.aio.create_nested_context(parent_session_id, loop_id)
+
+    def merge_nested_context(self, child_session_id: str, parent_session_id: str) -> int:
+        return _LOOP.run(self.aio.merge_nested_context(child_session_id, parent_session_id))
+
+    def forget(self, ids: str | Sequence[str] | None = None, *,
+               filters: Mapping[str, Any] | None = None, session_id: str | None = None) -> int:
+        return _LOOP.run(self.aio.forget(ids, filters=filters, session_id=session_id))
+
+    def expire(self, now: float | None = None) -> int:
+        return _LOOP.run(self.aio.expire(now))
+
+    def flush(self) -> int:
+        return _LOOP.run(self.aio.flush())
+
+    def stats(self) -> MemoryStats:
+        return _LOOP.run(self.aio.stats())
+
+    def health(self) -> MemoryHealth:
+        return _LOOP.run(self.aio.health())
+
+    def close(self) -> None:
+        _LOOP.run(self.aio.close())
+        if self in _open_clients:
+            _open_clients.remove(self)
+
+    def __enter__(self) -> SyncMemorySystemClient:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _close_at_exit() -> None:
+    for client in list(_open_clients):
+        client.close()
+
+
+atexit.register(_close_at_exit)
