@@ -1,0 +1,1 @@
+"""Local documents: loading, chunking, lexical search and the FAISS vector store."""
