@@ -1,0 +1,77 @@
+"""Build the pydantic-ai model of an agent role from the `llm` config group.
+
+`offline` (default), `openai`, `anthropic`, `openai_compatible`. Errors name what to fix
+(the provider choices, the environment variable holding the key) and are never swallowed.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from omegaconf import DictConfig
+from pydantic_ai.models import Model
+from pydantic_ai.settings import ModelSettings
+
+from DeepResearch.src.agents.offline_model import OfflineModel
+from DeepResearch.src.datatypes.agents import AgentType
+
+PROVIDERS = ("offline", "openai", "anthropic", "openai_compatible")
+
+
+class ModelConfigError(ValueError):
+    """The `llm` config cannot make a model (unknown provider, missing key, ...)."""
+
+
+def _api_key(llm: DictConfig, required: bool = True) -> str | None:
+    env = llm.get("api_key_env")
+    if not env:
+        raise ModelConfigError(f"llm.api_key_env is empty for provider {llm.provider!r}")
+    key = os.environ.get(str(env))
+    if not key and required:
+        raise ModelConfigError(
+            f"llm={llm.provider} needs an API key: set the environment variable {env} "
+            f"(or choose llm=offline, which needs none)"
+        )
+    return key or None
+
+
+def _require(llm: DictConfig, key: str) -> str:
+    value = llm.get(key)
+    if not value:
+        raise ModelConfigError(f"llm.{key} must be set for provider {llm.provider!r}")
+    return str(value)
+
+
+def build_model(llm: DictConfig, role: AgentType) -> Model:
+    provider = llm.get("provider")
+    if provider == "offline":
+        return OfflineModel(int(llm.get("sentences_per_answer", 4))).for_role(role)
+    if provider == "openai":
+        from pydantic_ai.models.openai import OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider_obj = OpenAIProvider(api_key=_api_key(llm), base_url=llm.get("base_url") or None)
+        return OpenAIResponsesModel(_require(llm, "model"), provider=provider_obj)
+    if provider == "anthropic":
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        return AnthropicModel(_require(llm, "model"), provider=AnthropicProvider(api_key=_api_key(llm)))
+    if provider == "openai_compatible":
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        key = _api_key(llm, required=bool(llm.get("api_key_required", False)))
+        provider_obj = OpenAIProvider(base_url=_require(llm, "base_url"), api_key=key or "unused")
+        return OpenAIChatModel(_require(llm, "model"), provider=provider_obj)
+    raise ModelConfigError(f"llm.provider {provider!r} is unknown; choose one of {PROVIDERS}")
+
+
+def model_settings(llm: DictConfig) -> ModelSettings | None:
+    settings: dict[str, Any] = {}
+    if llm.get("temperature") is not None:
+        settings["temperature"] = float(llm.temperature)
+    if llm.get("max_tokens") is not None:
+        settings["max_tokens"] = int(llm.max_tokens)
+    return ModelSettings(**settings) if settings else None
