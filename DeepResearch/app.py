@@ -1,0 +1,55 @@
+"""The `deepresearch` command: Hydra configuration in, a researched answer and a run folder out.
+
+    deepresearch "question='Which aligner suits RNA-seq reads?'"
+    deepresearch question="..." flows.rag.enabled=true rag.documents_dir=PATH
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from omegaconf import DictConfig
+
+from DeepResearch.src.agents.models import ModelConfigError
+from DeepResearch.src.rag.loader import DocumentsFolderError
+from DeepResearch.src.workflow.errors import ConfigurationError
+from DeepResearch.src.workflow.run import RunOutcome, run_graph, run_research, run_sync
+from DeepResearch.src.workflow.state import ResearchState
+
+__all__ = ["ResearchState", "RunOutcome", "main", "run_graph", "run_research"]
+
+USAGE = """usage: deepresearch "question='<your question>'" [key=value ...]
+
+No question was given. Examples:
+  deepresearch "question='Which aligner suits RNA-seq reads?'"
+  deepresearch "question='How are variants called?'" flows.rag.enabled=true rag.documents_dir=./docs
+  deepresearch --help        (all options; --cfg job shows the composed config)"""
+
+USER_ERRORS = (ConfigurationError, DocumentsFolderError, ModelConfigError)
+# configs/ sits next to the package (editable install); an absolute path keeps Hydra from
+# looking for a python module named "configs" when we run as the console script.
+CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
+def main(cfg: DictConfig) -> None:
+    question = cfg.get("question")
+    if question is None or not str(question).strip():
+        print(USAGE, file=sys.stderr)
+        sys.exit(2)
+    try:
+        outcome = run_sync(str(question), cfg)
+    except USER_ERRORS as exc:
+        print(f"deepresearch: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    print(outcome.answer)
+    print()
+    print(f"Outputs: {outcome.run_dir.resolve()}")
+    print(f"  report:  {(outcome.run_dir / 'report.md').resolve()}")
+    print(f"  summary: {(outcome.run_dir / 'WORKFLOW_SUMMARY.md').resolve()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The run folder: outputs_dir/run_<timestamp>_<slug>/ and everything written into it."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from omegaconf import OmegaConf
+
+from DeepResearch.src.agents.prompts import cited_sources
+
+if TYPE_CHECKING:
+    from DeepResearch.src.workflow.state import ResearchState
+
+DRAFT_PHASES = ("planning", "research", "writing")
+
+
+def slugify(text: str, max_length: int = 40) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:max_length].rstrip("-") or "question"
+
+
+def make_run_dir(outputs_dir: str | Path, question: str, now: datetime | None = None) -> Path:
+    """A new, empty run folder (a suffix is added if two runs start in the same second)."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    base = Path(outputs_dir).expanduser() / f"run_{stamp}_{slugify(question)}"
+    candidate, n = base, 1
+    while candidate.exists():
+        n += 1
+        candidate = base.with_name(f"{base.name}_{n}")
+    (candidate / "drafts").mkdir(parents=True)
+    return candidate
+
+
+def render_report(state: ResearchState) -> str:
+    answer = state.final_answer or "_No answer: the run failed before synthesis (see WORKFLOW_SUMMARY.md)._"
+    cited = cited_sources(answer)
+    consulted = [s for s in state.sources if s not in cited]
+    lines = [f"# {state.question}", "", answer, "", "## Sources cited", ""]
+    lines += [f"- [{s}]({_link(state, s)})" for s in cited] or ["- (none)"]
+    if consulted:
+        lines += ["", "## Also consulted", "", *(f"- [{s}]({_link(state, s)})" for s in consulted)]
+    if state.sub_loops:
+        lines += ["", "## Sub-questions (nested loops)", ""]
+        lines += [
+            f"- `{sub.loop_id}` {sub.question} ({'ok' if sub.success else 'failed'})"
+            for sub in state.sub_loops
+        ]
+    model = f"{state.config.llm.provider}:{state.config.llm.model}"
+    lines += ["", "---", f"Flow `{state.flow}`, model `{model}`, documents `{state.documents_dir}`."]
+    return "\n".join(lines) + "\n"
+
+
+def _link(state: ResearchState, source: str) -> str:
+    if state.documents_dir is None:
+        return source
+    return (Path(state.documents_dir) / source).as_uri() if Path(state.documents_dir).is_absolute() else source
+
+
+def render_summary(state: ResearchState, status: str) -> str:
+    history = state.execution_history
+    summary = history.summary()
+    lines = [
+        "# Workflow summary",
+        "",
+        f"- Question: {state.question}",
+        f"- Status: {status}",
+        f"- Flow: {state.flow}; model: {state.config.llm.provider}:{state.config.llm.model}",
+        f"- Iterations (root loop): {state.iteration}/{state.max_iterations}",
+        f"- Nested loops: {len(state.sub_loops)}",
+        "",
+        "## Phases",
+        "",
+        "| phase | seconds |",
+        "|---|---|",
+        *(f"| {phase} | {seconds:.3f} |" for phase, seconds in state.timings.items()),
+        "",
+        "## Node runs",
+        "",
+        "| loop | node | phase | seconds | ok |",
+        "|---|---|---|---|---|",
+        *(
+            f"| {r.loop_id} | {r.node} | {r.phase} | {r.duration:.3f} | {'yes' if r.ok else 'no'} |"
+            for r in state.phase_log
+        ),
+        "",
+        "## Plan",
+        "",
+        *(f"- [{step.status}] {step.line()}" for step in state.plan),
+        "",
+        "## Tools used",
+        "",
+    ]
+    tools = Counter(item.tool for item in history.items)
+    lines += [f"- {tool}: {count}" for tool, count in tools.items()] or ["- (none)"]
+    lines += [
+        "",
+        f"Tool runs: {summary['total']} ({summary['successful']} ok, {summary['failed']} failed, "
+        f"{summary['skipped']} skipped).",
+        "",
+        "## Errors",
+        "",
+    ]
+    lines += [f"- {error}" for error in state.errors] or ["- (none)"]
+    if summary["failure_patterns"]:
+        lines += ["", "## Failure patterns", ""]
+        lines += [
+            f"- {p['category']}: {p['count']} ({', '.join(p['tools'])})"
+            for p in summary["failure_patterns"]
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def write_run_outputs(state: ResearchState, status: str) -> dict[str, Path]:
+    """Write every output of the root loop into `state.run_dir`; the paths written."""
+    if state.run_dir is None:
+        raise ValueError("state.run_dir is None: only a root loop with a run folder writes outputs")
+    run_dir = Path(state.run_dir)
+    written = {
+        "report": run_dir / "report.md",
+        "summary": run_dir / "WORKFLOW_SUMMARY.md",
+        "history": run_dir / "execution_history.json",
+        "config": run_dir / "config.yaml",
+    }
+    written["report"].write_text(render_report(state), encoding="utf-8")
+    written["summary"].write_text(render_summary(state, status), encoding="utf-8")
+    state.execution_history.save_to_file(written["history"])
+    written["config"].write_text(OmegaConf.to_yaml(state.config, resolve=True), encoding="utf-8")
+    for phase in DRAFT_PHASES:
+        path = run_dir / "drafts" / f"{phase}.md"
+        body = "\n".join(state.drafts.get(phase, [])) or "_(nothing in this phase)_\n"
+        path.write_text(f"# {phase.capitalize()} draft\n\n{body}", encoding="utf-8")
+        written[f"draft_{phase}"] = path
+    return written

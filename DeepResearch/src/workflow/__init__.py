@@ -1,0 +1,1 @@
+"""The research workflow: state, nodes, graph assembly and the run lifecycle."""
