@@ -1,0 +1,253 @@
+"""The behavioural contract every backend passes (parametrised by `backend_name`)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory import (
+    MemoryInputError,
+    MemorySystemClient,
+    RelationType,
+)
+
+pytestmark = pytest.mark.integration
+
+TOPICS = [
+    ("STAR aligns RNA-seq reads to a genome with splice awareness", {"tool": "star", "kind": "aligner"}),
+    ("BWA-MEM maps short DNA reads against a reference genome", {"tool": "bwa", "kind": "aligner"}),
+    ("The Louvre museum in Paris holds the Mona Lisa", {"kind": "art"}),
+    ("Sourdough bread needs a starter, flour, water and salt", {"kind": "cooking"}),
+    ("Gradient descent minimises a loss by following its negative gradient", {"kind": "ml"}),
+]
+MakeClient = Callable[..., MemorySystemClient]
+
+
+async def _seed(client: MemorySystemClient, **kw: object) -> list[str]:
+    return await client.store_many([{"content": c, "metadata": m} for c, m in TOPICS], **kw)
+
+
+async def test_retrieve_ranks_the_relevant_memory_first(client: MemorySystemClient) -> None:
+    ids = await _seed(client)
+    results = await client.retrieve(query="which tool aligns spliced RNA-seq reads?", top_k=2)
+    assert [r.id for r in results] == [ids[0], ids[1]]
+    assert all(a.score >= b.score for a, b in zip(results, results[1:], strict=False))
+    art = await client.retrieve(query="famous painting in a Paris museum", top_k=1)
+    assert art[0].id == ids[2]
+    assert art[0].content == TOPICS[2][0]
+
+
+async def test_metadata_and_content_come_back_unchanged(client: MemorySystemClient) -> None:
+    meta = {"nested": {"a": [1, 2.5, None, True]}, "unicode": "naïve ✓ 数据", "n": 0, "quote": "'\"{}"}
+    content = "Unicode content: naïve café — 数据 ✓ with \"quotes\" and {braces}"
+    mid = await client.store(content=content, metadata=meta)
+    (hit,) = await client.retrieve(query=content, top_k=1)
+    assert (hit.id, hit.content, hit.metadata) == (mid, content, meta)
+
+
+async def test_filters_equality_lists_and_reserved_keys(make_client: MakeClient) -> None:
+    client = make_client(retrieval={"min_similarity": -1.0})
+    ids = await _seed(client)
+    await client.store(content="Salmon quantifies transcripts", metadata={"tool": "salmon"},
+                       memory_type="tool_execution", agent_type="executor")
+    only_bwa = await client.retrieve(query="aligner", filters={"tool": "bwa"})
+    assert [r.id for r in only_bwa] == [ids[1]]
+    either = await client.retrieve(query="aligner", filters={"tool": ["bwa", "star"]}, top_k=5)
+    assert {r.id for r in either} == {ids[0], ids[1]}
+    typed = await client.retrieve(query="transcripts", filters={"memory_type": "tool_execution"})
+    assert [r.content for r in typed] == ["Salmon quantifies transcripts"]
+    by_agent = await client.retrieve(query="transcripts", filters={"agent_type": ["executor"]})
+    assert len(by_agent) == 1
+    prefixed = await client.retrieve(query="aligner", filters={"metadata.kind": "art"})
+    assert [r.id for r in prefixed] == [ids[2]]
+    missing = await client.retrieve(query="anything", filters={"tool": None}, top_k=10)
+    assert {r.id for r in missing} == {ids[2], ids[3], ids[4]}
+    assert await client.retrieve(query="aligner", filters={"tool": "nope"}) == []
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{"tool": {"$gt": 1}}, {"importance": 0.5}, {"bad key!": 1}, {"tool": []}, {"tool": [[1]]}, {"memory_type": 3}],
+)
+async def test_invalid_filters_are_refused_naming_the_key(
+    client: MemorySystemClient, filters: dict
+) -> None:
+    await _seed(client)
+    with pytest.raises(MemoryInputError) as err:
+        await client.retrieve(query="aligner", filters=filters)
+    assert repr(next(iter(filters))) in str(err.value)
+
+
+async def test_a_session_never_sees_another_session(client: MemorySystemClient) -> None:
+    other = client.session_id + "-other"
+    (a_id,) = await client.store_many([{"content": "alpha secret: the vault code is 1234"}])
+    (b_id,) = await client.store_many([{"content": "beta secret: the vault code is 9876"}], session_id=other)
+    assert [r.id for r in await client.retrieve(query="vault code", top_k=10)] == [a_id]
+    asked = await client.retrieve(query="vault code", top_k=10, session_id=other)
+    assert [r.id for r in asked] == [b_id]
+    both = await client.retrieve(query="vault code", filters={"session_id": [client.session_id, other]})
+    assert {r.id for r in both} == {a_id, b_id}
+    every = await client.retrieve(query="vault code", all_sessions=True, top_k=50)
+    assert {a_id, b_id} <= {r.id for r in every}
+
+
+async def test_ttl_hides_then_expire_deletes(client: MemorySystemClient) -> None:
+    now = time.time()
+    old = await client.store(content="an expired note about kallisto", created_at=now - 100, ttl=10)
+    fresh = await client.store(content="a live note about kallisto", ttl=3600)
+    forever = await client.store(content="a permanent note about kallisto")
+    hits = await client.retrieve(query="kallisto note", top_k=10)
+    assert {r.id for r in hits} == {fresh, forever}
+    assert await client.expire() == 1
+    assert await client.get(old) is None
+    assert await client.expire() == 0
+    assert (await client.get(fresh)) is not None
+
+
+async def test_session_ttl_from_config(make_client: MakeClient) -> None:
+    client = make_client(session_ttl=60)
+    mid = await client.store(content="remember for a minute")
+    doc = (await client.get(mid)).document
+    assert doc.expires_at is not None
+    assert math.isclose((doc.expires_at - doc.created_at).total_seconds(), 60, abs_tol=0.01)
+
+
+@pytest.mark.parametrize("algorithm", ["lz4", "gzip", "zstd"])
+async def test_compression_round_trip(make_client: MakeClient, algorithm: str) -> None:
+    client = make_client(compression={"algorithm": algorithm, "min_size_bytes": 256})
+    big = "Trimmomatic removes adapters from reads. " + " ".join(
+        f"line {i}: quality {i % 40} ✓" for i in range(800)
+    )
+    mid = await client.store(content=big, metadata={"size": len(big)})
+    stored = (await client.backend.get([mid]))[0]
+    assert stored.content_codec == algorithm and len(stored.content_blob) < len(big.encode())
+    assert len(stored.content) < len(big)
+    (hit,) = await client.retrieve(query="Trimmomatic adapters", top_k=1)
+    assert hit.id == mid and hit.content == big
+
+
+async def test_related_memories_follow_and_explicit_links(client: MemorySystemClient) -> None:
+    first = await client.store(content="Plan: align reads with STAR")
+    second = await client.store(content="Executed STAR; it failed on low memory",
+                                relations=[(RelationType.CAUSED_BY, first)])
+    third = await client.store(content="Reran STAR with more memory", relations=[("references", second)])
+    related = await client.get_related_memories(second)
+    assert {r.id for r in related} == {first, third}
+    assert {r.depth for r in related} == {1}
+    follows = await client.get_related_memories(third, types=[RelationType.FOLLOWS])
+    assert [(r.id, r.relation) for r in follows] == [(second, RelationType.FOLLOWS)]
+    caused = await client.get_related_memories(second, types=["caused_by"])
+    assert [(r.id, r.relation) for r in caused] == [(first, RelationType.CAUSED_BY)]
+    two_hops = await client.get_related_memories(first, types=["references", "caused_by"], depth=2)
+    assert [(r.id, r.depth) for r in two_hops] == [(second, 1), (third, 2)]
+    with pytest.raises(MemoryInputError):
+        await client.get_related_memories(first, types=["likes"])
+
+
+async def test_forget_by_id_and_filter(make_client: MakeClient) -> None:
+    client = make_client(retrieval={"min_similarity": -1.0})
+    ids = await _seed(client)
+    assert await client.forget(ids[0]) == 1
+    assert await client.forget(filters={"kind": "aligner"}, session_id=client.session_id) == 1
+    left = await client.retrieve(query="reads genome aligner", top_k=10)
+    assert {r.id for r in left} == set(ids[2:])
+    with pytest.raises(MemoryInputError):
+        await client.forget()
+
+
+@pytest.mark.parametrize(
+    ("item", "fragment"),
+    [
+        ({"content": ""}, "empty"),
+        ({"content": "   \n"}, "empty"),
+        ({"content": "x" * 2001}, "max_content_bytes"),
+        ({"content": b"\xff\xfe not utf-8"}, "UTF-8"),
+        ({"content": "lone \ud800 surrogate"}, "Unicode"),
+        ({"content": "ok", "vector": [float("nan")] * 384}, "non-finite"),
+        ({"content": "ok", "vector": [0.0] * 384}, "zeros"),
+        ({"content": "ok", "vector": [1.0] * 3}, "shape"),
+        ({"content": "ok", "metadata": {"x": float("nan")}}, "metadata"),
+        ({"content": "ok", "metadata": {"x": (1, 2)}}, "unchanged"),
+        ({"content": "ok", "importance": 2}, "importance"),
+        ({"content": "ok", "colour": "red"}, "colour"),
+    ],
+)
+async def test_bad_input_is_refused_and_nothing_stored(
+    make_client: MakeClient, item: dict, fragment: str
+) -> None:
+    client = make_client(max_content_bytes=2000)
+    with pytest.raises(MemoryInputError) as err:
+        await client.store_many([{"content": "a valid memory stored alongside"}, item])
+    assert fragment in str(err.value)
+    assert (await client.stats()).in_session == 0
+
+
+async def test_store_accepts_utf8_bytes_and_given_vectors(client: MemorySystemClient, embedder) -> None:
+    mid = await client.store(content="bytes that are UTF-8: café".encode())
+    assert (await client.get(mid)).content == "bytes that are UTF-8: café"
+    vec = embedder.embed(["a memory with a precomputed vector about phylogenetics"])[0] * 3.0
+    vid = await client.store(content="phylogenetic trees", vector=vec.tolist())
+    hits = await client.retrieve(query="a memory with a precomputed vector about phylogenetics", top_k=1)
+    assert hits[0].id == vid and hits[0].similarity == pytest.approx(1.0, abs=1e-4)
+
+
+async def test_write_behind_reads_its_writes_and_flushes_on_close(make_client: MakeClient) -> None:
+    client = make_client(storage={"enable_async_writes": True, "flush_interval": 3600, "batch_size": 100})
+    mid = await client.store(content="write-behind note about HISAT2")
+    assert client.writes.counters()["pending"] == 1
+    (hit,) = await client.retrieve(query="HISAT2", top_k=1)
+    assert hit.id == mid
+    assert client.writes.counters()["pending"] == 0
+    other = await client.store(content="second write-behind note")
+    session = client.session_id
+    await client.close()
+    again = make_client(session_id=session)
+    assert (await again.get(other)) is not None or again.config.backend == "in_memory"
+
+
+async def test_nested_contexts_see_ancestors_and_merge_up(make_client: MakeClient) -> None:
+    parent = make_client()
+    await parent.store(content="parent knows the reference is GRCh38")
+    child_session = parent.create_nested_context(parent.session_id, "loop1")
+    grandchild_session = parent.create_nested_context(child_session, "inner")
+    await parent.store(content="child found that STAR needs 32 GB", session_id=child_session)
+    await parent.store(content="grandchild found the index is stale", session_id=grandchild_session)
+    seen = {r.content for r in await parent.retrieve(query="what was found", top_k=10, session_id=grandchild_session)}
+    assert len(seen) == 3
+    assert len(await parent.retrieve(query="what was found", top_k=10)) == 1  # parent: only its own
+    assert await parent.merge_nested_context(grandchild_session, child_session) == 1
+    assert await parent.merge_nested_context(child_session, parent.session_id) == 2
+    assert await parent.merge_nested_context(child_session, parent.session_id) == 0  # de-duplicated
+    merged = await parent.retrieve(query="STAR needs 32 GB", top_k=10)
+    assert len(merged) == 3
+    part_of = [r for r in await parent.get_related_memories(merged[0].id, types=["part_of"])]
+    assert part_of and part_of[0].relation == RelationType.PART_OF
+
+
+async def test_stats_and_health(client: MemorySystemClient) -> None:
+    await _seed(client)
+    stats = await client.stats()
+    assert (stats.available, stats.in_session, stats.outbox, stats.written) == (True, 5, 0, 5)
+    health = await client.health()
+    assert health.ok and health.backend == client.config.backend
+
+
+async def test_profile_priorities_and_failure_patterns(client: MemorySystemClient) -> None:
+    await client.store(content="Ran samtools sort on the BAM", memory_type="tool_execution",
+                       metadata={"tool": "samtools", "success": False, "error": "disk full"})
+    await client.store(content="Ran samtools sort on the BAM", memory_type="note",
+                       metadata={"tool": "samtools", "success": True})
+    ranked = await client.retrieve(query="about to run samtools sort", profile="executor", top_k=5)
+    assert ranked[0].metadata["success"] is False
+    assert "failure_patterns" in ranked[0].signals
+    with pytest.raises(Exception, match="choices"):
+        await client.retrieve(query="x", profile="nobody")
+
+
+def test_vectors_are_unit_norm(embedder) -> None:
+    v = embedder.embed(["unit norm check"])
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
