@@ -138,7 +138,9 @@ def build_agents(
     """
     settings = model_settings(cfg.llm)
     return WorkflowAgents(
-        planner=PlannerAgent(build_model(cfg.llm, AgentType.PLANNER), toolsets=toolsets, settings=settings),
+        planner=PlannerAgent(
+            build_model(cfg.llm, AgentType.PLANNER), toolsets=toolsets, settings=settings
+        ),
         executor=ExecutorAgent(
             build_model(cfg.llm, AgentType.EXECUTOR),
             toolsets=[registry_toolset(registry), *toolsets],

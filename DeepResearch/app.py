@@ -1,7 +1,7 @@
 """The `deepresearch` command: Hydra configuration in, a researched answer and a run folder out.
 
-    deepresearch "question='Which aligner suits RNA-seq reads?'"
-    deepresearch question="..." flows.rag.enabled=true rag.documents_dir=PATH
+deepresearch "question='Which aligner suits RNA-seq reads?'"
+deepresearch question="..." flows.rag.enabled=true rag.documents_dir=PATH
 """
 
 from __future__ import annotations

@@ -57,7 +57,9 @@ def build_model(llm: DictConfig, role: AgentType) -> Model:
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        return AnthropicModel(_require(llm, "model"), provider=AnthropicProvider(api_key=_api_key(llm)))
+        return AnthropicModel(
+            _require(llm, "model"), provider=AnthropicProvider(api_key=_api_key(llm))
+        )
     if provider == "openai_compatible":
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider

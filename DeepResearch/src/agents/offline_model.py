@@ -66,11 +66,15 @@ def _tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
 
 def _sentences(text: str) -> list[str]:
     cleaned = " ".join(
-        line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
     )
     # Questions restate rather than answer, so they are never extracted.
     return [
-        s.strip() for s in _SENTENCE.split(cleaned) if len(s.strip()) > 20 and not s.strip().endswith("?")
+        s.strip()
+        for s in _SENTENCE.split(cleaned)
+        if len(s.strip()) > 20 and not s.strip().endswith("?")
     ]
 
 
@@ -122,8 +126,12 @@ class OfflineModel:
         else:
             lines = [f"search_documents: {part}" for part in parts]
             searches = ", ".join(str(i) for i in range(1, len(parts) + 1))
-            lines.append(f"read_document: the top results of step{'s' if len(parts) > 1 else ''} {searches}")
-        return ModelResponse(parts=[TextPart("\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1)))])
+            lines.append(
+                f"read_document: the top results of step{'s' if len(parts) > 1 else ''} {searches}"
+            )
+        return ModelResponse(
+            parts=[TextPart("\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1)))]
+        )
 
     # -- executor ----------------------------------------------------------------------
     def execute(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -135,10 +143,14 @@ class OfflineModel:
         if not returns:
             available = {tool_def.name for tool_def in info.function_tools}
             if tool not in available:
-                return ModelResponse(parts=[TextPart(
-                    f"The step names {tool or 'no tool'!r}, which is not among the available "
-                    f"tools {sorted(available)}; nothing was run."
-                )])
+                return ModelResponse(
+                    parts=[
+                        TextPart(
+                            f"The step names {tool or 'no tool'!r}, which is not among the available "
+                            f"tools {sorted(available)}; nothing was run."
+                        )
+                    ]
+                )
             calls = self._calls(tool, argument, prompt)
             return ModelResponse(parts=[ToolCallPart(name, args) for name, args in calls])
         findings: list[Finding] = []
@@ -149,7 +161,9 @@ class OfflineModel:
                 errors.append(f"{part.tool_name} failed: {content['error']}")
             elif part.tool_name == "search_documents" and isinstance(content, list):
                 findings += [
-                    Finding(hit["source"], f"({hit['title']}, score {hit['score']}) {hit['excerpt']}")
+                    Finding(
+                        hit["source"], f"({hit['title']}, score {hit['score']}) {hit['excerpt']}"
+                    )
                     for hit in content
                 ]
             elif part.tool_name == "read_document" and isinstance(content, dict):
@@ -181,7 +195,9 @@ class OfflineModel:
         sub_answers = section(prompt, "SUB-QUESTION ANSWERS")
         body: list[str] = []
         if sub_answers:  # one notice for the whole answer, not one per sub-answer
-            body.append("\n".join(ln for ln in sub_answers.splitlines() if OFFLINE_NOTICE not in ln))
+            body.append(
+                "\n".join(ln for ln in sub_answers.splitlines() if OFFLINE_NOTICE not in ln)
+            )
         # Prefer sentences read from documents over search excerpts (which carry a score).
         read = [f for f in findings if not f.text.startswith("(")]
         best = rank_sentences(read or findings, question, self.sentences)

@@ -18,11 +18,11 @@ class ExecutionStatus(StrEnum):
 class ErrorCategory(StrEnum):
     """Why a run failed; ExecutionHistory groups failure patterns by these."""
 
-    VALIDATION = "validation"      # bad or missing parameters: retrying cannot help
+    VALIDATION = "validation"  # bad or missing parameters: retrying cannot help
     UNKNOWN_TOOL = "unknown_tool"  # the name is not in the registry
-    NOT_FOUND = "not_found"        # the thing asked for (a document, a file) does not exist
+    NOT_FOUND = "not_found"  # the thing asked for (a document, a file) does not exist
     TIMEOUT = "timeout"
-    RUNTIME = "runtime"            # the tool raised
+    RUNTIME = "runtime"  # the tool raised
     ITERATION_LIMIT = "iteration_limit"
 
 

@@ -114,7 +114,9 @@ class FAISSVectorStore:
     ) -> list[SearchResult]:
         """Best chunks for `query`, each as a Document (id "<doc id>#<chunk>") with its score."""
         if search_type not in SEARCH_TYPES:
-            raise ValueError(f"search_type {search_type!r} is not supported; use one of {SEARCH_TYPES}")
+            raise ValueError(
+                f"search_type {search_type!r} is not supported; use one of {SEARCH_TYPES}"
+            )
         if top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
         if not self._chunks:
@@ -135,7 +137,9 @@ class FAISSVectorStore:
                 content=chunk.text,
                 metadata={**chunk.metadata, "chunk_index": chunk.index},
             )
-            results.append(SearchResult(document=document, score=float(score), rank=len(results) + 1))
+            results.append(
+                SearchResult(document=document, score=float(score), rank=len(results) + 1)
+            )
             if len(results) == top_k:
                 break
         return results

@@ -76,7 +76,12 @@ class DocumentLibrary:
                     seen[source] = self._hit(source, hit.score, hit.document.content, "faiss")
             return list(seen.values())[:top_k]
         return [
-            self._hit(self._order[i], score, best_passage(self.documents[self._order[i]].content, query), "lexical")
+            self._hit(
+                self._order[i],
+                score,
+                best_passage(self.documents[self._order[i]].content, query),
+                "lexical",
+            )
             for i, score in self._lexical.top(query, top_k)
             if score_threshold is None or score >= score_threshold
         ]

@@ -43,9 +43,7 @@ def _title(path: Path, text: str) -> str:
     return path.stem
 
 
-def load_documents(
-    folder: Path, extensions: Sequence[str] = DEFAULT_EXTENSIONS
-) -> list[Document]:
+def load_documents(folder: Path, extensions: Sequence[str] = DEFAULT_EXTENSIONS) -> list[Document]:
     """Every file below `folder` with one of `extensions`, sorted by path; at least one."""
     wanted = {ext.lower() for ext in extensions}
     documents: list[Document] = []

@@ -98,7 +98,9 @@ class ToolRunner:
         retries = 0
         if error is not None:
             category = (
-                ErrorCategory.UNKNOWN_TOOL if name not in self.registry else ErrorCategory.VALIDATION
+                ErrorCategory.UNKNOWN_TOOL
+                if name not in self.registry
+                else ErrorCategory.VALIDATION
             )
             result = ExecutionResult.fail(error, category)
         else:

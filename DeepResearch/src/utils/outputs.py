@@ -36,7 +36,10 @@ def make_run_dir(outputs_dir: str | Path, question: str, now: datetime | None = 
 
 
 def render_report(state: ResearchState) -> str:
-    answer = state.final_answer or "_No answer: the run failed before synthesis (see WORKFLOW_SUMMARY.md)._"
+    answer = (
+        state.final_answer
+        or "_No answer: the run failed before synthesis (see WORKFLOW_SUMMARY.md)._"
+    )
     cited = cited_sources(answer)
     consulted = [s for s in state.sources if s not in cited]
     lines = [f"# {state.question}", "", answer, "", "## Sources cited", ""]
@@ -50,14 +53,22 @@ def render_report(state: ResearchState) -> str:
             for sub in state.sub_loops
         ]
     model = f"{state.config.llm.provider}:{state.config.llm.model}"
-    lines += ["", "---", f"Flow `{state.flow}`, model `{model}`, documents `{state.documents_dir}`."]
+    lines += [
+        "",
+        "---",
+        f"Flow `{state.flow}`, model `{model}`, documents `{state.documents_dir}`.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def _link(state: ResearchState, source: str) -> str:
     if state.documents_dir is None:
         return source
-    return (Path(state.documents_dir) / source).as_uri() if Path(state.documents_dir).is_absolute() else source
+    return (
+        (Path(state.documents_dir) / source).as_uri()
+        if Path(state.documents_dir).is_absolute()
+        else source
+    )
 
 
 def render_summary(state: ResearchState, status: str) -> str:

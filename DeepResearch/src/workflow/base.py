@@ -24,7 +24,9 @@ RunMethod = Callable[[Any, GraphRunContext[ResearchState, WorkflowServices]], Aw
 
 def _with_hooks(run: RunMethod) -> RunMethod:
     @functools.wraps(run)
-    async def wrapped(self: WorkflowNode, ctx: GraphRunContext[ResearchState, WorkflowServices]) -> NodeResult:
+    async def wrapped(
+        self: WorkflowNode, ctx: GraphRunContext[ResearchState, WorkflowServices]
+    ) -> NodeResult:
         state, hooks = ctx.state, ctx.deps.node_hooks
         for hook in hooks:
             await hook.before_node(self, ctx)
@@ -49,7 +51,9 @@ def _with_hooks(run: RunMethod) -> RunMethod:
 
 def _record(state: ResearchState, node: WorkflowNode, duration: float, ok: bool) -> None:
     state.timings[node.phase] = state.timings.get(node.phase, 0.0) + duration
-    state.phase_log.append(PhaseRecord(type(node).__name__, node.phase, state.loop_id, duration, ok))
+    state.phase_log.append(
+        PhaseRecord(type(node).__name__, node.phase, state.loop_id, duration, ok)
+    )
 
 
 class WorkflowNode(BaseNode[ResearchState, WorkflowServices, str]):

@@ -43,7 +43,9 @@ def discover_nodes(start: type[WorkflowNode] = START) -> list[type[WorkflowNode]
     return order
 
 
-def build_graph(start: type[WorkflowNode] = START) -> Graph[ResearchState, WorkflowServices, WorkflowNode, str]:
+def build_graph(
+    start: type[WorkflowNode] = START,
+) -> Graph[ResearchState, WorkflowServices, WorkflowNode, str]:
     node_list = discover_nodes(start)
     builder = GraphBuilder(
         name="deepresearch",
@@ -61,9 +63,7 @@ def build_graph(start: type[WorkflowNode] = START) -> Graph[ResearchState, Workf
 def research_graph() -> Graph[ResearchState, WorkflowServices, WorkflowNode, str]:
     """The research graph (built once per process). Fails if a node of nodes.py is unreachable."""
     reachable = set(discover_nodes(START))
-    defined = {
-        cls for cls in WorkflowNode.subclasses if cls.__module__ == nodes_module.__name__
-    }
+    defined = {cls for cls in WorkflowNode.subclasses if cls.__module__ == nodes_module.__name__}
     unreachable = sorted(cls.__name__ for cls in defined - reachable)
     if unreachable:
         raise WorkflowError(f"nodes defined but unreachable from {START.__name__}: {unreachable}")

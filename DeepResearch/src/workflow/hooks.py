@@ -27,7 +27,9 @@ class NodeHook:
     async def after_node(self, node: WorkflowNode, ctx: NodeContext, result: Any) -> None:
         """Called after `node.run` returned `result` (the next node or End)."""
 
-    async def on_node_error(self, node: WorkflowNode, ctx: NodeContext, error: BaseException) -> None:
+    async def on_node_error(
+        self, node: WorkflowNode, ctx: NodeContext, error: BaseException
+    ) -> None:
         """Called when `node.run` raised; the error is re-raised afterwards."""
 
 

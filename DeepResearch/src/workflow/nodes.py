@@ -67,7 +67,9 @@ class Plan(WorkflowNode):
         return Route()
 
 
-def _limit_sub_questions(steps: list[PlanStep], allowance: int, state: ResearchState) -> list[PlanStep]:
+def _limit_sub_questions(
+    steps: list[PlanStep], allowance: int, state: ResearchState
+) -> list[PlanStep]:
     """Sub-questions beyond the allowance (or when nesting is not allowed) become searches."""
     kept = 0
     for step in steps:

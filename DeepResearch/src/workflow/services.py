@@ -49,7 +49,9 @@ class WorkflowServices:
         return AgentDependencies(
             config=self.config,
             tools=self.registry.names() if uses_tools else [],
-            other_agents={},
+            other_agents={
+                name: agent for name, agent in vars(self.agents).items() if name != agent_type.value
+            },
             data_sources=[str(state.documents_dir)] if state.documents_dir else [],
             tool_runner=state.tool_runner,
             step_name=step_name,

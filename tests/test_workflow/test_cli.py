@@ -1,0 +1,136 @@
+"""End to end: the `deepresearch` command in a subprocess, offline model, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def deepresearch(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env.pop("OPENAI_API_KEY", None)
+    command = [
+        sys.executable,
+        "-m",
+        "DeepResearch.app",
+        f"outputs_dir={tmp_path / 'out'}",
+        "memory.enabled=false",
+        *args,
+    ]
+    return subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def only_run_dir(tmp_path: Path) -> Path:
+    [run_dir] = list((tmp_path / "out").iterdir())
+    return run_dir
+
+
+def test_question_gives_a_cited_report_and_all_outputs(tmp_path: Path) -> None:
+    done = deepresearch(tmp_path, "question='Which aligner suits RNA-seq reads?'")
+    assert done.returncode == 0, done.stderr
+    run_dir = only_run_dir(tmp_path)
+    assert run_dir.name.startswith("run_") and run_dir.name.endswith(
+        "_which-aligner-suits-rna-seq-reads"
+    )
+    assert f"Outputs: {run_dir}" in done.stdout
+    assert "offline model" in done.stdout
+    report = (run_dir / "report.md").read_text()
+    assert "STAR" in report and "HISAT2" in report
+    assert "## Sources cited" in report and "[rna_seq_aligners.md]" in report
+    for name in (
+        "WORKFLOW_SUMMARY.md",
+        "execution_history.json",
+        "config.yaml",
+        "drafts/planning.md",
+        "drafts/research.md",
+        "drafts/writing.md",
+    ):
+        assert (run_dir / name).is_file(), name
+    summary = (run_dir / "WORKFLOW_SUMMARY.md").read_text()
+    assert (
+        "| plan |" in summary
+        and "search_documents: 1" in summary
+        and "Status: completed" in summary
+    )
+    history = json.loads((run_dir / "execution_history.json").read_text())
+    assert next(item["tool"] for item in history["items"]) == "search_documents"
+    # Hydra leaves nothing behind in the working folder.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_quoted_question_with_a_comma(tmp_path: Path) -> None:
+    done = deepresearch(tmp_path, "question='BWA, Bowtie2: which DNA aligner for short reads?'")
+    assert done.returncode == 0, done.stderr
+    assert "[dna_aligners.md]" in (only_run_dir(tmp_path) / "report.md").read_text()
+
+
+def test_no_question_is_a_usage_error(tmp_path: Path) -> None:
+    done = deepresearch(tmp_path)
+    assert done.returncode == 2
+    assert "usage: deepresearch" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_unknown_flow_is_named(tmp_path: Path) -> None:
+    done = deepresearch(tmp_path, "question=x", "flow=magic")
+    assert done.returncode == 2
+    assert "flow='magic' is unknown" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "no_such_folder"
+    done = deepresearch(
+        tmp_path, "question=x", "flows.rag.enabled=true", f"rag.documents_dir={missing}"
+    )
+    assert done.returncode == 2
+    assert f"documents folder '{missing}' does not exist" in done.stderr
+
+
+def test_missing_api_key_is_named(tmp_path: Path) -> None:
+    done = deepresearch(tmp_path, "question=x", "llm=openai")
+    assert done.returncode == 2
+    assert "set the environment variable OPENAI_API_KEY" in done.stderr
+
+
+@pytest.mark.slow
+def test_rag_flow_answers_from_the_given_folder(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "faiss.md").write_text(
+        "# FAISS\n\nFAISS is a library for efficient similarity search over dense vectors. "
+        "It offers exact flat indexes and approximate IVF and HNSW indexes.\n"
+    )
+    (docs / "baking.txt").write_text("Sourdough bread needs a starter, flour, water and salt.\n")
+    done = deepresearch(
+        tmp_path,
+        "question='What is faiss, really?'",
+        "flows.rag.enabled=true",
+        f"rag.documents_dir={docs}",
+    )
+    assert done.returncode == 0, done.stderr
+    run_dir = only_run_dir(tmp_path)
+    report = (run_dir / "report.md").read_text()
+    assert "[faiss.md]" in report and "Flow `rag`" in report
+    assert "baking.txt" not in report.split("## Sources cited")[1].split("##")[0]
+    history = json.loads((run_dir / "execution_history.json").read_text())
+    assert history["items"][0]["result"][0]["search"] == "faiss"
+
+
+def test_help_works_as_in_any_hydra_app(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.app", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "deepresearch" in done.stdout and "question" in done.stdout
