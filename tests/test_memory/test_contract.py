@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -35,7 +36,7 @@ async def test_retrieve_ranks_the_relevant_memory_first(client: MemorySystemClie
     ids = await _seed(client)
     results = await client.retrieve(query="which tool aligns spliced RNA-seq reads?", top_k=2)
     assert [r.id for r in results] == [ids[0], ids[1]]
-    assert all(a.score >= b.score for a, b in zip(results, results[1:], strict=False))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(results))
     art = await client.retrieve(query="famous painting in a Paris museum", top_k=1)
     assert art[0].id == ids[2]
     assert art[0].content == TOPICS[2][0]

@@ -8,7 +8,6 @@ running event loop. The wrapped async client lives on that loop for its whole li
 from __future__ import annotations
 
 import asyncio
-import atexit
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
@@ -18,6 +17,7 @@ from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.models import RelatedMemory, RetrievedMemory
 from DeepResearch.src.memory.status import MemoryHealth, MemoryStats
+from DeepResearch.src.memory.writes import register_exit_hook
 
 T = TypeVar("T")
 
@@ -140,7 +140,12 @@ class SyncMemorySystemClient:
 
 def _close_at_exit() -> None:
     for client in list(_open_clients):
-        client.close()
+        try:
+            client.close()
+        except Exception as exc:  # report and go on closing the others
+            import logging
+
+            logging.getLogger(__name__).error("memory: closing a client at exit failed: %s", exc)
 
 
-atexit.register(_close_at_exit)
+register_exit_hook(_close_at_exit)

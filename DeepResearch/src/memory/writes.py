@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -204,7 +205,25 @@ def _flush_at_exit() -> None:
         worker.join(timeout=30)
         if errors:
             log.warning("memory: flush at exit failed (%s); spilling", errors[0])
-        queue.spill()
+        try:
+            queue.spill()
+        except OSError as exc:
+            log.error("memory: %d unwritten memories lost at exit: cannot spill them (%s)",
+                      len(queue.outbox) + len(queue.pending), exc)
 
 
-atexit.register(_flush_at_exit)
+def register_exit_hook(hook: Callable[[], None]) -> None:
+    """Run `hook` at interpreter exit BEFORE concurrent.futures refuses new work (its exit
+    hook runs first among atexit handlers, and backends use asyncio.to_thread). Uses
+    threading's pre-atexit hook list when available, else atexit."""
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:
+        atexit.register(hook)
+        return
+    try:
+        register(hook)
+    except RuntimeError:  # already shutting down
+        atexit.register(hook)
+
+
+register_exit_hook(_flush_at_exit)

@@ -1,0 +1,210 @@
+"""faiss backend specifics: restarts, SIGKILL after store, corrupt/mismatched index, rebuild,
+and exact results for selective filters."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory import IndexMismatchError, MemoryConfig, MemorySystemClient
+from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
+from DeepResearch.src.memory.backends.faiss_store import INDEX_FILE, FaissBackend
+
+pytestmark = pytest.mark.integration
+REPO = Path(__file__).resolve().parents[2]
+
+WRITER = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    import numpy as np
+    from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
+
+    async def main():
+        cfg = MemoryConfig(backend="faiss", faiss={"path": sys.argv[1]})
+        client = MemorySystemClient(cfg, session_id="crash")
+        vec = np.frombuffer(bytes.fromhex(sys.argv[2]), dtype=np.float32)
+        mid = await client.store(content=sys.argv[3], metadata={"n": 1}, vector=vec)
+        print(mid, flush=True)
+        if sys.argv[4] == "hang":
+            time.sleep(600)  # killed here, without close()
+        await client.close()
+
+    asyncio.run(main())
+    """
+)
+
+
+def _run_writer(path: Path, vec: np.ndarray, content: str, mode: str) -> str:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), vec.astype(np.float32).tobytes().hex(), content, mode],
+        stdout=subprocess.PIPE, text=True, cwd=REPO,
+    )
+    assert proc.stdout is not None
+    mid = proc.stdout.readline().strip()
+    if mode == "hang":
+        os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait(timeout=120) in (0, -signal.SIGKILL)
+    assert mid, "the writer printed no id"
+    return mid
+
+
+@pytest.mark.slow
+async def test_acknowledged_store_survives_sigkill_and_restart(tmp_path: Path, embedder) -> None:
+    path = tmp_path / "memory"
+    text_a = "clean run stored HISAT2 alignment statistics"
+    text_b = "crash run stored Salmon quantification results"
+    vec_a, vec_b = embedder.embed([text_a, text_b])
+    id_a = _run_writer(path, vec_a, text_a, "close")  # normal restart
+    id_b = _run_writer(path, vec_b, text_b, "hang")  # SIGKILL right after store returned
+    client = MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(path)}),
+                                session_id="crash", embedder=embedder)
+    try:
+        hits = await client.retrieve(query="Salmon quantification", top_k=2)
+        assert hits[0].id == id_b
+        assert {h.id for h in hits} == {id_a, id_b}
+        assert (await client.get(id_b)).metadata == {"n": 1}
+    finally:
+        await client.close()
+
+
+async def _backend(path: Path, **faiss: object) -> FaissBackend:
+    cfg = MemoryConfig(backend="faiss", faiss={"path": str(path), **faiss})
+    backend = create_backend(cfg, 8)
+    await backend.open()
+    return backend  # type: ignore[return-value]
+
+
+def _records(n: int, seed: int = 0, sessions: int = 1) -> list[MemoryRecord]:
+    rng = np.random.default_rng(seed)
+    vecs = rng.normal(size=(n, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return [MemoryRecord(id=f"r{i}", session_id=f"s{i % sessions}", memory_type="note",
+                         content=f"record {i}", created_at=1000.0 + i, vector=vecs[i]) for i in range(n)]
+
+
+async def test_corrupt_index_is_detected_and_rebuilt(tmp_path: Path) -> None:
+    backend = await _backend(tmp_path)
+    await backend.upsert(_records(50))
+    await backend.close()
+    (tmp_path / INDEX_FILE).write_bytes(b'{"watermark": 50}\ngarbage')
+    with pytest.raises(IndexMismatchError, match="rebuild"):
+        await _backend(tmp_path)
+    rebuilt = FaissBackend(MemoryConfig(faiss={"path": str(tmp_path)}).faiss, dimension=8, metric="cosine",
+                           model="all-MiniLM-L6-v2")
+    assert rebuilt.rebuild() == 50
+    backend = await _backend(tmp_path)
+    assert await backend.count(MemoryFilter()) == 50
+    await backend.close()
+
+
+async def test_other_model_dimension_or_metric_is_refused(tmp_path: Path) -> None:
+    backend = await _backend(tmp_path)
+    await backend.upsert(_records(5))
+    await backend.close()
+    for kwargs in ({"dimension": 16}, {"metric": "euclidean"}, {"model": "another-model"}):
+        args = {"dimension": 8, "metric": "cosine", "model": "all-MiniLM-L6-v2", **kwargs}
+        other = FaissBackend(MemoryConfig(faiss={"path": str(tmp_path)}).faiss, **args)
+        with pytest.raises(IndexMismatchError, match=next(iter(kwargs))):
+            await other.open()
+    with pytest.raises(IndexMismatchError, match="hnsw"):
+        await _backend(tmp_path, index_kind="hnsw")
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+@pytest.mark.parametrize("metric", ["cosine", "euclidean", "dot_product"])
+async def test_selective_filters_give_the_exact_top_k(tmp_path: Path, kind: str, metric: str) -> None:
+    cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path), "index_kind": kind},
+                       vector_store={"index_type": metric})
+    backend = create_backend(cfg, 8)
+    await backend.open()
+    records = _records(3000, seed=1, sessions=100)  # each session: 30 of 3000 (1%)
+    await backend.upsert(records)
+    query = records[7].vector
+    for flt, pool in [
+        (MemoryFilter(session_ids=("s7",)), [r for r in records if r.session_id == "s7"]),
+        (MemoryFilter(created_after=1000.0 + 600), [r for r in records if r.created_at >= 1600]),
+    ]:
+        got = await backend.vector_search(query, 10, flt)
+        truth = sorted(pool, key=lambda r: -float(r.vector @ query))[:10]
+        assert [c.record.id for c in got][:5] == [r.id for r in truth][:5]
+        if kind == "flat" or len(pool) < 100:
+            assert [c.record.id for c in got] == [r.id for r in truth]
+        assert got[0].score == pytest.approx(float(truth[0].vector @ query), abs=1e-4)
+    await backend.delete(MemoryFilter(session_ids=("s7",)))
+    assert await backend.vector_search(query, 10, MemoryFilter(session_ids=("s7",))) == []
+    await backend.close()
+    reopened = create_backend(cfg, 8)
+    await reopened.open()
+    assert await reopened.count(MemoryFilter()) == 2970
+    assert await reopened.vector_search(query, 10, MemoryFilter(session_ids=("s7",))) == []
+    await reopened.close()
+
+
+async def test_unavailable_store_warns_once_keeps_writes_and_spills(tmp_path: Path, caplog, embedder) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the memory folder should be")
+    cfg = MemoryConfig(backend="faiss", faiss={"path": str(blocker / "memory")})
+    client = MemorySystemClient(cfg, embedder=embedder)
+    with caplog.at_level("WARNING"):
+        await client.store(content="kept while the backend is down")
+        assert await client.retrieve(query="kept") == []
+    assert not client.available
+    client_warnings = [r for r in caplog.records if r.name == "DeepResearch.src.memory.client"]
+    assert len(client_warnings) == 1 and "unavailable" in client_warnings[0].message
+    assert (await client.stats()).outbox == 1
+    assert not (await client.health()).ok
+    # the spill goes next to the configured store; point it somewhere writable
+    client.config.faiss.path = str(tmp_path / "spill")
+    await client.close()
+    spilled = list((tmp_path / "spill").glob("unwritten-*.jsonl"))
+    assert len(spilled) == 1 and "kept while the backend is down" in spilled[0].read_text()
+    fail_cfg = MemoryConfig(backend="faiss", faiss={"path": str(blocker / "memory")}, on_unavailable="fail")
+    fail = MemorySystemClient(fail_cfg, embedder=embedder)
+    with pytest.raises(Exception, match="cannot"):
+        await fail.open()
+
+
+async def test_failed_writes_are_retried_from_the_outbox(tmp_path: Path, embedder) -> None:
+    from DeepResearch.src.memory.backends.in_memory import InMemoryBackend
+    from DeepResearch.src.memory.errors import MemoryBackendError
+
+    class Flaky(InMemoryBackend):
+        down = True
+
+        async def upsert(self, records: list[MemoryRecord]) -> None:
+            if self.down:
+                raise MemoryBackendError("server went away")
+            await super().upsert(records)
+
+    backend = Flaky(384)
+    client = MemorySystemClient(MemoryConfig(backend="in_memory"), backend=backend, embedder=embedder)
+    mid = await client.store(content="written once the server is back")
+    assert (await client.stats()).outbox == 1
+    backend.down = False
+    client.writes._next_retry = 0.0
+    assert await client.flush() == 1
+    assert (await client.get(mid)) is not None and (await client.stats()).outbox == 0
+    await client.close()
+
+
+def test_sync_face_works_inside_a_running_loop(tmp_path: Path, embedder) -> None:
+    from DeepResearch.src.memory import SyncMemorySystemClient
+
+    async def caller() -> list[str]:
+        client = SyncMemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)}),
+                                        embedder=embedder)
+        mid = client.store("sync face stored this about DESeq2", {"k": "v"})
+        hits = client.retrieve("DESeq2", top_k=1)
+        client.close()
+        return [mid, hits[0].id]
+
+    mid, hit = asyncio.run(caller())
+    assert mid == hit
