@@ -1,0 +1,112 @@
+"""MemoryConfig validation, the Hydra group, and the CLI's export/import round trip."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from DeepResearch.src.memory import MemoryConfig, MemoryConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+MEMORY_DIR = REPO / "configs" / "memory"
+CLI = [sys.executable, "-m", "DeepResearch.src.memory.cli"]
+
+
+@pytest.mark.unit
+def test_yaml_defaults_equal_the_model_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NEO4J_URI", raising=False)
+    monkeypatch.delenv("NEO4J_PASSWORD", raising=False)
+    monkeypatch.delenv("NEO4J_USERNAME", raising=False)
+    from_yaml = MemoryConfig.from_omegaconf(OmegaConf.load(MEMORY_DIR / "default.yaml"))
+    assert from_yaml == MemoryConfig()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("option", ["in_memory", "faiss", "neo4j"])
+def test_group_options_select_a_backend_and_overrides_apply(option: str) -> None:
+    overrides = ["enabled=false", "session_ttl=null", "retrieval.top_k=10",
+                 "retrieval.min_similarity=0.8", "profiles.prime.max_items=20"]
+    with initialize_config_dir(config_dir=str(MEMORY_DIR), version_base="1.3"):
+        cfg = MemoryConfig.from_omegaconf(compose(config_name=option, overrides=overrides))
+    assert cfg.backend == option and cfg.enabled is False and cfg.session_ttl is None
+    assert (cfg.retrieval.top_k, cfg.retrieval.min_similarity) == (10, 0.8)
+    assert cfg.profiles["prime"].max_items == 20
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("kwargs", "fragments"),
+    [
+        ({"retrieval": {"top_k": -1}}, ["memory.retrieval.top_k", "-1", "greater than or equal to 1"]),
+        ({"backend": "mongo"}, ["memory.backend", "'mongo'", "'in_memory', 'faiss' or 'neo4j'"]),
+        ({"compression": {"algorithm": "brotli"}}, ["memory.compression.algorithm", "lz4"]),
+        ({"vector_store": {"index_type": "manhattan"}}, ["memory.vector_store.index_type", "cosine"]),
+        ({"faiss": {"index_kind": "ivf"}}, ["memory.faiss.index_kind", "hnsw"]),
+        ({"storage": {"batchsize": 3}}, ["memory.storage.batchsize", "allowed keys", "batch_size"]),
+        ({"profiles": {"planner": {"priorities": {"plan": -1}}}}, ["memory.profiles.planner", "negative"]),
+        ({"neo4j": {"node_label": "Memory) DETACH DELETE"}}, ["memory.neo4j.node_label"]),
+        ({"on_unavailable": "ignore"}, ["memory.on_unavailable", "'warn' or 'fail'"]),
+    ],
+)
+def test_bad_values_name_key_value_and_choices(kwargs: dict, fragments: list[str]) -> None:
+    with pytest.raises(MemoryConfigError) as err:
+        MemoryConfig(**kwargs)
+    for fragment in fragments:
+        assert fragment in str(err.value)
+
+
+@pytest.mark.unit
+def test_sections_accept_plain_dicts() -> None:
+    cfg = MemoryConfig(backend="faiss", faiss={"path": "/tmp/x"})
+    assert cfg.faiss.path == "/tmp/x" and cfg.retrieval.top_k == 5 and "executor" in cfg.profiles
+
+
+@pytest.mark.integration
+def test_cli_export_import_round_trips_exactly(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    lines = []
+    for i in range(3):
+        lines.append({
+            "id": f"id-{i}", "session_id": "s1" if i < 2 else "s2", "memory_type": "note",
+            "agent_type": None if i else "planner", "content": f"memory number {i} about STAR ✓",
+            "created_at": 1_700_000_000.123456 + i, "expires_at": None if i else 2_000_000_000.5,
+            "importance": 0.25 * i, "temporal_weight": 1.0, "metadata": {"i": i, "nested": {"x": [i]}},
+            "relations": [["follows", f"id-{i - 1}"]] if i else [], "vector": None,
+        })
+    given = tmp_path / "given.jsonl"
+    given.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    def cli(*args: str, path: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*CLI, *args, f"memory.faiss.path={path}", "memory.backend=faiss"],
+                              capture_output=True, text=True, cwd=REPO, timeout=300, check=True)
+
+    cli("import", str(given), path=src)  # no vectors given: embeds them
+    out1 = tmp_path / "export1.jsonl"
+    cli("export", str(out1), path=src)
+    cli("import", str(out1), path=dst)  # vectors given: no model needed
+    out2 = tmp_path / "export2.jsonl"
+    cli("export", str(out2), path=dst)
+    exported = [json.loads(x) for x in out1.read_text().splitlines()]
+    assert out1.read_text() == out2.read_text()
+    for want, got in zip(lines, exported, strict=True):
+        assert {k: v for k, v in got.items() if k != "vector"} == {k: v for k, v in want.items() if k != "vector"}
+        assert got["vector"]
+    listed = cli("list", "--session", "s1", path=dst).stdout
+    assert "id-0" in listed and "id-2" not in listed
+    shown = json.loads(cli("show", "id-1", path=dst).stdout)
+    assert shown["metadata"] == {"i": 1, "nested": {"x": [1]}}
+    assert "forgot 1" in cli("forget", "id-2", path=dst).stdout
+    assert json.loads(cli("stats", path=dst).stdout)["total"] == 2
+
+
+@pytest.mark.unit
+def test_cli_does_not_import_torch_for_non_embedding_commands() -> None:
+    code = "import sys; from DeepResearch.src.memory import cli; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    assert out.stdout.strip() == "False"
