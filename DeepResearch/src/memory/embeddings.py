@@ -101,7 +101,10 @@ def _load_model(path: str, device: str):  # noqa: ANN202
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    # A local model loads in ~0.4 s: transformers' "Loading weights" bar is only noise on stderr.
+    transformers_logging.disable_progress_bar()
     try:
         return SentenceTransformer(path, device=device, local_files_only=True)
     except Exception as exc:
