@@ -1,0 +1,34 @@
+"""`make bench`: run every benchmark module in turn. Each module exposes `main()` and writes
+its own section of docs/benchmarks.md. Add a module by adding its name to MODULES."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+MODULES = [
+    "benchmarks.bench_memory",
+]
+
+
+def main() -> int:
+    failed = []
+    for name in MODULES:
+        print(f"== {name}", flush=True)
+        try:
+            importlib.import_module(name).main()
+        except Exception:
+            traceback.print_exc()
+            failed.append(name)
+    if failed:
+        print(f"benchmarks failed: {failed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
