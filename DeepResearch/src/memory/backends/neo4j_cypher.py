@@ -1,0 +1,329 @@
+"""The Cypher of the neo4j backend, and the conversions between `MemoryRecord` and node properties.
+
+Injection safety: every value a user can influence (ids, content, metadata keys and values,
+vectors, filters, the text query) travels as a query *parameter*. The only things formatted
+into query text are (a) the node label and index names, validated against `NAME_PATTERN` when
+the backend is built, (b) relationship types taken from the fixed `REL_TYPES` table after the
+value was checked against `RelationType`, (c) a traversal depth checked to be an int in
+1..MAX_DEPTH, and (d) constant WHERE fragments chosen by which filter fields are set.
+
+Graph model: `(:Memory {id, session_id, memory_type, content, created_at, ...})` with the
+metadata kept verbatim as a JSON string (`metadata_json`; Neo4j cannot store maps) and, for
+filtering, each scalar metadata value also as a property `md.<key>` (read with the dynamic
+lookup `m[$key]`, so keys need no escaping). Relations are edges FOLLOWS / CAUSED_BY /
+REFERENCES / PART_OF / SIMILAR_TO from the record to its target; a target not written yet is a
+placeholder node labelled `<Label>Pending` until its memory arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.errors import MemoryConfigError, MemoryInputError
+from DeepResearch.src.memory.models import RelationType
+
+NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+META_PREFIX = "md."
+MAX_DEPTH = 10
+_INT64 = (-(2**63), 2**63 - 1)
+# RelationType value -> relationship type. The only source of relationship types in queries.
+REL_TYPES: dict[str, str] = {t.value: t.value.upper() for t in RelationType}
+ALL_REL_TYPES = list(REL_TYPES.values())
+REL_VALUES = {v: k for k, v in REL_TYPES.items()}
+
+# Fields read back into a MemoryRecord (a fixed projection: no md.* copies over the wire).
+RETURN_FIELDS = (
+    "id session_id memory_type content created_at agent_type importance temporal_weight "
+    "expires_at content_codec content_blob metadata_json relations_json embedding"
+).split()
+PROJECTION = "m {" + ", ".join(f".{f}" for f in RETURN_FIELDS) + "}"
+
+
+def check_name(value: str, key: str) -> str:
+    """A label or index name that is safe to format into Cypher, or MemoryConfigError."""
+    if not isinstance(value, str) or not NAME_PATTERN.match(value) or len(value) > 63:
+        raise MemoryConfigError(
+            f"memory.neo4j.{key}={value!r}: must match {NAME_PATTERN.pattern} "
+            "(letters, digits, underscore; at most 63 characters)"
+        )
+    return value
+
+
+def rel_type(value: str) -> str:
+    """The relationship type for a RelationType value, or MemoryInputError naming the choices."""
+    try:
+        return REL_TYPES[str(value)]
+    except KeyError:
+        raise MemoryInputError(
+            f"relation type {value!r} is not one of {sorted(REL_TYPES)}"
+        ) from None
+
+
+# --- filters ---------------------------------------------------------------------------------
+def filter_clause(flt: MemoryFilter, var: str = "m") -> tuple[str, dict[str, Any]]:
+    """`(cond AND cond ...)` for `flt` (or `true`) and its parameters (all named `f_*`)."""
+    conds: list[str] = []
+    params: dict[str, Any] = {}
+    for attr, prop in (
+        ("ids", "id"),
+        ("session_ids", "session_id"),
+        ("memory_types", "memory_type"),
+        ("agent_types", "agent_type"),
+    ):
+        values = getattr(flt, attr)
+        if values is not None:
+            conds.append(f"{var}.{prop} IN $f_{attr}")
+            params[f"f_{attr}"] = list(values)
+    if flt.live_at is not None:
+        conds.append(f"({var}.expires_at IS NULL OR {var}.expires_at > $f_live_at)")
+        params["f_live_at"] = float(flt.live_at)
+    if flt.created_after is not None:
+        conds.append(f"{var}.created_at >= $f_created_after")
+        params["f_created_after"] = float(flt.created_after)
+    if flt.created_before is not None:
+        conds.append(f"{var}.created_at <= $f_created_before")
+        params["f_created_before"] = float(flt.created_before)
+    for i, (key, allowed) in enumerate(flt.metadata.items()):
+        params[f"f_mk{i}"] = META_PREFIX + str(key)
+        params[f"f_mkey{i}"] = str(key)
+        values = [v for v in allowed if v is not None]
+        cond = f"{var}[$f_mk{i}] IN $f_mv{i}"
+        params[f"f_mv{i}"] = values
+        if len(values) != len(allowed):  # None matches a missing key or an explicit null
+            cond = (
+                f"({cond} OR ({var}[$f_mk{i}] IS NULL AND "
+                f"NOT $f_mkey{i} IN coalesce({var}.md_complex, [])))"
+            )
+        conds.append(cond)
+    return ("(" + " AND ".join(conds) + ")" if conds else "true"), params
+
+
+def is_selective(flt: MemoryFilter) -> bool:
+    """True when the filter names ids or sessions (index-backed, usually few records)."""
+    return flt.ids is not None or flt.session_ids is not None
+
+
+# --- text query ------------------------------------------------------------------------------
+_LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
+
+
+def lucene_escape(text: str) -> str:
+    """Backslash-escape every character Lucene's query parser treats as syntax."""
+    return _LUCENE_SPECIAL.sub(r"\\\1", text)
+
+
+def fulltext_query(text: str, max_terms: int = 512) -> str:
+    """A Lucene query matching any word of `text` (OR), with no syntax from the user:
+    words are extracted, lower-cased (so AND/OR/NOT are plain words) and escaped."""
+    words = re.findall(r"\w+", text.lower())[:max_terms]
+    return " ".join(lucene_escape(w) for w in words)
+
+
+# --- records <-> properties ------------------------------------------------------------------
+def _flat_metadata(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """`md.<key>` properties for scalar values; the keys whose values cannot be filtered on."""
+    flat: dict[str, Any] = {}
+    complex_keys: list[str] = []
+    for key, value in metadata.items():
+        if value is None:
+            continue
+        if isinstance(value, bool | str | float) or (
+            isinstance(value, int) and _INT64[0] <= value <= _INT64[1]
+        ):
+            flat[META_PREFIX + str(key)] = value
+        else:
+            complex_keys.append(str(key))
+    return flat, complex_keys
+
+
+def record_row(record: MemoryRecord, dimension: int) -> dict[str, Any]:
+    """The UNWIND row for one record: {id, props, vector}."""
+    try:
+        metadata_json = json.dumps(record.metadata, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise MemoryInputError(
+            f"record {record.id!r}: metadata is not JSON-serialisable ({exc})"
+        ) from None
+    vector = None
+    if record.vector is not None:
+        arr = np.asarray(record.vector, dtype=np.float32)
+        if arr.shape != (dimension,) or not np.all(np.isfinite(arr)):
+            raise MemoryInputError(
+                f"record {record.id!r}: vector of shape {arr.shape} (finite: "
+                f"{bool(np.all(np.isfinite(arr)))}), expected ({dimension},) finite floats"
+            )
+        vector = arr.tolist()
+    for rel, _target in record.relations:
+        rel_type(rel)
+    flat, complex_keys = _flat_metadata(record.metadata)
+    props: dict[str, Any] = {
+        **flat,
+        "id": record.id,
+        "session_id": record.session_id,
+        "memory_type": record.memory_type,
+        "content": record.content,
+        "created_at": float(record.created_at),
+        "agent_type": record.agent_type,
+        "importance": float(record.importance),
+        "temporal_weight": float(record.temporal_weight),
+        "expires_at": None if record.expires_at is None else float(record.expires_at),
+        "content_codec": record.content_codec,
+        "content_blob": None if record.content_blob is None else bytes(record.content_blob),
+        "metadata_json": metadata_json,
+        "relations_json": json.dumps([[t, target] for t, target in record.relations]),
+        "md_complex": complex_keys or None,
+    }
+    return {"id": record.id, "props": props, "vector": vector}
+
+
+def record_from_props(p: Mapping[str, Any]) -> MemoryRecord:
+    vector = p.get("embedding")
+    blob = p.get("content_blob")
+    return MemoryRecord(
+        id=p["id"],
+        session_id=p["session_id"],
+        memory_type=p["memory_type"],
+        content=p.get("content") or "",
+        created_at=float(p["created_at"]),
+        agent_type=p.get("agent_type"),
+        importance=float(p.get("importance", 0.5)),
+        temporal_weight=float(p.get("temporal_weight", 1.0)),
+        expires_at=None if p.get("expires_at") is None else float(p["expires_at"]),
+        content_codec=p.get("content_codec"),
+        content_blob=None if blob is None else bytes(blob),
+        metadata=json.loads(p.get("metadata_json") or "{}"),
+        relations=[(t, target) for t, target in json.loads(p.get("relations_json") or "[]")],
+        vector=None if vector is None else np.asarray(vector, dtype=np.float32),
+    )
+
+
+# --- query texts (label/index names validated by the caller) ---------------------------------
+class Queries:
+    """Every query the backend runs, built once for one validated label and index pair."""
+
+    def __init__(self, label: str, vector_index: str, fulltext_index: str) -> None:
+        self.label = check_name(label, "node_label")
+        self.pending = check_name(label + "Pending", "node_label")
+        self.vector_index = check_name(vector_index, "index_name")
+        self.fulltext_index = check_name(fulltext_index, "fulltext_index_name")
+        L, P = f"`{self.label}`", f"`{self.pending}`"
+        self.schema = [
+            f"CREATE CONSTRAINT `{self.label}_id_unique` IF NOT EXISTS "
+            f"FOR (m:{L}) REQUIRE m.id IS UNIQUE",
+            f"CREATE CONSTRAINT `{self.pending}_id_unique` IF NOT EXISTS "
+            f"FOR (m:{P}) REQUIRE m.id IS UNIQUE",
+            f"CREATE INDEX `{self.label}_session_id` IF NOT EXISTS FOR (m:{L}) ON (m.session_id)",
+            f"CREATE INDEX `{self.label}_created_at` IF NOT EXISTS FOR (m:{L}) ON (m.created_at)",
+            f"CREATE FULLTEXT INDEX `{self.fulltext_index}` IF NOT EXISTS "
+            f"FOR (m:{L}) ON EACH [m.content]",
+        ]
+        self.create_vector_index = (
+            f"CREATE VECTOR INDEX `{self.vector_index}` IF NOT EXISTS FOR (m:{L}) ON m.embedding "
+            "OPTIONS {indexConfig: {`vector.dimensions`: $dimensions, "
+            "`vector.similarity_function`: $similarity}}"
+        )
+        self.show_index = (
+            "SHOW INDEXES YIELD name, type, labelsOrTypes, properties, options "
+            "WHERE name = $name RETURN type, labelsOrTypes, properties, options"
+        )
+        self.promote_pending = f"UNWIND $ids AS id MATCH (p:{P} {{id: id}}) REMOVE p:{P} SET p:{L}"
+        self.clear_outgoing = (
+            f"UNWIND $ids AS id MATCH (m:{L} {{id: id}})-[r]->() WHERE type(r) IN $types DELETE r"
+        )
+        self.write_nodes = f"UNWIND $rows AS r MERGE (m:{L} {{id: r.id}}) SET m = r.props"
+        self.write_vectors = (
+            f"UNWIND $rows AS r MATCH (m:{L} {{id: r.id}}) "
+            "CALL db.create.setNodeVectorProperty(m, 'embedding', r.vector)"
+        )
+        self.ensure_targets = (
+            f"UNWIND $ids AS id OPTIONAL MATCH (t:{L} {{id: id}}) "
+            f"WITH id, t WHERE t IS NULL MERGE (:{P} {{id: id}})"
+        )
+        self._label_sql = L
+        self._pending_sql = P
+        self.similar_to = (
+            f"UNWIND $rows AS r MATCH (m:{L} {{id: r.id}}) "
+            "CALL db.index.vector.queryNodes($index, $k, r.vector) YIELD node, score "
+            "WITH m, node, score WHERE node <> m AND score >= $min_score "
+            "MERGE (m)-[s:SIMILAR_TO]->(node) SET s.score = score"
+        )
+        self.total = f"MATCH (m:{L}) RETURN count(m) AS n"
+
+    def write_edges(self, rel: str) -> str:
+        """Edges of one relationship type; `rel` must come from REL_TYPES."""
+        if rel not in REL_VALUES:
+            raise MemoryInputError(f"relationship type {rel!r} is not one of {ALL_REL_TYPES}")
+        L, P = self._label_sql, self._pending_sql
+        return (
+            f"UNWIND $pairs AS p MATCH (a:{L} {{id: p.src}}) "
+            f"OPTIONAL MATCH (b1:{L} {{id: p.dst}}) OPTIONAL MATCH (b2:{P} {{id: p.dst}}) "
+            f"WITH a, coalesce(b1, b2) AS b WHERE b IS NOT NULL MERGE (a)-[:`{rel}`]->(b)"
+        )
+
+    def vector_ann(self, where: str) -> str:
+        return (
+            "CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node AS m, score "
+            f"WITH m, score WHERE {where} "
+            f"RETURN {PROJECTION} AS m, score ORDER BY score DESC LIMIT $k"
+        )
+
+    def vector_exact(self, where: str) -> str:
+        return (
+            f"MATCH (m:{self._label_sql}) WHERE {where} AND m.embedding IS NOT NULL "
+            "WITH m, vector.similarity.cosine(m.embedding, $vector) AS score "
+            f"ORDER BY score DESC LIMIT $k RETURN {PROJECTION} AS m, score"
+        )
+
+    def text(self, where: str) -> str:
+        return (
+            "CALL db.index.fulltext.queryNodes($index, $query, {limit: $fetch}) "
+            f"YIELD node AS m, score WITH m, score WHERE m:{self._label_sql} AND {where} "
+            f"RETURN {PROJECTION} AS m, score ORDER BY score DESC LIMIT $k"
+        )
+
+    def get(self) -> str:
+        return f"UNWIND $ids AS id MATCH (m:{self._label_sql} {{id: id}}) RETURN {PROJECTION} AS m"
+
+    def scan(self, where: str, limited: bool) -> str:
+        tail = " SKIP $offset" + (" LIMIT $limit" if limited else "")
+        return (
+            f"MATCH (m:{self._label_sql}) WHERE {where} "
+            f"RETURN {PROJECTION} AS m ORDER BY m.created_at, m.id{tail}"
+        )
+
+    def count(self, where: str) -> str:
+        return f"MATCH (m:{self._label_sql}) WHERE {where} RETURN count(m) AS n"
+
+    def delete_batch(self, where: str) -> str:
+        """Delete up to $batch matching memories. One still referenced by another memory
+        becomes a placeholder again, so re-writing it restores the incoming relations."""
+        L, P = self._label_sql, self._pending_sql
+        return (
+            f"MATCH (m:{L}) WHERE {where} WITH m LIMIT $batch "
+            "CALL (m) { MATCH (m)-[r]->() DELETE r } "
+            "WITH m, EXISTS { (m)<--() } AS referenced "
+            f"CALL (m, referenced) {{ WITH * WHERE referenced REMOVE m:{L} "
+            f"SET m = {{id: m.id}} SET m:{P} }} "
+            "CALL (m, referenced) { WITH * WHERE NOT referenced DELETE m } "
+            "RETURN count(*) AS n"
+        )
+
+    def drop_orphan_pending(self) -> str:
+        return f"MATCH (p:{self._pending_sql}) WHERE NOT (p)--() DELETE p"
+
+    def related(self, depth: int) -> str:
+        if not isinstance(depth, int) or isinstance(depth, bool) or not 1 <= depth <= MAX_DEPTH:
+            raise MemoryInputError(f"depth={depth!r}: must be an int in 1..{MAX_DEPTH}")
+        L = self._label_sql
+        return (
+            f"MATCH p = ANY SHORTEST (s:{L} {{id: $id}})"
+            f"(()-[r WHERE type(r) IN $types]-(:{L})){{1,{depth}}}(t:{L}) WHERE t <> s "
+            f"WITH t AS m, length(p) AS depth, type(last(relationships(p))) AS rel "
+            f"RETURN {PROJECTION} AS m, depth, rel ORDER BY depth, m.created_at, m.id"
+        )

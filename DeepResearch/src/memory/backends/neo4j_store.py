@@ -1,0 +1,284 @@
+"""`neo4j`: memories as `(:Memory)` nodes with a native vector index, a full-text index and
+relationship edges, in a Neo4j 5.26+ server (a single instance, a cluster or a hosted one).
+
+- Vectors: `CREATE VECTOR INDEX ... IF NOT EXISTS` with the configured dimension. The index
+  similarity is 'cosine' for metric cosine *and* dot_product (vectors are unit-norm, so the
+  two orders agree and Neo4j has no dot-product index), 'euclidean' for euclidean. Whatever
+  the index, candidates are re-scored with the exact cosine similarity in [-1, 1].
+- Search: `db.index.vector.queryNodes` over-fetches, then filters; when the filter leaves
+  fewer than k, or names sessions/ids with few records, an exact filtered scan answers.
+- Faults: an unreachable server at `open()` raises MemoryBackendError (the client warns once
+  and degrades, or fails with on_unavailable=fail). Losing the server later: each operation is
+  retried `retry_attempts` times with exponential backoff, then MemoryBackendError, so the
+  client's outbox keeps the write. The driver is closed on every path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from DeepResearch.src.memory.backends.base import (
+    BackendHealth,
+    Candidate,
+    MemoryBackend,
+    MemoryFilter,
+    MemoryRecord,
+    RelatedRecord,
+)
+from DeepResearch.src.memory.backends.neo4j_connection import (
+    Neo4jConnection,
+    Neo4jSettings,
+    register_existing_driver,
+)
+
+__all__ = ["Neo4jBackend", "Neo4jSettings", "register_existing_driver"]
+from DeepResearch.src.memory.backends.neo4j_cypher import (
+    ALL_REL_TYPES,
+    REL_VALUES,
+    Queries,
+    filter_clause,
+    fulltext_query,
+    is_selective,
+    record_from_props,
+    record_row,
+    rel_type,
+)
+from DeepResearch.src.memory.errors import (
+    MemoryBackendError,
+    MemoryConfigError,
+    MemoryInputError,
+)
+
+log = logging.getLogger(__name__)
+METRICS = {"cosine": "cosine", "dot_product": "cosine", "euclidean": "euclidean"}
+OVERFETCH = 4  # ANN candidates fetched per wanted result before filtering
+EXACT_BELOW = 2000  # a session/id filter matching at most this many records is scanned exactly
+SIMILAR_TO_NEIGHBOURS = 5
+
+
+class Neo4jBackend(MemoryBackend):
+    name: ClassVar[str] = "neo4j"
+
+    def __init__(
+        self, settings: Neo4jSettings, *, dimension: int, metric: str = "cosine", driver: Any = None
+    ) -> None:
+        if not isinstance(dimension, int) or not 1 <= dimension <= 4096:
+            raise MemoryConfigError(
+                f"memory.vector_store.embedding_dimension={dimension!r}: Neo4j vector indexes "
+                "take 1..4096 dimensions"
+            )
+        if metric not in METRICS:
+            raise MemoryConfigError(
+                f"memory.vector_store.index_type={metric!r}: choices are {sorted(METRICS)}"
+            )
+        self.settings = settings
+        self.dimension = dimension
+        self.metric = metric
+        self.similarity = METRICS[metric]
+        self.q = Queries(settings.node_label, settings.index_name, settings.fulltext_index_name)
+        self.conn = Neo4jConnection(
+            settings, self.q, dimension=dimension, similarity=self.similarity, driver=driver
+        )
+
+    async def open(self) -> None:
+        """Connect, check the server, create the schema; MemoryBackendError if impossible."""
+        await self.conn.open()
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+    def _where(self) -> str:
+        return self.conn.where()
+
+    # --- writes --------------------------------------------------------------------------
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        rows = [record_row(r, self.dimension) for r in records]
+        size = self.settings.batch_size
+        for start in range(0, len(rows), size):
+            await self._write_batch(records[start : start + size], rows[start : start + size])
+
+    async def _write_batch(
+        self, records: Sequence[MemoryRecord], rows: list[dict[str, Any]]
+    ) -> None:
+        ids = [row["id"] for row in rows]
+        with_vector = [{"id": r["id"], "vector": r["vector"]} for r in rows if r["vector"]]
+        statements: list[tuple[str, dict[str, Any]]] = [
+            (self.q.promote_pending, {"ids": ids}),
+            (self.q.clear_outgoing, {"ids": ids, "types": ALL_REL_TYPES}),
+            (self.q.write_nodes, {"rows": [{"id": r["id"], "props": r["props"]} for r in rows]}),
+        ]
+        if with_vector:
+            statements.append((self.q.write_vectors, {"rows": with_vector}))
+        pairs: dict[str, list[dict[str, str]]] = {}
+        for record in records:
+            for relation, target in record.relations:
+                pairs.setdefault(rel_type(relation), []).append({"src": record.id, "dst": target})
+        if pairs:
+            targets = sorted({p["dst"] for group in pairs.values() for p in group})
+            statements.append((self.q.ensure_targets, {"ids": targets}))
+            for rel, group in pairs.items():
+                statements.append((self.q.write_edges(rel), {"pairs": group}))
+        await self.conn.write(f"writing {len(rows)} memories", statements)
+        threshold = self.settings.similarity_to_threshold
+        if threshold is not None and with_vector:
+            # After the commit: the vector index does not see writes of its own transaction.
+            await self.conn.write(
+                "linking SIMILAR_TO",
+                [
+                    (
+                        self.q.similar_to,
+                        {
+                            "rows": with_vector,
+                            "index": self.q.vector_index,
+                            "k": SIMILAR_TO_NEIGHBOURS + 1,
+                            "min_score": self._index_score(threshold),
+                        },
+                    )
+                ],
+            )
+
+    def _index_score(self, cosine: float) -> float:
+        """The index's score for a cosine similarity between unit vectors."""
+        if self.similarity == "cosine":
+            return (1.0 + cosine) / 2.0
+        return 1.0 / (1.0 + (2.0 - 2.0 * cosine))  # euclidean: 1 / (1 + d^2)
+
+    async def delete(self, flt: MemoryFilter) -> int:
+        where, params = filter_clause(flt)
+        batch = self.settings.batch_size
+        total = 0
+        while True:
+            rows = await self.conn.write(
+                "deleting memories", [(self.q.delete_batch(where), {**params, "batch": batch})]
+            )
+            deleted = int(rows[0]["n"]) if rows else 0
+            total += deleted
+            if deleted < batch:
+                break
+        if total:
+            await self.conn.write("dropping placeholders", [(self.q.drop_orphan_pending(), {})])
+        return total
+
+    # --- reads ---------------------------------------------------------------------------
+    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        if not ids:
+            return []
+        rows = await self.conn.read("reading memories", self.q.get(), {"ids": list(ids)})
+        found = {r["m"]["id"]: record_from_props(r["m"]) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    async def _total(self) -> int:
+        rows = await self.conn.read("counting memories", self.q.total, {})
+        return int(rows[0]["n"]) if rows else 0
+
+    def _candidates(self, rows: list[Any], query: np.ndarray | None, k: int) -> list[Candidate]:
+        out = []
+        for row in rows:
+            record = record_from_props(row["m"])
+            score = float(row["score"])
+            if query is not None and record.vector is not None:
+                norm = float(np.linalg.norm(record.vector)) or 1.0
+                score = float(np.dot(query, record.vector)) / norm
+            out.append(Candidate(record, score))
+        if query is not None:
+            out.sort(key=lambda c: -c.score)
+        return out[:k]
+
+    async def vector_search(self, vector: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
+        query = np.asarray(vector, dtype=np.float32)
+        if query.shape != (self.dimension,) or not np.all(np.isfinite(query)):
+            raise MemoryInputError(
+                f"query vector of shape {query.shape}: expected ({self.dimension},) finite floats"
+            )
+        if k <= 0:
+            return []
+        norm = float(np.linalg.norm(query))
+        if norm == 0.0:
+            raise MemoryInputError("query vector has zero norm: cosine similarity is undefined")
+        query = query / norm
+        where, params = filter_clause(flt)
+        params = {**params, "vector": query.tolist(), "k": k, "index": self.q.vector_index}
+        exact = is_selective(flt) and await self.count(flt) <= EXACT_BELOW
+        if not exact:
+            total = await self._total()
+            fetch = min(max(k * OVERFETCH, k + 16), max(total, 1))
+            rows = await self.conn.read(
+                "vector search", self.q.vector_ann(where), {**params, "fetch": fetch}
+            )
+            exact = len(rows) < k and fetch < total
+        if exact:
+            rows = await self.conn.read("exact vector search", self.q.vector_exact(where), params)
+        return self._candidates(rows, query, k)
+
+    async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
+        lucene = fulltext_query(query)
+        if not lucene or k <= 0:
+            return []
+        where, params = filter_clause(flt)
+        params = {**params, "query": lucene, "k": k, "index": self.q.fulltext_index}
+        total = await self._total()
+        fetch = min(max(k * OVERFETCH, k + 16), max(total, 1))
+        while True:
+            rows = await self.conn.read(
+                "text search", self.q.text(where), {**params, "fetch": fetch}
+            )
+            if len(rows) >= k or fetch >= total:
+                return self._candidates(rows, None, k)
+            fetch = min(fetch * 4, total)
+
+    async def scan(
+        self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
+    ) -> list[MemoryRecord]:
+        if limit is not None and limit <= 0:
+            return []
+        where, params = filter_clause(flt)
+        params = {**params, "offset": max(int(offset), 0)}
+        if limit is not None:
+            params["limit"] = int(limit)
+        rows = await self.conn.read(
+            "scanning memories", self.q.scan(where, limit is not None), params
+        )
+        return [record_from_props(r["m"]) for r in rows]
+
+    async def count(self, flt: MemoryFilter) -> int:
+        where, params = filter_clause(flt)
+        rows = await self.conn.read("counting memories", self.q.count(where), params)
+        return int(rows[0]["n"]) if rows else 0
+
+    async def related(
+        self, record_id: str, relation_types: Sequence[str] | None, depth: int
+    ) -> list[RelatedRecord]:
+        if depth <= 0:
+            return []
+        types = ALL_REL_TYPES if relation_types is None else [rel_type(t) for t in relation_types]
+        if not types:
+            return []
+        rows = await self.conn.read(
+            "walking relations", self.q.related(depth), {"id": record_id, "types": types}
+        )
+        return [
+            RelatedRecord(record_from_props(r["m"]), REL_VALUES[r["rel"]], int(r["depth"]))
+            for r in rows
+        ]
+
+    async def health(self) -> BackendHealth:
+        if self.conn.driver is None:
+            return BackendHealth(ok=False, backend=self.name, detail=f"{self._where()}: not open")
+        try:
+            await self.conn.driver.verify_connectivity()
+            total = await self._total()
+        except MemoryBackendError as exc:
+            return BackendHealth(ok=False, backend=self.name, detail=str(exc))
+        except Exception as exc:  # the driver's own errors: report, do not raise
+            return BackendHealth(
+                ok=False, backend=self.name, detail=f"{self._where()}: {type(exc).__name__}: {exc}"
+            )
+        return BackendHealth(
+            ok=True,
+            backend=self.name,
+            detail=f"{self.conn.server_agent} at {self.settings.uri}, {total} memories",
+        )
