@@ -4,7 +4,8 @@ A server that cannot be reached at `open()` gives MemoryBackendError at once (no
 client then warns once and degrades). An operation that loses the server later is retried
 `retry_attempts` times with exponential backoff (`retry_backoff`, doubled each time; the
 driver's own transaction retries are bounded by `max_transaction_retry_time`), then raises
-MemoryBackendError, so the client's outbox keeps the write for later.
+MemoryBackendError, so the client's outbox keeps the write for later. While the server is known
+to be down, each call first probes it once and fails fast instead of retrying again.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
@@ -74,6 +76,7 @@ class Neo4jConnection:
         self.driver: Any = None
         self._owns_driver = False
         self.server_agent = ""
+        self.down_since: float | None = None  # set when retries ran out; cleared on success
 
     def where(self) -> str:
         return f"Neo4j at {self.settings.uri} (database {self.settings.database!r})"
@@ -210,6 +213,18 @@ class Neo4jConnection:
 
         if self.driver is None:
             raise MemoryBackendError(f"neo4j backend is not open (call open() first) for {what}")
+        if self.down_since is not None:
+            # Known down: one cheap probe instead of the full retry schedule, so every call
+            # made during an outage does not stall for the whole backoff.
+            try:
+                await self.driver.verify_connectivity()
+            except Exception as exc:
+                raise MemoryBackendError(
+                    f"{self.where()} unavailable for {time.monotonic() - self.down_since:.0f}s: "
+                    f"{what} not attempted ({type(exc).__name__}: {exc})"
+                ) from exc
+            self.down_since = None
+            log.warning("%s is reachable again", self.where())
         attempts = self.settings.retry_attempts + 1
         last: Exception | None = None
         for attempt in range(attempts):
@@ -241,6 +256,7 @@ class Neo4jConnection:
                         delay,
                     )
                     await asyncio.sleep(delay)
+        self.down_since = time.monotonic()
         raise MemoryBackendError(
             f"{self.where()} unavailable: {what} failed after {attempts} attempt(s): "
             f"{type(last).__name__}: {last}"

@@ -1,0 +1,156 @@
+"""Losing the Neo4j server: down at start, and killed mid-run then restarted on the same
+port and data folder. These tests run their own server (tests/neo4j_support.py), never the
+shared one, and kill it with SIGKILL like a crash."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+import pytest
+from neo4j_support import Neo4jTestServer, free_port
+
+from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
+from DeepResearch.src.memory.backends.base import MemoryFilter
+from DeepResearch.src.memory.embeddings import Embedder
+from DeepResearch.src.memory.errors import MemoryBackendError
+from test_memory.neo4j_helpers import backend, record
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.integration, pytest.mark.slow]
+FAST_FAIL = {
+    "connection_timeout": 1.0,
+    "max_transaction_retry_time": 0.5,
+    "retry_attempts": 2,
+    "retry_backoff": 0.1,
+}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Neo4jTestServer]:
+    srv = Neo4jTestServer()
+    try:
+        srv.start()
+        yield srv
+    finally:
+        srv.cleanup()
+
+
+def client_config(uri: str, **overrides: object) -> MemoryConfig:
+    return MemoryConfig(
+        backend="neo4j",
+        neo4j={"uri": uri, "password": None, **FAST_FAIL},
+        retrieval={"min_similarity": -1.0},
+        **overrides,
+    )
+
+
+async def test_backend_down_at_open_fails_fast_with_a_clear_error() -> None:
+    uri = f"bolt://127.0.0.1:{free_port()}"
+    store = backend(uri, **FAST_FAIL)
+    started = time.monotonic()
+    with pytest.raises(MemoryBackendError, match=r"cannot use Neo4j at bolt://127\.0\.0\.1:\d+"):
+        await store.open()
+    assert time.monotonic() - started < 15
+    assert store.conn.driver is None  # closed
+
+
+async def test_client_down_at_start_warns_once_or_fails(
+    embedder: Embedder, caplog: pytest.LogCaptureFixture, tmp_path: object
+) -> None:
+    uri = f"bolt://127.0.0.1:{free_port()}"
+    failing = MemorySystemClient(
+        client_config(uri, on_unavailable="fail"), session_id="s", embedder=embedder
+    )
+    with pytest.raises(MemoryBackendError, match=r"Neo4j at bolt://127\.0\.0\.1"):
+        await failing.open()
+    await failing.close()
+
+    caplog.set_level(logging.WARNING)
+    config = client_config(uri, faiss={"path": str(tmp_path)})
+    client = MemorySystemClient(config, session_id="s", embedder=embedder)
+    await client.store(content="kept while the server is down")
+    assert await client.retrieve(query="anything") == []
+    await client.retrieve(query="anything else")
+    # one warning that memory is off (naming the server), one that the write was kept
+    down = [r.getMessage() for r in caplog.records if "is unavailable" in r.getMessage()]
+    assert len(down) == 1 and "Neo4j at bolt://127.0.0.1" in down[0]
+    assert any("kept in the outbox" in r.getMessage() for r in caplog.records)
+    health = await client.health()
+    assert (health.ok, health.available, health.outbox) == (False, False, 1)
+    await client.close()  # nothing silently dropped: the unwritten memory is spilled to a file
+    assert client.writes.spilled_file is not None
+
+
+async def test_backend_lost_mid_run_retries_then_raises_and_recovers(
+    server: Neo4jTestServer,
+) -> None:
+    store = backend(server.uri, node_label="FaultMemory", **FAST_FAIL)
+    await store.open()
+    try:
+        await store.upsert([record("before")])
+        server.stop(kill=True)
+        started = time.monotonic()
+        with pytest.raises(MemoryBackendError, match=r"unavailable: writing 1 memories failed after 3"):
+            await store.upsert([record("during")])
+        assert time.monotonic() - started < 30  # bounded: retries, not forever
+        assert not (await store.health()).ok
+
+        server.start()
+        await store.upsert([record("during")])  # the same backend object recovers
+        assert [r.id for r in await store.scan(MemoryFilter())] == ["before", "during"]
+        assert (await store.health()).ok
+    finally:
+        await store.close()
+        if not server.running:
+            server.start()
+
+
+async def test_client_keeps_failed_writes_and_writes_them_after_restart(
+    server: Neo4jTestServer, embedder: Embedder, tmp_path: object
+) -> None:
+    config = client_config(server.uri, faiss={"path": str(tmp_path)})
+    client = MemorySystemClient(config, session_id="fault-session", embedder=embedder)
+    try:
+        first = await client.store(content="STAR aligns RNA-seq reads")
+        server.stop(kill=True)
+
+        lost = await client.store(content="BWA maps DNA reads")  # does not raise
+        health = await client.health()  # reported, not dropped
+        assert (health.ok, health.outbox, health.failed_attempts) == (False, 1, 1)
+        assert "unavailable" in health.detail or "Neo4j" in health.detail
+        started = time.monotonic()
+        also_lost = await client.store(content="Salmon quantifies transcripts")
+        assert time.monotonic() - started < 5  # known down: fails fast, no second backoff
+        assert (await client.health()).outbox == 2
+
+        server.start()
+        assert await client.flush() == 2
+        assert (await client.stats()).outbox == 0
+        found = {r.id for r in await client.retrieve(query="reads", top_k=5)}
+        assert found == {first, lost, also_lost}
+        assert (await client.health()).ok
+    finally:
+        await client.close()
+        if not server.running:
+            server.start()
+
+
+@pytest.mark.xfail(
+    reason="memory core: a read while the backend is lost mid-run raises MemoryBackendError "
+    "from the client instead of degrading to no results (client.retrieve/stats)",
+    strict=False,
+)
+async def test_client_reads_degrade_when_the_server_is_lost_mid_run(
+    server: Neo4jTestServer, embedder: Embedder, tmp_path: object
+) -> None:
+    config = client_config(server.uri, faiss={"path": str(tmp_path)})
+    client = MemorySystemClient(config, session_id="read-fault", embedder=embedder)
+    try:
+        await client.store(content="STAR aligns RNA-seq reads")
+        server.stop(kill=True)
+        assert await client.retrieve(query="reads") == []
+    finally:
+        await client.close()
+        if not server.running:
+            server.start()
