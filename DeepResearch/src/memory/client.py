@@ -382,15 +382,14 @@ class MemorySystemClient:
             query=query, query_vector=vector, query_tokens=frozenset(tokenize(query)), now=now,
             limit=limit, retrieval=self.config.retrieval, profile=prof,
             accept=lambda record: record_matches(record, flt), fetch_related=self.backend.related,
+            fetch_neighbours=self.backend.session_neighbours,
         )
         flt = narrow_filter(self.steps, flt, ctx)
         ctx.accept = lambda record: record_matches(record, flt)
         n = max(20, limit * self.config.retrieval.candidate_multiplier)
-        items = await gather_candidates(
-            self.backend, query, vector, flt, n,
-            hybrid=self.config.retrieval.hybrid, rrf_k=self.config.retrieval.rrf_k,
-        )
-        ranked = await rank(items, ctx, self.steps)
+        pool = await gather_candidates(self.backend, query, vector, flt, n, self.config.retrieval)
+        ctx.score_unseen = pool.score_unseen
+        ranked = await rank(pool.items, ctx, self.steps)
         return [
             RetrievedMemory(
                 document=to_document(m.record), similarity=m.similarity, score=m.score,

@@ -33,11 +33,24 @@ class CompressionConfig(_Section):
     searchable_prefix_chars: int = Field(default=2000, ge=0)
 
 
+class NeighbourSmoothingConfig(_Section):
+    """score += weight * best fused score among the memories within `radius` steps of it in
+    its session (the FOLLOWS chain); with `expand`, those neighbours join as candidates."""
+
+    enabled: bool = True
+    weight: float = Field(default=0.5, ge=0.0, le=10.0)
+    radius: int = Field(default=2, ge=1, le=10)
+    expand: bool = True
+
+
 class RetrievalConfig(_Section):
     top_k: int = Field(default=5, ge=1, le=10_000)
     min_similarity: float = Field(default=0.0, ge=-1.0, le=1.0)
     max_age_seconds: float | None = Field(default=None, gt=0)
     hybrid: bool = True
+    fusion: Literal["rrf", "minmax"] = "minmax"
+    lexical_weight: float = Field(default=1.0, ge=0.0, le=100.0)
+    query_rewrite: bool = False
     rrf_k: int = Field(default=60, ge=1)
     candidate_multiplier: int = Field(default=4, ge=1, le=1000)
     temporal_half_life_seconds: float = Field(default=604_800.0, gt=0)
@@ -47,6 +60,7 @@ class RetrievalConfig(_Section):
     dedup_threshold: float = Field(default=0.95, ge=0.0, le=1.0)
     enable_reranking: bool = False
     reranker_model: str | None = None
+    neighbour_smoothing: NeighbourSmoothingConfig = Field(default_factory=NeighbourSmoothingConfig)
 
     @model_validator(mode="after")
     def _reranker_needs_model(self) -> RetrievalConfig:

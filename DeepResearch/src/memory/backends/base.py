@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 JSONScalar = str | int | float | bool | None
+FOLLOWS = "follows"  # RelationType.FOLLOWS: a memory follows the previous one of its session
 
 
 @dataclass(slots=True)
@@ -131,6 +132,22 @@ class MemoryBackend(ABC):
     ) -> list[RelatedRecord]:
         """Records reachable from `record_id` over the given relation types (both
         directions), up to `depth` hops, nearest first, the start record excluded."""
+
+    async def session_neighbours(
+        self, record_ids: Sequence[str], radius: int
+    ) -> dict[str, list[RelatedRecord]]:
+        """For each id, the memories within `radius` steps of it along its session's
+        FOLLOWS chain (each memory FOLLOWS the previous one of its session), both directions,
+        with `depth` = the distance. Ids without neighbours may be left out.
+
+        This default walks `related` once per id; backends override it with one batched
+        query per step, since the ranking pipeline asks for a whole candidate list at once."""
+        out: dict[str, list[RelatedRecord]] = {}
+        for record_id in dict.fromkeys(record_ids):
+            found = await self.related(record_id, [FOLLOWS], radius)
+            if found:
+                out[record_id] = found
+        return out
 
     @abstractmethod
     async def health(self) -> BackendHealth: ...

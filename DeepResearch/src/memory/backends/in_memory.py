@@ -10,6 +10,7 @@ from typing import ClassVar
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
+    FOLLOWS,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -144,6 +145,28 @@ class InMemoryBackend(MemoryBackend):
                     next_frontier.append(other)
                     out.append(RelatedRecord(copy.deepcopy(self._records[other]), rel_type, level))
             frontier = next_frontier
+        return out
+
+    async def session_neighbours(
+        self, record_ids: Sequence[str], radius: int
+    ) -> dict[str, list[RelatedRecord]]:
+        self._check_open()
+        adjacent: dict[str, list[str]] = {}
+        for record in self._records.values():
+            for rel_type, target in record.relations:
+                if rel_type == FOLLOWS and target in self._records:
+                    adjacent.setdefault(record.id, []).append(target)
+                    adjacent.setdefault(target, []).append(record.id)
+        out: dict[str, list[RelatedRecord]] = {}
+        for start in dict.fromkeys(record_ids):
+            seen, frontier, found = {start}, [start], []
+            for level in range(1, radius + 1):
+                frontier = [o for node in frontier for o in adjacent.get(node, []) if o not in seen]
+                frontier = list(dict.fromkeys(frontier))
+                seen.update(frontier)
+                found += [RelatedRecord(copy.deepcopy(self._records[o]), FOLLOWS, level) for o in frontier]
+            if found:
+                out[start] = found
         return out
 
     async def health(self) -> BackendHealth:

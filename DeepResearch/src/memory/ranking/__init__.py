@@ -1,7 +1,7 @@
 """Ranking, written once above the backends: candidates (candidates.py), then the ordered
 steps of pipeline.py. Each step lives in a small module by what it does."""
 
-from DeepResearch.src.memory.ranking.candidates import gather_candidates
+from DeepResearch.src.memory.ranking.candidates import CandidatePool, gather_candidates
 from DeepResearch.src.memory.ranking.pipeline import default_steps, narrow_filter, rank
 from DeepResearch.src.memory.ranking.types import (
     BaseStep,
@@ -13,6 +13,7 @@ from DeepResearch.src.memory.ranking.types import (
 
 __all__ = [
     "BaseStep",
+    "CandidatePool",
     "RankingContext",
     "RankingStep",
     "ScoredMemory",

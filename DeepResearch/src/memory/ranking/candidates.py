@@ -1,44 +1,118 @@
-"""The candidate stage: dense candidates, optionally fused with lexical ones by RRF."""
+"""The candidate stage: dense candidates, optionally fused with lexical ones.
+
+Fusion (retrieval.fusion):
+- `minmax`: dense cosine min-max-normalised over the candidates, plus lexical_weight x the
+  lexical score divided by the best lexical score (0 when a memory is not a lexical match).
+  Keeps how far apart scores are, which rank fusion throws away.
+- `rrf`: reciprocal rank fusion, scaled so rank 1 in both lists scores 1.0.
+`CandidatePool.score_unseen` scores a memory found later (e.g. a session neighbour) on the
+same scale, from its cosine similarity alone.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
+from dataclasses import dataclass
+
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import MemoryBackend, MemoryFilter
+from DeepResearch.src.memory.backends.base import Candidate, MemoryBackend, MemoryFilter
+from DeepResearch.src.memory.config import RetrievalConfig
+from DeepResearch.src.memory.ranking.query import rewrite_query
 from DeepResearch.src.memory.ranking.types import ScoredMemory
+
+
+@dataclass(slots=True)
+class CandidatePool:
+    items: list[ScoredMemory]
+    fusion: str = "dense"  # dense | rrf | minmax
+    dense_min: float = 0.0
+    dense_span: float = 0.0
+
+    def score_unseen(self, similarity: float) -> float:
+        """The fused score of a memory in neither candidate list, given its cosine."""
+        if self.fusion == "dense":
+            return similarity
+        if self.fusion == "rrf" or self.dense_span <= 0:
+            return 0.0
+        return min(1.0, max(0.0, (similarity - self.dense_min) / self.dense_span))
 
 
 async def gather_candidates(
     backend: MemoryBackend,
     query: str,
-    query_vector: np.ndarray,
+    query_vector: np.ndarray | Awaitable[np.ndarray],
     flt: MemoryFilter,
     n: int,
-    *,
-    hybrid: bool,
-    rrf_k: int,
+    retrieval: RetrievalConfig,
+) -> CandidatePool:
+    """Up to 2n candidates: the n nearest by vector and, with retrieval.hybrid, the n best
+    lexical matches (for the query rewritten when retrieval.query_rewrite), fused.
+    `query_vector` may be an awaitable: the lexical search (which does not need it) then runs
+    while the query is still being embedded."""
+    lexical_query = rewrite_query(query) if retrieval.query_rewrite else query
+    lexical_task = (
+        asyncio.ensure_future(backend.text_search(lexical_query, n, flt))
+        if retrieval.hybrid
+        else None
+    )
+    try:
+        vector = query_vector if isinstance(query_vector, np.ndarray) else await query_vector
+        dense = await backend.vector_search(vector, n, flt)
+    except BaseException:
+        if lexical_task is not None:
+            lexical_task.cancel()
+        raise
+    if lexical_task is None:
+        items = [ScoredMemory(c.record, c.score, c.score, {"dense": c.score}) for c in dense]
+        return CandidatePool(items)
+    pool = _merge(dense, await lexical_task, vector)
+    if retrieval.fusion == "rrf":
+        return _rrf(pool, retrieval.rrf_k)
+    return _minmax(pool, retrieval.lexical_weight)
+
+
+def _merge(
+    dense: list[Candidate], lexical: list[Candidate], query_vector: np.ndarray
 ) -> list[ScoredMemory]:
-    """Up to 2n candidates. Dense only: score = cosine similarity. Hybrid: reciprocal rank
-    fusion of the dense and the lexical lists, scaled so rank 1 in both lists scores 1.0."""
-    dense = await backend.vector_search(query_vector, n, flt)
-    if not hybrid:
-        return [ScoredMemory(c.record, c.score, c.score, {"dense": c.score}) for c in dense]
-    lexical = await backend.text_search(query, n, flt)
-    scale = (rrf_k + 1) / 2.0
-    fused: dict[str, ScoredMemory] = {}
+    """One item per memory of either list, with its cosine, lexical score and ranks."""
+    items: dict[str, ScoredMemory] = {}
     for rank, cand in enumerate(dense, start=1):
-        fused[cand.record.id] = ScoredMemory(
-            cand.record, cand.score, scale / (rrf_k + rank), {"dense": cand.score, "dense_rank": rank}
+        items[cand.record.id] = ScoredMemory(
+            cand.record, cand.score, 0.0, {"dense": cand.score, "dense_rank": rank}
         )
     for rank, cand in enumerate(lexical, start=1):
-        item = fused.get(cand.record.id)
+        item = items.get(cand.record.id)
         if item is None:
             vector = cand.record.vector
             similarity = float(vector @ query_vector) if vector is not None else 0.0
             item = ScoredMemory(cand.record, similarity, 0.0, {"dense": similarity})
-            fused[cand.record.id] = item
-        item.score += scale / (rrf_k + rank)
+            items[cand.record.id] = item
+        item.signals["lexical"] = cand.score
         item.signals["lexical_rank"] = rank
-    for item in fused.values():
-        item.signals["rrf"] = item.score
-    return list(fused.values())
+    return list(items.values())
+
+
+def _rrf(pool: list[ScoredMemory], k: int) -> CandidatePool:
+    scale = (k + 1) / 2.0
+    for item in pool:
+        score = 0.0
+        for key in ("dense_rank", "lexical_rank"):
+            if key in item.signals:
+                score += scale / (k + item.signals[key])
+        item.score = item.signals["rrf"] = score
+    return CandidatePool(pool, "rrf")
+
+
+def _minmax(pool: list[ScoredMemory], lexical_weight: float) -> CandidatePool:
+    if not pool:
+        return CandidatePool(pool, "minmax")
+    sims = [m.similarity for m in pool]
+    low, span = min(sims), max(sims) - min(sims)
+    best_lexical = max((m.signals.get("lexical", 0.0) for m in pool), default=0.0)
+    for item in pool:
+        dense = (item.similarity - low) / span if span > 0 else 0.0
+        lexical = item.signals.get("lexical", 0.0) / best_lexical if best_lexical > 0 else 0.0
+        item.score = item.signals["minmax"] = dense + lexical_weight * max(0.0, lexical)
+    return CandidatePool(pool, "minmax", low, span)

@@ -16,6 +16,7 @@ from DeepResearch.src.memory.ranking.diversity import (
     Truncate,
 )
 from DeepResearch.src.memory.ranking.expansion import CrossReferenceExpansion
+from DeepResearch.src.memory.ranking.neighbours import NeighbourSmoothing
 from DeepResearch.src.memory.ranking.rerank import CrossEncoderRerank
 from DeepResearch.src.memory.ranking.thresholds import MaxAge, MinSimilarity
 from DeepResearch.src.memory.ranking.types import RankingContext, RankingStep, ScoredMemory
@@ -29,11 +30,13 @@ from DeepResearch.src.memory.ranking.weighting import (
 
 
 def default_steps() -> list[RankingStep]:
-    """The pipeline, in order. Filters first, then the reranker, score adjustments, expansion,
-    and the steps that shape the final list."""
+    """The pipeline, in order. Filters first, then neighbour smoothing (on the fused
+    relevance scores, adding session neighbours), the reranker, score adjustments,
+    expansion, and the steps that shape the final list."""
     return [
         MinSimilarity(),
         MaxAge(),
+        NeighbourSmoothing(),
         CrossEncoderRerank(),
         TemporalDecay(),
         Importance(),

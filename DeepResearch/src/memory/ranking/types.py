@@ -27,6 +27,11 @@ class ScoredMemory:
 
 
 FetchRelated = Callable[[str, list[str] | None, int], Awaitable[list[RelatedRecord]]]
+FetchNeighbours = Callable[[list[str], int], Awaitable[dict[str, list[RelatedRecord]]]]
+
+
+def _unseen_zero(similarity: float) -> float:
+    return 0.0
 
 
 @dataclass(slots=True)
@@ -40,6 +45,9 @@ class RankingContext:
     profile: ProfileConfig | None
     accept: Callable[[MemoryRecord], bool]  # the retrieve's filter, for records steps add
     fetch_related: FetchRelated | None = None
+    fetch_neighbours: FetchNeighbours | None = None  # backend.session_neighbours
+    # the candidate stage's fused score for a memory it did not return, from its cosine
+    score_unseen: Callable[[float], float] = _unseen_zero
 
 
 class RankingStep(Protocol):

@@ -1,0 +1,60 @@
+"""Neighbour smoothing: a memory is more likely relevant when the memories stored just before
+or after it in its session are (a conversation answers across turns: "Did you go?" / "Yes,
+last week"). Neighbours are the memories within `radius` steps along the session's FOLLOWS
+chain, whatever the content; nothing here depends on a data set.
+
+Each memory's score becomes its own fused score + weight x the best fused score among its
+neighbours (scores taken before any smoothing, so the order of items does not matter). With
+`expand`, neighbours of candidates that the candidate stage missed join the list, scored from
+their cosine similarity on the candidate stage's scale (`ctx.score_unseen`), if the
+retrieve's filter and the similarity floor allow them.
+"""
+
+from __future__ import annotations
+
+from DeepResearch.src.memory.ranking.thresholds import MinSimilarity
+from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory
+
+
+class NeighbourSmoothing(BaseStep):
+    name = "neighbour_smoothing"
+
+    def enabled(self, ctx: RankingContext) -> bool:
+        cfg = ctx.retrieval.neighbour_smoothing
+        return cfg.enabled and cfg.weight > 0 and ctx.fetch_neighbours is not None
+
+    async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]:
+        assert ctx.fetch_neighbours is not None
+        cfg = ctx.retrieval.neighbour_smoothing
+        if not items:
+            return items
+        pool = {m.record.id: m for m in items}
+        found = await ctx.fetch_neighbours(list(pool), cfg.radius)
+        floor = MinSimilarity.threshold(ctx)
+        links: dict[str, set[str]] = {}
+        for start, related in found.items():
+            for rel in related:
+                other = rel.record.id
+                if other not in pool:
+                    if not cfg.expand or not ctx.accept(rel.record):
+                        continue
+                    similarity = (
+                        float(rel.record.vector @ ctx.query_vector)
+                        if rel.record.vector is not None
+                        else 0.0
+                    )
+                    if similarity < floor:
+                        continue
+                    score = ctx.score_unseen(similarity)
+                    pool[other] = ScoredMemory(
+                        rel.record, similarity, score, {"dense": similarity, "neighbour_of": 1.0}
+                    )
+                links.setdefault(start, set()).add(other)
+                links.setdefault(other, set()).add(start)  # within radius both ways
+        base = {record_id: m.score for record_id, m in pool.items()}
+        for record_id, m in pool.items():
+            best = max((base[o] for o in links.get(record_id, ())), default=0.0)
+            bonus = cfg.weight * max(0.0, best)
+            m.score += bonus
+            m.signals[self.name] = bonus
+        return list(pool.values())
