@@ -29,6 +29,7 @@ import faiss
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
+    FOLLOWS,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -62,6 +63,7 @@ class FaissBackend(MemoryBackend):
         self._index: faiss.IndexIDMap | None = None
         self._watermark = 0
         self._stale = 0  # removed seqs still inside an HNSW index (it cannot remove)
+        self._total = 0  # live records, kept in step with every write
 
     # -- lifecycle ------------------------------------------------------------------------
     async def open(self) -> None:
@@ -77,6 +79,7 @@ class FaissBackend(MemoryBackend):
         try:
             self._check_meta(db)
             self._db = db
+            self._total = db.count(MemoryFilter())
             self._load_index()
         except BaseException:
             db.close()
@@ -292,6 +295,7 @@ class FaissBackend(MemoryBackend):
     def _upsert_sync(self, records: Sequence[MemoryRecord]) -> None:
         db = self._require()
         added, removed = db.upsert(records)
+        self._total += len(added) - len(removed)
         self._remove(removed)
         vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
         self._add(np.asarray(added, dtype=np.int64), vectors)
@@ -302,6 +306,7 @@ class FaissBackend(MemoryBackend):
     async def delete(self, flt: MemoryFilter) -> int:
         def run() -> int:
             seqs = self._require().delete(flt)
+            self._total -= len(seqs)
             self._remove(seqs)
             return len(seqs)
 
@@ -328,7 +333,12 @@ class FaissBackend(MemoryBackend):
         if k <= 0 or live <= 0:
             return []
         unconditional = flt == MemoryFilter()
-        n_match = live if unconditional else db.count(flt)
+        if unconditional:
+            n_match = live
+        elif flt == MemoryFilter(live_at=flt.live_at):  # the TTL condition alone: two cheap counts
+            n_match = self._total - db.count_expired(flt.live_at or 0.0)
+        else:
+            n_match = db.count(flt)
         if n_match == 0:
             return []
         if unconditional or n_match >= SELECTIVE_FRACTION * live:
@@ -374,7 +384,7 @@ class FaissBackend(MemoryBackend):
         return out[:k]
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
-        hits = await asyncio.to_thread(self._require().text_search, query, k, flt)
+        hits = await asyncio.to_thread(self._require().text_search, query, k, flt, self._total)
         return [Candidate(record, score) for record, score in hits]
 
     async def scan(
@@ -413,6 +423,46 @@ class FaissBackend(MemoryBackend):
             for other, rel_type, level in found
             if other in records
         ]
+
+    async def session_neighbours(
+        self, record_ids: Sequence[str], radius: int
+    ) -> dict[str, list[RelatedRecord]]:
+        return await asyncio.to_thread(self._session_neighbours_sync, list(record_ids), radius)
+
+    def _session_neighbours_sync(
+        self, record_ids: list[str], radius: int
+    ) -> dict[str, list[RelatedRecord]]:
+        """One edges query per step for all starts together, one get for every record."""
+        db = self._require()
+        adjacent: dict[str, set[str]] = {}
+        known: set[str] = set()
+        frontier = set(record_ids)
+        for _ in range(radius):
+            todo = sorted(frontier - known)
+            if not todo:
+                break
+            known.update(todo)
+            frontier = set()
+            for start in range(0, len(todo), 500):
+                for node, _, other in db.edges(todo[start : start + 500], [FOLLOWS]):
+                    adjacent.setdefault(node, set()).add(other)
+                    frontier.add(other)
+        walks: dict[str, list[tuple[str, int]]] = {}
+        for start in dict.fromkeys(record_ids):
+            seen, level_nodes, found = {start}, [start], []
+            for level in range(1, radius + 1):
+                level_nodes = sorted(
+                    {o for node in level_nodes for o in adjacent.get(node, ()) if o not in seen}
+                )
+                seen.update(level_nodes)
+                found += [(o, level) for o in level_nodes]
+            if found:
+                walks[start] = found
+        records = {r.id: r for r in db.get(sorted({o for f in walks.values() for o, _ in f}))}
+        return {
+            start: [RelatedRecord(records[o], FOLLOWS, level) for o, level in found if o in records]
+            for start, found in walks.items()
+        }
 
     async def health(self) -> BackendHealth:
         if self._db is None or self._index is None:

@@ -51,7 +51,9 @@ CREATE TABLE IF NOT EXISTS relations (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS relations_dst ON relations (dst, type);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (tokens);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab (fts, 'row');
 """
+COMMON_TERM_SHARE = 0.5  # FTS5's BM25 gives terms in more than half the rows ~zero weight
 _COLUMNS = (
     "seq, id, session_id, memory_type, agent_type, content, created_at, importance, "
     "temporal_weight, expires_at, content_codec, content_blob, metadata, vector"
@@ -107,12 +109,11 @@ def filter_sql(flt: MemoryFilter, alias: str = "") -> tuple[str, list[Any]]:
     return (" AND ".join(parts) if parts else "1"), params
 
 
-def fts_query(query: str) -> str | None:
-    """An FTS5 MATCH expression OR-ing the query's tokens (each quoted), or None if none."""
-    tokens = sorted(set(tokenize(query)))
+def fts_query(tokens: Sequence[str]) -> str | None:
+    """An FTS5 MATCH expression OR-ing `tokens` (each quoted), or None if none."""
     if not tokens:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in tokens)
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in sorted(set(tokens)))
 
 
 class SQLiteRecords:
@@ -305,20 +306,44 @@ class SQLiteRecords:
             row = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name='records'").fetchone()
         return int(row[0]) if row else 0
 
-    def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[tuple[MemoryRecord, float]]:
-        match = fts_query(query)
+    def _useful_tokens(self, query: str, total_rows: int) -> list[str]:
+        """The query's tokens minus those in more than half the rows: FTS5's BM25 gives
+        them ~zero weight, yet scoring their matches dominates the cost on large stores."""
+        tokens = sorted(set(tokenize(query)))
+        if not tokens or total_rows < 1000:
+            return tokens
+        with self._lock:
+            df = dict(self._conn.execute(
+                f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(tokens))})",
+                tokens,
+            ).fetchall())
+        kept = [t for t in tokens if df.get(t, 0) <= COMMON_TERM_SHARE * total_rows]
+        return kept or [min(tokens, key=lambda t: df.get(t, 0))]
+
+    def count_expired(self, at: float) -> int:
+        """Rows with expires_at <= at (uses the partial index on expires_at)."""
+        with self._lock:
+            return int(self._conn.execute(
+                "SELECT count(*) FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", (at,)
+            ).fetchone()[0])
+
+    def text_search(
+        self, query: str, k: int, flt: MemoryFilter, total_rows: int = 0
+    ) -> list[tuple[MemoryRecord, float]]:
+        match = fts_query(self._useful_tokens(query, total_rows))
         if match is None:
             return []
         where, params = filter_sql(flt, alias="r")
-        cols = ", ".join(f"r.{c}" for c in _COLUMNS.split(", "))
+        # rank on (seq, score) only, then read the winners: sorting whole rows (vectors
+        # included) is what made this slow
         with self._lock:
-            rows = self._conn.execute(
-                f"SELECT {cols}, -bm25(fts) FROM fts JOIN records r ON r.seq = fts.rowid "
+            ranked = self._conn.execute(
+                f"SELECT r.seq, -bm25(fts) FROM fts JOIN records r ON r.seq = fts.rowid "
                 f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts) LIMIT ?",
                 [match, *params, k],
             ).fetchall()
-        records = self._with_relations([_to_record(row) for row in rows])
-        return [(r, float(row[14])) for r, row in zip(records, rows, strict=True)]
+        records = self.by_seqs([seq for seq, _ in ranked], MemoryFilter())
+        return [(records[seq], float(score)) for seq, score in ranked if seq in records]
 
     def scan(self, flt: MemoryFilter, limit: int | None, offset: int) -> list[MemoryRecord]:
         where, params = filter_sql(flt)
