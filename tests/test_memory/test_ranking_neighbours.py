@@ -1,0 +1,126 @@
+"""Neighbour smoothing: session neighbours along the FOLLOWS chain (every backend), the step's
+arithmetic, and its effect through the client."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory import MemorySystemClient
+from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, RelatedRecord
+from DeepResearch.src.memory.config import RetrievalConfig
+from DeepResearch.src.memory.ranking.neighbours import NeighbourSmoothing
+from DeepResearch.src.memory.ranking.types import RankingContext, ScoredMemory
+
+MakeClient = Callable[..., MemorySystemClient]
+
+
+async def test_session_neighbours_walk_the_follows_chain_both_ways(make_client: MakeClient) -> None:
+    client = make_client()
+    ids = await client.store_many([{"content": f"turn number {i}"} for i in range(6)], session_id="a")
+    other = await client.store_many([{"content": "another session"}], session_id="b")
+    await client.flush()
+    found = await client.backend.session_neighbours([ids[2], ids[0], other[0]], 2)
+    by_depth = {r.record.id: r.depth for r in found[ids[2]]}
+    assert by_depth == {ids[1]: 1, ids[3]: 1, ids[0]: 2, ids[4]: 2}
+    assert {r.record.id: r.depth for r in found[ids[0]]} == {ids[1]: 1, ids[2]: 2}
+    assert not found.get(other[0])  # alone in its session
+    assert all(r.record.vector is not None for r in found[ids[2]])
+
+
+def _item(rid: str, score: float, vector: list[float] | None = None) -> ScoredMemory:
+    v = np.asarray(vector or [1.0, 0.0], dtype=np.float32)
+    return ScoredMemory(MemoryRecord(rid, "s", "note", rid, 0.0, vector=v), 0.5, score)
+
+
+def _ctx(chain: list[str], items: dict[str, ScoredMemory], **cfg: object) -> RankingContext:
+    """A context whose neighbours are positions in `chain` (one session)."""
+    records = {rid: MemoryRecord(rid, "s", "note", rid, 0.0,
+                                 vector=np.array([0.0, 1.0], dtype=np.float32)) for rid in chain}
+    records.update({rid: m.record for rid, m in items.items()})
+
+    async def fetch(ids: list[str], radius: int) -> dict[str, list[RelatedRecord]]:
+        out = {}
+        for rid in ids:
+            i = chain.index(rid)
+            out[rid] = [
+                RelatedRecord(records[chain[j]], "follows", abs(j - i))
+                for j in range(max(0, i - radius), min(len(chain), i + radius + 1)) if j != i
+            ]
+        return out
+
+    return RankingContext(
+        query="q", query_vector=np.array([1.0, 0.0], dtype=np.float32), query_tokens=frozenset(),
+        now=0.0, limit=5, retrieval=RetrievalConfig(neighbour_smoothing=cfg), profile=None,
+        accept=lambda r: r.id != "blocked", fetch_neighbours=fetch,
+        score_unseen=lambda sim: 0.25 * sim,
+    )
+
+
+async def test_smoothing_adds_weight_times_best_neighbour_score() -> None:
+    items = {"a": _item("a", 1.0), "b": _item("b", 0.2), "c": _item("c", 0.6)}
+    ctx = _ctx(["a", "b", "c"], items, weight=0.5, radius=1, expand=False)
+    out = {m.record.id: m.score for m in await NeighbourSmoothing()(list(items.values()), ctx)}
+    # b's neighbours a (1.0) and c (0.6): best 1.0; a and c both neighbour b (0.2)
+    assert out == pytest.approx({"a": 1.1, "b": 0.7, "c": 0.7})
+
+
+async def test_smoothing_radius_reaches_two_steps() -> None:
+    items = {"a": _item("a", 1.0), "c": _item("c", 0.0)}
+    ctx = _ctx(["a", "x", "c"], items, weight=0.5, radius=2, expand=False)
+    out = {m.record.id: m.score for m in await NeighbourSmoothing()(list(items.values()), ctx)}
+    assert out["c"] == pytest.approx(0.5) and set(out) == {"a", "c"}
+    ctx1 = _ctx(["a", "x", "c"], {k: _item(k, v.score) for k, v in items.items()},
+                weight=0.5, radius=1, expand=False)
+    out1 = {m.record.id: m.score for m in await NeighbourSmoothing()(
+        [_item("a", 1.0), _item("c", 0.0)], ctx1)}
+    assert out1["c"] == pytest.approx(0.0)
+
+
+async def test_expansion_adds_unseen_neighbours_the_filter_allows() -> None:
+    items = {"a": _item("a", 1.0)}
+    ctx = _ctx(["x", "a", "blocked"], items, weight=0.5, radius=1, expand=True)
+    out = {m.record.id: m for m in await NeighbourSmoothing()(list(items.values()), ctx)}
+    assert set(out) == {"a", "x"}  # "blocked" is refused by the retrieve's filter
+    # x: cosine 0 -> score_unseen 0, plus 0.5 * a's 1.0
+    assert out["x"].score == pytest.approx(0.5) and out["x"].similarity == 0.0
+    assert out["a"].score == pytest.approx(1.0 + 0.5 * 0.0)
+
+
+async def test_smoothing_is_off_when_disabled() -> None:
+    ctx = _ctx(["a"], {"a": _item("a", 1.0)}, enabled=False)
+    assert not NeighbourSmoothing().enabled(ctx)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("smoothing", [True, False])
+async def test_client_finds_the_answer_next_to_the_question(
+    make_client: MakeClient, smoothing: bool
+) -> None:
+    """An answer turn that shares no words with the query is found through the turn before
+    it, which matches the query; without smoothing a turn about the harbour beats it."""
+    client = make_client(
+        retrieval={"neighbour_smoothing": {"enabled": smoothing, "weight": 0.5, "radius": 1}}
+    )
+    turns = [
+        "Lena: the weather was grey all week",
+        "Lena: did you ever finish restoring that old sailing boat?",
+        "Tom: yes, finally, last Sunday!",
+        "Lena: my cat knocked a plant off the shelf",
+        "Tom: I cooked a curry with too much chilli",
+        "Lena: the train was late again this morning",
+        "Tom: the harbour fees went up",
+    ]
+    ids = await client.store_many([{"content": t} for t in turns], session_id="chat")
+    hits = await client.retrieve("restoring the sailing boat", top_k=2, session_id="chat")
+    assert hits[0].id == ids[1]
+    assert (ids[2] in [h.id for h in hits]) is smoothing
+
+
+async def test_scan_order_is_the_chain_order(make_client: MakeClient) -> None:
+    client = make_client()
+    ids = await client.store_many([{"content": f"t{i}"} for i in range(3)], session_id="s")
+    rows = await client.backend.scan(MemoryFilter(session_ids=("s",)))
+    assert [r.id for r in rows] == ids
