@@ -1,7 +1,8 @@
 """The agents: BaseAgent over pydantic-ai `Agent[AgentDependencies, str]`, and the Planner,
 Executor and Synthesizer of the workflow.
 
-Every agent takes extra pydantic-ai toolsets (`toolsets=`), e.g. the memory toolset; the
+Every agent takes extra pydantic-ai toolsets (`toolsets=`) and capabilities (`capabilities=`),
+e.g. the memory capability; the
 Executor also gets the registry toolset, whose calls all go through `deps.tool_runner`.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, ClassVar
 
 from omegaconf import DictConfig
 from pydantic_ai import Agent
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
@@ -28,6 +30,7 @@ from DeepResearch.src.tools.toolset import registry_toolset
 logger = logging.getLogger(__name__)
 
 Toolsets = Sequence[AbstractToolset[AgentDependencies]]
+Capabilities = Sequence[AbstractCapability[AgentDependencies]]
 
 
 class BaseAgent:
@@ -39,17 +42,20 @@ class BaseAgent:
         model: Model,
         *,
         toolsets: Toolsets = (),
+        capabilities: Capabilities = (),
         settings: ModelSettings | None = None,
         retries: int = 1,
     ) -> None:
         self.model = model
         self.toolsets = list(toolsets)
+        self.capabilities = list(capabilities)
         self.agent: Agent[AgentDependencies, str] = Agent(
             model,
             deps_type=AgentDependencies,
             output_type=str,
             instructions=self.instructions,
             toolsets=self.toolsets,
+            capabilities=self.capabilities,
             model_settings=settings,
             retries=retries,
             name=self.agent_type.value,
@@ -129,9 +135,14 @@ class WorkflowAgents:
 
 
 def build_agents(
-    cfg: DictConfig, registry: ToolRegistry, *, toolsets: Toolsets = ()
+    cfg: DictConfig,
+    registry: ToolRegistry,
+    *,
+    toolsets: Toolsets = (),
+    capabilities: Capabilities = (),
 ) -> WorkflowAgents:
-    """The three agents on the models of `cfg.llm`; `toolsets` go to every agent.
+    """The three agents on the models of `cfg.llm`; `toolsets` and `capabilities` (e.g. the
+    memory capability) go to every agent.
 
     Model errors (unknown provider, missing API key) propagate: an agent is never silently
     left out.
@@ -139,14 +150,21 @@ def build_agents(
     settings = model_settings(cfg.llm)
     return WorkflowAgents(
         planner=PlannerAgent(
-            build_model(cfg.llm, AgentType.PLANNER), toolsets=toolsets, settings=settings
+            build_model(cfg.llm, AgentType.PLANNER),
+            toolsets=toolsets,
+            capabilities=capabilities,
+            settings=settings,
         ),
         executor=ExecutorAgent(
             build_model(cfg.llm, AgentType.EXECUTOR),
             toolsets=[registry_toolset(registry), *toolsets],
+            capabilities=capabilities,
             settings=settings,
         ),
         synthesizer=SynthesizerAgent(
-            build_model(cfg.llm, AgentType.SYNTHESIZER), toolsets=toolsets, settings=settings
+            build_model(cfg.llm, AgentType.SYNTHESIZER),
+            toolsets=toolsets,
+            capabilities=capabilities,
+            settings=settings,
         ),
     )

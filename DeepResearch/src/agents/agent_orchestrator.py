@@ -76,6 +76,7 @@ class AgentOrchestrator:
             memory_client=parent.memory_client,
             memory_session_id=parent.memory_session_id,
             memory_config=parent.memory_config,
+            memory_profiles=dict(parent.memory_profiles),
         )
 
     async def run_nested_loop(

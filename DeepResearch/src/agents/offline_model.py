@@ -2,8 +2,11 @@
 
 One function per agent role reads the labelled prompt (see prompts.py):
 - planner: turns the question into numbered plan steps (sub-questions for compound ones);
+  documents the question names are read; with memory it first calls `retrieve_memory` for
+  earlier answers and reads the documents they cited (its plan says so in `#` lines);
 - executor: makes real tool calls (ToolCallPart) for the tool its step names, then reports
-  the sentences of the results that best match the question, citing their sources;
+  the sentences of the results that best match the question, citing their sources; a call
+  the MEMORY section flags as failed before with `not_found` is skipped and reported;
 - synthesizer: writes the answer from the findings and says plainly that it is this model.
 """
 
@@ -43,6 +46,8 @@ OFFLINE_NOTICE = (
 _STEP = re.compile(r"^STEP \d+/\d+:\s*([\w-]+):\s*(.*)$", re.MULTILINE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _FILE = re.compile(r"[\w./-]+\.(?:md|txt)")
+_FLAG = re.compile(r"^- FAILED BEFORE: ([\w-]+) (\{.*?\}) -> (\w+): (.*)$", re.MULTILINE)
+MEMORY_TOOL = "retrieve_memory"
 
 
 def _prompt(messages: list[ModelMessage]) -> str:
@@ -117,21 +122,32 @@ class OfflineModel:
     def plan(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         prompt = _prompt(messages)
         question = field_value(prompt, "QUESTION") or prompt.strip()
+        returns = _tool_returns(messages)
+        if not returns and MEMORY_TOOL in {tool.name for tool in info.function_tools}:
+            query = {"query": question, "top_k": 3, "filters": {"memory_type": "answer"}}
+            return ModelResponse(parts=[ToolCallPart(MEMORY_TOOL, {**query, "scope": "all"})])
         allowed = field_value(prompt, "SUBQUESTIONS") or "not allowed"
         limit_match = re.search(r"at most (\d+)", allowed)
         limit = int(limit_match.group(1)) if limit_match and allowed.startswith("allowed") else 0
         parts = split_question(question)
+        comments = _memory_comments(section(prompt, "MEMORY"))
         if len(parts) > 1 and limit > 0:
             lines = [f"{SUBQUESTION}: {part}" for part in parts[:limit]]
         else:
             lines = [f"search_documents: {part}" for part in parts]
+            named = list(dict.fromkeys(_FILE.findall(question)))
+            lines += [f"read_document: {source}" for source in named]
+            for source, note in _recalled_sources(returns):
+                if source not in named:
+                    named.append(source)
+                    lines.append(f"read_document: {source}")
+                    comments.append(f"# memory: {note}: reading {source}")
             searches = ", ".join(str(i) for i in range(1, len(parts) + 1))
             lines.append(
                 f"read_document: the top results of step{'s' if len(parts) > 1 else ''} {searches}"
             )
-        return ModelResponse(
-            parts=[TextPart("\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1)))]
-        )
+        plan = "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))
+        return ModelResponse(parts=[TextPart("\n".join([plan, *comments]))])
 
     # -- executor ----------------------------------------------------------------------
     def execute(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -151,7 +167,9 @@ class OfflineModel:
                         )
                     ]
                 )
-            calls = self._calls(tool, argument, prompt)
+            calls, skipped = _skip_known_failures(self._calls(tool, argument, prompt), prompt)
+            if not calls:
+                return ModelResponse(parts=[TextPart("\n".join(skipped))])
             return ModelResponse(parts=[ToolCallPart(name, args) for name, args in calls])
         findings: list[Finding] = []
         errors: list[str] = []
@@ -171,7 +189,9 @@ class OfflineModel:
                 findings += rank_sentences(candidates, f"{question} {argument}", self.sentences)
             else:
                 findings.append(Finding(part.tool_name, json.dumps(content, default=str)[:300]))
+        _, skipped = _skip_known_failures(self._calls(tool, argument, prompt), prompt)
         lines = [finding.line() for finding in findings] + [f"! {error}" for error in errors]
+        lines += skipped
         return ModelResponse(parts=[TextPart("\n".join(lines) or "The tools returned nothing.")])
 
     @staticmethod
@@ -207,3 +227,62 @@ class OfflineModel:
             body.append("The documents that were searched say nothing about this question.")
         text = f"_Answer {OFFLINE_NOTICE}._\n\n" + "\n\n".join(body)
         return ModelResponse(parts=[TextPart(text)])
+
+
+def _recalled_sources(returns: list[ToolReturnPart]) -> list[tuple[str, str]]:
+    """(source, why) for each document an answer recalled by retrieve_memory cited."""
+    found: list[tuple[str, str]] = []
+    for part in returns:
+        if part.tool_name != MEMORY_TOOL or not isinstance(part.content, dict):
+            continue
+        for memory in part.content.get("memories", []):
+            meta = memory.get("metadata") or {}
+            why = (
+                f"the earlier answer to {meta.get('question')!r} "
+                f"(recalled, score {memory.get('score', 0):.3f}) cited it"
+            )
+            found += [
+                (source, why) for source in meta.get("sources", []) if _FILE.fullmatch(source)
+            ]
+    return found
+
+
+def _memory_comments(memory: str) -> list[str]:
+    """`#` lines naming the earlier plans the MEMORY section recalled (parse_plan skips them)."""
+    return [
+        f"# memory: recalled {line[2:200]}"
+        for line in memory.splitlines()
+        if line.startswith("- [plan")
+    ]
+
+
+def _skip_known_failures(
+    calls: list[tuple[str, dict[str, Any]]], prompt: str
+) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """Drop calls the MEMORY section says failed before because the thing does not exist;
+    returns the calls to make and a `! skipped ...` line per dropped call."""
+    flags = []
+    for match in _FLAG.finditer(section(prompt, "MEMORY")):
+        if match.group(3) != "not_found":
+            continue
+        try:
+            params = json.loads(match.group(2))
+        except json.JSONDecodeError:
+            continue
+        flags.append((match.group(1), params, match.group(4)))
+    keep: list[tuple[str, dict[str, Any]]] = []
+    skipped: list[str] = []
+    for name, args in calls:
+        hit = next(
+            (
+                f
+                for f in flags
+                if f[0] == name and f[1] and all(args.get(k) == v for k, v in f[1].items())
+            ),
+            None,
+        )
+        if hit is None:
+            keep.append((name, args))
+        else:
+            skipped.append(f"! skipped {name}({args}): memory says it failed before: {hit[2]}")
+    return keep, skipped

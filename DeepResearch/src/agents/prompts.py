@@ -98,13 +98,28 @@ def section(prompt: str, label: str) -> str:
     return match.group(1).strip() if match else ""
 
 
-def planner_prompt(question: str, tools: list[str], max_sub_questions: int) -> str:
+def memory_section(memory: str) -> str:
+    """The `MEMORY:` section of a prompt (what the workflow recalled), or "" when empty."""
+    return f"MEMORY:\n{memory.strip()}\n" if memory.strip() else ""
+
+
+def planner_prompt(
+    question: str, tools: list[str], max_sub_questions: int, memory: str = ""
+) -> str:
     allowed = f"allowed (at most {max_sub_questions})" if max_sub_questions > 0 else "not allowed"
-    return f"QUESTION: {question}\nTOOLS: {', '.join(tools)}\nSUBQUESTIONS: {allowed}\n"
+    return (
+        f"QUESTION: {question}\nTOOLS: {', '.join(tools)}\nSUBQUESTIONS: {allowed}\n"
+        + memory_section(memory)
+    )
 
 
 def executor_prompt(
-    question: str, step: PlanStep, total: int, sources: list[str], findings: list[Finding]
+    question: str,
+    step: PlanStep,
+    total: int,
+    sources: list[str],
+    findings: list[Finding],
+    memory: str = "",
 ) -> str:
     lines = [
         f"QUESTION: {question}",
@@ -113,15 +128,15 @@ def executor_prompt(
         "FINDINGS SO FAR:",
         *(finding.line() for finding in findings[-12:]),
     ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + memory_section(memory)
 
 
 def synthesizer_prompt(
-    question: str, findings: list[Finding], sub_answers: list[tuple[str, str]]
+    question: str, findings: list[Finding], sub_answers: list[tuple[str, str]], memory: str = ""
 ) -> str:
     lines = [f"QUESTION: {question}", "FINDINGS:", *(f.line() for f in findings)]
     if sub_answers:
         lines.append("SUB-QUESTION ANSWERS:")
         for sub_question, answer in sub_answers:
             lines += [f"### {sub_question}", answer.strip(), ""]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + memory_section(memory)

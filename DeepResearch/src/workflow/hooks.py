@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pydantic_graph import GraphRunContext
 
     from DeepResearch.src.workflow.base import WorkflowNode
@@ -49,3 +51,7 @@ class RunHook:
 
     async def on_run_end(self, state: ResearchState, error: BaseException | None) -> None:
         """The run finished (error is None) or failed; outputs are written after this."""
+
+    async def on_outputs_written(self, state: ResearchState, paths: dict[str, Path]) -> None:
+        """The run folder's files exist (`paths`: report, summary, history, ...); a hook
+        may append its own section to them."""

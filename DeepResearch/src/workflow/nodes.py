@@ -40,7 +40,9 @@ class Plan(WorkflowNode):
         state, services = ctx.state, ctx.deps
         tools = services.registry.names()
         allowance = services.orchestrator.sub_question_allowance(state)
-        prompt = planner_prompt(state.question, tools, allowance)
+        prompt = planner_prompt(
+            state.question, tools, allowance, memory=state.take_briefing(AgentType.PLANNER)
+        )
         result = await services.agents.planner.execute(
             prompt, services.agent_deps(state, AgentType.PLANNER, "plan")
         )
@@ -148,7 +150,14 @@ async def _run_tool_step(ctx: Ctx, step: PlanStep) -> None:
     state, services = ctx.state, ctx.deps
     started = time.perf_counter()
     before = len(state.execution_history)
-    prompt = executor_prompt(state.question, step, len(state.plan), state.sources, state.findings)
+    prompt = executor_prompt(
+        state.question,
+        step,
+        len(state.plan),
+        state.sources,
+        state.findings,
+        memory=state.take_briefing(AgentType.EXECUTOR),
+    )
     result = await services.agents.executor.execute(
         prompt, services.agent_deps(state, AgentType.EXECUTOR, step.name)
     )
@@ -243,7 +252,12 @@ class Synthesize(WorkflowNode):
     async def run(self, ctx: Ctx) -> End[str]:
         state, services = ctx.state, ctx.deps
         sub_answers = [(sub.question, sub.answer) for sub in state.sub_loops if sub.answer]
-        prompt = synthesizer_prompt(state.question, state.findings, sub_answers)
+        prompt = synthesizer_prompt(
+            state.question,
+            state.findings,
+            sub_answers,
+            memory=state.take_briefing(AgentType.SYNTHESIZER),
+        )
         result = await services.agents.synthesizer.execute(
             prompt, services.agent_deps(state, AgentType.SYNTHESIZER, "synthesize")
         )

@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from omegaconf import DictConfig
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.toolsets import AbstractToolset
 
 from DeepResearch.agents import build_agents
 from DeepResearch.src.agents.agent_orchestrator import AgentOrchestrator
 from DeepResearch.src.datatypes.agents import AgentDependencies
+from DeepResearch.src.memory.integration import memory_plugins
 from DeepResearch.src.rag.library import DocumentLibrary
 from DeepResearch.src.rag.loader import resolve_documents_dir
 from DeepResearch.src.tools.document_tools import default_registry
@@ -44,6 +46,7 @@ def create_services(
     *,
     registry: ToolRegistry | None = None,
     toolsets: Sequence[AbstractToolset[AgentDependencies]] = (),
+    capabilities: Sequence[AbstractCapability[AgentDependencies]] = (),
     node_hooks: Sequence[NodeHook] = (),
     loop_hooks: Sequence[LoopHook] = (),
     run_hooks: Sequence[RunHook] = (),
@@ -56,7 +59,7 @@ def create_services(
     extensions = list(cfg.rag.extensions) if flow == "rag" else [".md", ".txt"]
     registry = registry or default_registry()
     library = DocumentLibrary.from_folder(folder, extensions)
-    agents = build_agents(cfg, registry, toolsets=toolsets)
+    agents = build_agents(cfg, registry, toolsets=toolsets, capabilities=capabilities)
     orchestrator = AgentOrchestrator(cfg, run_workflow, loop_hooks=list(loop_hooks))
     return WorkflowServices(
         config=cfg,
@@ -68,6 +71,13 @@ def create_services(
         run_hooks=list(run_hooks),
         tool_listeners=list(tool_listeners),
     )
+
+
+def create_run_services(cfg: DictConfig) -> WorkflowServices:
+    """Services for one run of `cfg`, with the memory plug-ins when memory is on for it
+    (memory.enabled and flows.<flow>.memory.enabled); without them otherwise."""
+    plugins = memory_plugins(cfg)
+    return create_services(cfg, **(plugins.services_kwargs() if plugins else {}))
 
 
 async def create_research_state(
@@ -104,13 +114,15 @@ async def close_research_state(
         state.errors += state.tool_runner.listener_errors
     if state.run_dir is not None:
         status = "completed" if error is None else f"failed: {type(error).__name__}: {error}"
-        write_run_outputs(state, status)
+        paths = write_run_outputs(state, status)
+        for hook in services.run_hooks:
+            await hook.on_outputs_written(state, paths)
 
 
 async def run_research(
     question: str, cfg: DictConfig, services: WorkflowServices | None = None
 ) -> RunOutcome:
-    services = services or create_services(cfg)
+    services = services or create_run_services(cfg)
     state = await create_research_state(question, cfg, services)
     try:
         answer = await run_workflow(state, services)

@@ -59,4 +59,7 @@ class WorkflowServices:
             memory_client=state.memory_client,
             memory_config=state.memory_config,
             session_id=state.memory_session_id,
+            agent_profile=state.memory_profiles.get(agent_type.value)
+            if state.memory_client is not None
+            else None,
         )

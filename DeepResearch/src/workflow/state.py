@@ -88,6 +88,10 @@ class ResearchState:
     memory_client: Any = None
     memory_session_id: str | None = None
     memory_config: Any = None
+    memory_profiles: dict[str, str] = field(default_factory=dict)  # agent type -> profile name
+    # What a hook wants the next run of an agent type to know ("planner", "executor", ...):
+    # the node puts it in that agent's prompt as a MEMORY section, once.
+    briefings: dict[str, str] = field(default_factory=dict)
 
     @property
     def pending_steps(self) -> list[PlanStep]:
@@ -97,6 +101,9 @@ class ResearchState:
         for source in sources:
             if source not in self.sources:
                 self.sources.append(source)
+
+    def take_briefing(self, agent_type: str) -> str:
+        return self.briefings.pop(agent_type, "")
 
     def draft(self, phase: str, text: str) -> None:
         if phase not in self.drafts:

@@ -1,0 +1,277 @@
+"""Retrieve-before / store-after around the workflow nodes, written once.
+
+`MemoryNodeHook` is the one NodeHook; what it does is declared per node phase in `PHASES`:
+
+| phase | before the node | after the node |
+|---|---|---|
+| plan | recall earlier plans (with outcomes, success-weighted), answers and failure analyses for the question; brief the Planner | keep the plan, to store it with its outcome when the loop ends |
+| execute | recall past failures of the tool the next step uses (failure-pattern matching); flag them to the Executor (prompt, notes, console, research draft) BEFORE the call | write the step's tool runs (one batch) |
+| synthesize | recall earlier answers to related questions; brief the Synthesizer | store the answer, and the plan with its outcome |
+
+A node that raises still gets its plan stored, with a failed outcome. Briefings reach the
+agent as a `MEMORY:` section of its prompt (`ResearchState.briefings`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from uuid import uuid4
+
+from DeepResearch.src.agents.prompts import SUBQUESTION, cited_sources
+from DeepResearch.src.memory.errors import MemorySubsystemError
+from DeepResearch.src.memory.models import RetrievedMemory
+from DeepResearch.src.memory.run_context import MemoryRun, excerpt
+from DeepResearch.src.memory.tracking import ToolExecutionTracker
+from DeepResearch.src.workflow.hooks import NodeHook
+
+if TYPE_CHECKING:
+    from DeepResearch.src.workflow.base import WorkflowNode
+    from DeepResearch.src.workflow.hooks import NodeContext
+    from DeepResearch.src.workflow.state import ResearchState
+
+log = logging.getLogger("DeepResearch.memory")
+
+PLAN_IMPORTANCE = 0.6
+ANSWER_IMPORTANCE = 0.7
+FLAG_PREFIX = "FAILED BEFORE:"
+
+
+def _score(memory: RetrievedMemory) -> str:
+    return f"score {memory.score:.3f}"
+
+
+def briefing_line(memory: RetrievedMemory) -> str:
+    doc = memory.document
+    meta = doc.metadata
+    outcome = meta.get("success")
+    status = "" if not isinstance(outcome, bool) else (", succeeded" if outcome else ", failed")
+    text = doc.content.split("\n", 1)[0] if doc.memory_type == "plan" else doc.content
+    return f"- [{doc.memory_type}{status}, {_score(memory)}] {excerpt(text, 400)}"
+
+
+def flag_line(memory: RetrievedMemory) -> str:
+    """`- FAILED BEFORE: <tool> <params JSON> -> <category>: <error> (score ...)`."""
+    meta = memory.metadata
+    params = json.dumps(meta.get("params") or {}, sort_keys=True)
+    error = excerpt(str(meta.get("error") or ""), 200)
+    return (
+        f"- {FLAG_PREFIX} {meta.get('tool')} {params} -> {meta.get('error_category')}: {error} "
+        f"({_score(memory)}, session {memory.document.session_id[:8]})"
+    )
+
+
+@dataclass
+class _PlanDraft:
+    memory_id: str
+    question: str
+    text: str
+
+
+class PhaseMemory:
+    """What memory does around the nodes of one phase; override what applies."""
+
+    async def before(self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext) -> None:
+        return None
+
+    async def after(
+        self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext, result: Any
+    ) -> None:
+        return None
+
+
+class PlanMemory(PhaseMemory):
+    async def before(self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext) -> None:
+        state = ctx.state
+        found = await run.recall(
+            state,
+            phase="plan",
+            purpose="earlier plans and their outcomes",
+            query=state.question,
+            filters={"memory_type": ["plan", "answer", "failure_analysis"]},
+            agent_type="planner",
+        )
+        if found:
+            state.briefings["planner"] = "\n".join(briefing_line(m) for m in found)
+
+    async def after(
+        self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext, result: Any
+    ) -> None:
+        state = ctx.state
+        hook.plans[state.loop_id] = _PlanDraft(uuid4().hex, state.question, state.full_plan)
+
+
+class ExecuteMemory(PhaseMemory):
+    async def before(self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext) -> None:
+        state = ctx.state
+        pending = state.pending_steps
+        if not pending or state.iteration >= state.max_iterations:
+            return
+        step = pending[0]
+        if step.kind == SUBQUESTION or not step.tool:
+            return
+        found = await run.recall(
+            state,
+            phase="execute",
+            purpose=f"past failures of {step.tool}",
+            query=f"Tool {step.tool} failed",
+            filters={"memory_type": "tool_execution", "tool": step.tool, "success": False},
+            agent_type="executor",
+        )
+        if not found:
+            return
+        lines = [flag_line(m) for m in found]
+        state.briefings["executor"] = "\n".join(lines)  # every step that uses the tool
+        seen = hook.flagged.setdefault(state.loop_id, set())
+        lines = [line for line in lines if line not in seen]  # shown once per loop
+        if not lines:
+            return
+        seen.update(lines)
+        header = f"loop {state.loop_id} {step.name}: {step.tool} failed before ({len(found)})"
+        state.notes.append(f"memory flag, {header}: " + "; ".join(lines))
+        run.flags += [f"{header}: {line[2:]}" for line in lines]
+        log.info("memory: flagged to the executor before the call, %s:", header)
+        for line in lines:
+            log.info("  %s", line)
+        state.draft(
+            "research",
+            f"### Loop `{state.loop_id}` {step.name}: memory flags before calling "
+            f"`{step.tool}`\n\n" + "\n".join(lines) + "\n",
+        )
+
+    async def after(
+        self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext, result: Any
+    ) -> None:
+        await hook.tracker.flush()
+
+
+class SynthesizeMemory(PhaseMemory):
+    async def before(self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext) -> None:
+        state = ctx.state
+        found = await run.recall(
+            state,
+            phase="synthesize",
+            purpose="earlier answers to related questions",
+            query=state.question,
+            filters={"memory_type": "answer"},
+            agent_type="synthesizer",
+        )
+        earlier = [m for m in found if not m.document.session_id.startswith(run.root_session)]
+        if earlier:
+            state.briefings["synthesizer"] = "\n".join(briefing_line(m) for m in earlier)
+
+    async def after(
+        self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext, result: Any
+    ) -> None:
+        await hook.store_outcome(run, ctx.state, succeeded=True)
+
+
+PHASES: Mapping[str, PhaseMemory] = {
+    "plan": PlanMemory(),
+    "execute": ExecuteMemory(),
+    "synthesize": SynthesizeMemory(),
+}
+
+
+def plan_memory(draft: _PlanDraft, state: ResearchState, succeeded: bool) -> dict[str, Any]:
+    failed = [step for step in state.plan if step.status == "failed"]
+    ok = succeeded and not failed
+    done = sum(step.status == "done" for step in state.plan)
+    sources = cited_sources(state.final_answer or "")
+    steps = [f"{step.line()} [{step.status}]" for step in state.plan]
+    outcome = "succeeded" if ok else "failed"
+    content = (
+        f"Plan for {draft.question!r} {outcome}: {done} of {len(state.plan)} steps done"
+        + (f"; failed: {'; '.join(s.line() for s in failed)}" if failed else "")
+        + (f"; the answer cited {', '.join(sources)}" if sources else "")
+        + ".\n"
+        + "\n".join(steps)
+    )
+    return {
+        "id": draft.memory_id,
+        "content": content,
+        "memory_type": "plan",
+        "agent_type": "planner",
+        "importance": PLAN_IMPORTANCE,
+        "metadata": {
+            "question": draft.question,
+            "loop_id": state.loop_id,
+            "success": ok,
+            "steps": steps,
+            "failed_tools": sorted({s.tool for s in failed if s.tool}),
+            "sources": sources,
+        },
+    }
+
+
+def answer_memory(state: ResearchState, plan_id: str | None) -> dict[str, Any]:
+    answer = state.final_answer or ""
+    return {
+        "content": f"Question: {state.question}\nAnswer: {answer}",
+        "memory_type": "answer",
+        "agent_type": "synthesizer",
+        "importance": ANSWER_IMPORTANCE,
+        "relations": [("caused_by", plan_id)] if plan_id else None,
+        "metadata": {
+            "question": state.question,
+            "loop_id": state.loop_id,
+            "success": True,
+            "sources": cited_sources(answer),
+        },
+    }
+
+
+class MemoryNodeHook(NodeHook):
+    """The one NodeHook of memory: dispatches on `node.phase` to the declared PhaseMemory."""
+
+    def __init__(
+        self, tracker: ToolExecutionTracker, phases: Mapping[str, PhaseMemory] = PHASES
+    ) -> None:
+        self.tracker = tracker
+        self.phases = dict(phases)
+        self.run: MemoryRun | None = None
+        self.plans: dict[str, _PlanDraft] = {}  # loop id -> plan waiting for its outcome
+        self.flagged: dict[str, set[str]] = {}  # loop id -> flag lines already shown
+
+    def start(self, run: MemoryRun) -> None:
+        self.run, self.plans, self.flagged = run, {}, {}
+
+    def _policy(self, node: WorkflowNode, ctx: NodeContext) -> PhaseMemory | None:
+        if self.run is None or ctx.state.memory_client is None:
+            return None
+        return self.phases.get(node.phase)
+
+    async def before_node(self, node: WorkflowNode, ctx: NodeContext) -> None:
+        policy = self._policy(node, ctx)
+        if policy is not None and self.run is not None:
+            await policy.before(self, self.run, ctx)
+
+    async def after_node(self, node: WorkflowNode, ctx: NodeContext, result: Any) -> None:
+        policy = self._policy(node, ctx)
+        if policy is not None and self.run is not None:
+            await policy.after(self, self.run, ctx, result)
+
+    async def on_node_error(
+        self, node: WorkflowNode, ctx: NodeContext, error: BaseException
+    ) -> None:
+        if self._policy(node, ctx) is not None and self.run is not None:
+            await self.tracker.flush()
+            await self.store_outcome(self.run, ctx.state, succeeded=False)
+
+    async def store_outcome(self, run: MemoryRun, state: ResearchState, succeeded: bool) -> None:
+        """Store the loop's plan with its outcome, and its answer when it has one."""
+        draft = self.plans.pop(state.loop_id, None)
+        items = [plan_memory(draft, state, succeeded)] if draft is not None else []
+        if succeeded and state.final_answer:
+            items.append(answer_memory(state, draft.memory_id if draft else None))
+        if not items:
+            return
+        try:
+            await run.client.store_many(items, session_id=run.session_of(state.loop_id))
+        except MemorySubsystemError as exc:
+            run.degrade("storing the plan and answer", exc, state)
+            return
+        run.count_stored(items)

@@ -1,0 +1,177 @@
+"""Memory in the workflow: one call builds every piece and says where it plugs in.
+
+    plugins = memory_plugins(cfg)            # None when memory is off for this run
+    services = create_services(cfg, **plugins.services_kwargs())
+
+- state: `MemoryIntegration` (a RunHook) builds the client once per run from the `memory`
+  group (`memory.session_id` continues a session, default a new one), puts it in the root
+  `ResearchState` (client, session id, config, agent profiles), and at the end writes the
+  pending tool runs, bridges the ExecutionHistory, and closes (flushes) the client;
+- agents: the memory capability (toolset + instructions) for Planner, Executor, Synthesizer;
+- nodes: `MemoryNodeHook`; nested loops: `NestedMemoryContexts`; tool runs:
+  `ToolExecutionTracker`; after the outputs are written, a "Memory" section is appended to
+  report.md and WORKFLOW_SUMMARY.md.
+
+With memory off nothing here is created, and the workflow runs exactly as without memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import DictConfig
+
+from DeepResearch.src.memory.bridge import history_memories
+from DeepResearch.src.memory.capability import memory_capability
+from DeepResearch.src.memory.client import MemorySystemClient
+from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.errors import MemorySubsystemError
+from DeepResearch.src.memory.hooks import MemoryNodeHook
+from DeepResearch.src.memory.nested import NestedMemoryContexts
+from DeepResearch.src.memory.run_context import (
+    MemoryRun,
+    WorkflowMemorySettings,
+    describe,
+    resolve_memory,
+)
+from DeepResearch.src.memory.tracking import ToolExecutionTracker
+from DeepResearch.src.workflow.flows import resolve_flow
+from DeepResearch.src.workflow.hooks import RunHook
+
+if TYPE_CHECKING:
+    from DeepResearch.src.workflow.state import ResearchState
+
+log = logging.getLogger("DeepResearch.memory")
+
+
+class MemoryIntegration(RunHook):
+    """The run's memory lifecycle; the other pieces are started and stopped from here."""
+
+    def __init__(self, config: MemoryConfig, settings: WorkflowMemorySettings) -> None:
+        self.config = config
+        self.settings = settings
+        self.tracker = ToolExecutionTracker()
+        self.node_hook = MemoryNodeHook(self.tracker)
+        self.loop_hook = NestedMemoryContexts(self.tracker)
+        self.run: MemoryRun | None = None
+        self._finished: MemoryRun | None = None  # until its outputs are written
+
+    async def on_run_start(self, state: ResearchState) -> None:
+        if self.run is not None:
+            raise RuntimeError(
+                "a memory-enabled WorkflowServices runs one research run at a time; "
+                "create new services (create_services) for a concurrent run"
+            )
+        client = MemorySystemClient(self.config)
+        await client.open()
+        run = MemoryRun(client, self.config, self.settings, root_session=client.session_id)
+        run.sessions[state.loop_id] = client.session_id
+        self.run = run
+        self.tracker.start(run)
+        self.node_hook.start(run)
+        self.loop_hook.run = run
+        state.memory_client = client
+        state.memory_session_id = client.session_id
+        state.memory_config = self.config
+        state.memory_profiles = dict(self.settings.agent_profiles)
+        state.notes.append(
+            f"memory: backend {self.config.backend}, session {client.session_id}"
+            + ("" if client.available else " (backend unavailable: running without memory)")
+        )
+        log.info(
+            "memory: %s backend, session %s, recall scope %s",
+            self.config.backend,
+            client.session_id,
+            self.settings.scope,
+        )
+
+    async def on_run_end(self, state: ResearchState, error: BaseException | None) -> None:
+        run = self.run
+        if run is None:
+            return
+        try:
+            await self.tracker.stop()
+            items = history_memories(state.execution_history, state.question, run.root_session)
+            if items:
+                try:
+                    await run.client.store_many(items)
+                    run.count_stored(items)
+                except MemorySubsystemError as exc:
+                    run.degrade("bridging the execution history", exc, state)
+        finally:
+            self.run, self._finished = None, run
+            self.loop_hook.run = None
+            self.node_hook.run = None
+            try:
+                await run.client.close()
+            except MemorySubsystemError as exc:
+                run.degrade("closing the memory client", exc, state)
+        stored = ", ".join(f"{n} {kind}" for kind, n in sorted(run.stored.items())) or "nothing"
+        log.info("memory: stored %s in session %s", stored, run.root_session)
+
+    async def on_outputs_written(self, state: ResearchState, paths: dict[str, Path]) -> None:
+        run, self._finished = self._finished, None
+        if run is None:
+            return
+        section = render_memory_section(run)
+        for key in ("report", "summary"):
+            path = paths.get(key)
+            if path is not None:
+                with path.open("a", encoding="utf-8") as handle:
+                    handle.write("\n" + section)
+
+
+def render_memory_section(run: MemoryRun) -> str:
+    """The Memory section of report.md / WORKFLOW_SUMMARY.md."""
+    lines = [
+        "## Memory",
+        "",
+        f"Backend `{run.config.backend}`, session `{run.root_session}`, recall scope "
+        f"`{run.settings.scope}`.",
+        "",
+        "### Recalled from memory",
+        "",
+    ]
+    recalled = [r for r in run.recalls if r.memories]
+    if not recalled:
+        lines.append("- (nothing recalled)")
+    for recall in recalled:
+        lines.append(f"- loop `{recall.loop_id}` {recall.phase} ({recall.purpose}):")
+        lines += [f"  {m.rank}. {describe(m, 160)}" for m in recall.memories]
+    if run.flags:
+        lines += ["", "### Flagged to the executor before the call", ""]
+        lines += [f"- {flag}" for flag in run.flags]
+    stored = ", ".join(f"{n} {kind}" for kind, n in sorted(run.stored.items())) or "nothing"
+    lines += ["", "### Stored", "", f"- {stored}"]
+    lines += [f"- {merge}" for merge in run.merges]
+    if run.problems:
+        lines += ["", "### Memory problems", "", *(f"- {p}" for p in run.problems)]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class MemoryPlugins:
+    """The memory pieces of one run, in the shape `create_services` takes them."""
+
+    integration: MemoryIntegration
+
+    def services_kwargs(self) -> dict[str, Any]:
+        integration = self.integration
+        return {
+            "capabilities": [memory_capability()],
+            "node_hooks": [integration.node_hook],
+            "loop_hooks": [integration.loop_hook],
+            "run_hooks": [integration],
+            "tool_listeners": [integration.tracker],
+        }
+
+
+def memory_plugins(cfg: DictConfig) -> MemoryPlugins | None:
+    """The memory plug-ins for a run of `cfg`, or None when memory is off for it."""
+    resolved = resolve_memory(cfg, resolve_flow(cfg))
+    if resolved is None:
+        return None
+    return MemoryPlugins(MemoryIntegration(*resolved))

@@ -1,0 +1,106 @@
+"""Tool execution tracking: every ToolRunner run becomes ONE `tool_execution` memory.
+
+This listener is the only layer that writes tool runs to memory (the agents' tools, the
+nodes and the history bridge do not), and it remembers which runs it has taken, so a run
+is never stored twice -- not even when a nested loop's history is merged into its parent's.
+Runs are buffered and written in batches (`store_many`, one embedding batch): after each
+Execute node, before a nested loop is merged, and at the end of the run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from DeepResearch.src.datatypes.execution import ExecutionStatus
+from DeepResearch.src.memory.errors import MemorySubsystemError
+from DeepResearch.src.memory.run_context import MemoryRun, excerpt
+from DeepResearch.src.tools.runner import ToolRunEvent
+
+SUCCESS_IMPORTANCE = 0.4
+FAILURE_IMPORTANCE = 0.7
+
+
+def _summary(data: Any, limit: int = 300) -> str:
+    """A short text of a tool result: sources and titles first, then the start of the text."""
+    if isinstance(data, list):
+        parts = [
+            f"{hit.get('source')} ({hit.get('score')})" if isinstance(hit, dict) else str(hit)
+            for hit in data
+        ]
+        return excerpt(f"{len(data)} results: " + ", ".join(parts), limit)
+    if isinstance(data, dict) and "source" in data:
+        return excerpt(
+            f"{data['source']}: {data.get('title', '')}: {data.get('content', '')}", limit
+        )
+    return excerpt(json.dumps(data, default=str), limit)
+
+
+def tool_memory(event: ToolRunEvent, session_id: str) -> dict[str, Any]:
+    """The store_many item of one tool run."""
+    item = event.item
+    ok = item.status is ExecutionStatus.SUCCESS
+    params = json.dumps(item.parameters, sort_keys=True, default=str)
+    category = item.error_category.value if item.error_category else None
+    if ok:
+        content = f"Tool {item.tool} succeeded with {params}: {_summary(item.result)}"
+    else:
+        content = f"Tool {item.tool} failed ({category}) with {params}: {item.error}"
+    return {
+        "content": content,
+        "memory_type": "tool_execution",
+        "agent_type": "executor",
+        "importance": SUCCESS_IMPORTANCE if ok else FAILURE_IMPORTANCE,
+        "session_id": session_id,
+        "metadata": {
+            "tool": item.tool,
+            "params": json.loads(json.dumps(item.parameters, default=str)),
+            "success": ok,
+            "duration": round(item.duration, 6),
+            "error": item.error,
+            "error_category": category,
+            "result_summary": _summary(item.result) if ok else None,
+            "step": item.step_name,
+            "loop_id": event.loop_id,
+            "retry_count": item.retry_count,
+        },
+    }
+
+
+class ToolExecutionTracker:
+    """A ToolRunListener; `flush()` writes what it has buffered."""
+
+    def __init__(self) -> None:
+        self.run: MemoryRun | None = None
+        self._pending: list[dict[str, Any]] = []
+        self._seen: set[int] = set()  # id() of ExecutionItems taken (they live in the history)
+
+    def start(self, run: MemoryRun) -> None:
+        self.run, self._pending, self._seen = run, [], set()
+
+    async def on_tool_run(self, event: ToolRunEvent) -> None:
+        if self.run is None or id(event.item) in self._seen:
+            return
+        self._seen.add(id(event.item))
+        self._pending.append(tool_memory(event, self.run.session_of(event.loop_id)))
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    async def flush(self) -> int:
+        """Store the buffered runs in one batch; returns how many were stored."""
+        if self.run is None or not self._pending:
+            return 0
+        batch, self._pending = self._pending, []
+        try:
+            await self.run.client.store_many(batch)
+        except MemorySubsystemError as exc:
+            self.run.degrade("storing tool executions", exc)
+            return 0
+        self.run.count_stored(batch)
+        return len(batch)
+
+    async def stop(self) -> None:
+        await self.flush()
+        self.run = None
