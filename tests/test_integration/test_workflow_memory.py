@@ -1,0 +1,128 @@
+"""The workflow with memory, in process: real FAISS in a fresh folder, the real model."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from omegaconf import DictConfig
+
+from DeepResearch.src.datatypes.agents import AgentType
+from DeepResearch.src.memory import MemorySystemClient
+from DeepResearch.src.memory.backends import MemoryFilter
+from DeepResearch.src.memory.errors import MemoryConfigError
+from DeepResearch.src.memory.integration import memory_plugins
+from DeepResearch.src.memory.run_context import resolve_memory
+from DeepResearch.src.workflow.run import create_run_services, create_services, run_research
+
+pytestmark = pytest.mark.integration
+MakeConfig = Callable[..., DictConfig]
+Q1 = "Which aligner suits RNA-seq reads, as compared in lab_aligner_notes.md?"
+Q2 = "What does lab_aligner_notes.md say about splice-aware aligners for RNA-seq reads?"
+
+
+async def test_disabled_memory_runs_exactly_the_foundation_workflow(
+    make_config: MakeConfig,
+) -> None:
+    cfg = make_config("memory.enabled=false")
+    assert memory_plugins(cfg) is None
+    services = create_run_services(cfg)
+    assert not services.node_hooks and not services.run_hooks and not services.tool_listeners
+    assert services.agents.planner.capabilities == []
+    off = await run_research("Which aligner suits RNA-seq reads?", cfg, services)
+    # The Foundation: the same config with no memory plug-ins at all.
+    plain = await run_research("Which aligner suits RNA-seq reads?", cfg, create_services(cfg))
+    assert off.state.memory_client is None and off.state.memory_session_id is None
+    for name in ("report.md", "drafts/planning.md", "drafts/research.md", "drafts/writing.md"):
+        assert (off.run_dir / name).read_text() == (plain.run_dir / name).read_text(), name
+    assert "## Memory" not in (off.run_dir / "report.md").read_text()
+    assert "MEMORY" not in (off.run_dir / "drafts/planning.md").read_text()
+    assert sorted(p.name for p in off.run_dir.rglob("*")) == sorted(
+        p.name for p in plain.run_dir.rglob("*")
+    )
+    assert not (Path(cfg.memory.faiss.path)).exists()  # nothing of memory ran
+
+
+async def test_second_run_recalls_the_first_and_its_failing_tool(make_config: MakeConfig) -> None:
+    cfg = make_config()
+    first = await run_research(Q1, cfg)
+    assert any(
+        i.error_category and i.error_category.value == "not_found"
+        for i in first.state.execution_history.failed_steps()
+    )
+    second = await run_research(Q2, cfg)
+    run1 = first.state.memory_session_id
+    assert run1 and second.state.memory_session_id != run1
+
+    # The planner recalled run 1's answer and plan (with scores) and its plan reads the
+    # document run 1's answer cited.
+    report = (second.run_dir / "report.md").read_text()
+    recalled = report.split("### Recalled from memory", 1)[1]
+    assert re.search(
+        rf"\[score \d\.\d{{3}}, similarity \d\.\d{{3}}\] answer \(session {run1[:8]}\)", recalled
+    )
+    assert re.search(rf"plan \(session {run1[:8]}\): Plan for '{re.escape(Q1)}' failed", recalled)
+    planning = (second.run_dir / "drafts/planning.md").read_text()
+    assert "read_document: rna_seq_aligners.md" in planning
+    assert "# memory: the earlier answer to" in planning
+    assert "## Memory" in (second.run_dir / "WORKFLOW_SUMMARY.md").read_text()
+
+    # The failing read of run 1 was flagged before the call, and the executor skipped it.
+    research = (second.run_dir / "drafts/research.md").read_text()
+    flag = research.index("memory flags before calling `read_document`")
+    call = research.index("### Loop `root` step_2: 2. read_document: lab_aligner_notes.md")
+    assert flag < call
+    assert "! skipped read_document({'source': 'lab_aligner_notes.md'})" in research
+    assert not second.state.execution_history.failed_steps()
+    assert any("memory flag" in note for note in second.state.notes)
+
+
+async def test_config_per_flow_and_profiles(make_config: MakeConfig) -> None:
+    config, settings = resolve_memory(
+        make_config(
+            "flows.default.memory.top_k=2",
+            "flows.default.memory.scope=session",
+            "+flows.default.memory.retrieval.min_similarity=0.4",
+            "memory.profiles.planner.max_items=3",
+            "flows.default.memory.agent_profiles.synthesizer=bioinformatics",
+        ),
+        "default",
+    ) or (None, None)
+    assert settings is not None and config is not None
+    assert settings.top_k == 2 and settings.scope == "session"
+    assert config.retrieval.min_similarity == 0.4 and config.profiles["planner"].max_items == 3
+    assert settings.agent_profiles["synthesizer"] == "bioinformatics"
+    # The rag flow keeps the group's values.
+    rag = resolve_memory(make_config("flows.default.memory.top_k=2"), "rag")
+    assert rag is not None and rag[1].top_k is None
+    assert resolve_memory(make_config("flows.default.memory.enabled=false"), "default") is None
+    with pytest.raises(MemoryConfigError, match="scope='everywhere'"):
+        resolve_memory(make_config("flows.default.memory.scope=everywhere"), "default")
+    with pytest.raises(MemoryConfigError, match="no profile 'nobody'"):
+        resolve_memory(make_config("flows.default.memory.agent_profiles.planner=nobody"), "default")
+
+
+async def test_state_and_agent_deps_carry_client_session_and_profile(
+    make_config: MakeConfig,
+) -> None:
+    cfg = make_config("memory.session_id=continued-session", "flows.default.memory.top_k=1")
+    services = create_run_services(cfg)
+    outcome = await run_research("How are variants called?", cfg, services)
+    state = outcome.state
+    assert state.memory_session_id == "continued-session"
+    assert isinstance(state.memory_client, MemorySystemClient)
+    for agent_type, profile in (
+        (AgentType.PLANNER, "planner"),
+        (AgentType.EXECUTOR, "executor"),
+        (AgentType.SYNTHESIZER, "deepsearch"),
+    ):
+        deps = services.agent_deps(state, agent_type)
+        assert deps.memory_client is state.memory_client and deps.agent_profile == profile
+        assert deps.session_id == "continued-session"
+    # The run's memories are in that session; a later run can continue it.
+    async with MemorySystemClient(state.memory_config) as client:
+        records = await client.backend.scan(MemoryFilter(session_ids=("continued-session",)))
+    kinds = sorted({r.memory_type for r in records})
+    assert kinds == ["answer", "execution_trace", "plan", "tool_execution"]
