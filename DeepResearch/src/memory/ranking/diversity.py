@@ -14,7 +14,10 @@ def _sim(a: ScoredMemory, b: ScoredMemory) -> float:
 
 
 class Deduplicate(BaseStep):
-    """Keep the best of near-identical memories (cosine >= dedup_threshold or same text)."""
+    """Keep the best of near-identical memories (cosine >= dedup_threshold or same text).
+
+    Greedy over the items best first, comparing each with the kept ones as one matrix-vector
+    product. Without MMR the list is cut to `limit` next, so it stops once `limit` are kept."""
 
     name = "deduplicate"
 
@@ -22,17 +25,28 @@ class Deduplicate(BaseStep):
         return ctx.profile.deduplication if ctx.profile is not None else True
 
     async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]:
-        kept: list[ScoredMemory] = []
+        enough = len(items) if ctx.retrieval.mmr_enabled else ctx.limit
         threshold = ctx.retrieval.dedup_threshold
+        kept: list[ScoredMemory] = []
+        kept_texts: set[tuple[str, bytes | None]] = set()
+        matrix: np.ndarray | None = None  # kept vectors, one row each, filled in order
+        rows = 0
         for m in by_score(items):
-            if any(
-                (m.record.content == k.record.content
-                and m.record.content_blob == k.record.content_blob)
-                or _sim(m, k) >= threshold
-                for k in kept
-            ):
+            if len(kept) >= enough:
+                break
+            text = (m.record.content, m.record.content_blob)
+            if text in kept_texts:
+                continue
+            vector = m.record.vector
+            if vector is not None and rows and float(np.max(matrix[:rows] @ vector)) >= threshold:
                 continue
             kept.append(m)
+            kept_texts.add(text)
+            if vector is not None:
+                if matrix is None:
+                    matrix = np.empty((enough, len(vector)), dtype=np.float32)
+                matrix[rows] = vector
+                rows += 1
         return kept
 
 
