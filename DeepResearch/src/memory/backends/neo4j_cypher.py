@@ -267,10 +267,12 @@ class Queries:
         )
 
     def vector_ann(self, where: str) -> str:
+        """Top $fetch from the index, then the filter; `raw` = how many the index gave."""
         return (
-            "CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node AS m, score "
-            f"WITH m, score WHERE {where} "
-            f"RETURN {PROJECTION} AS m, score ORDER BY score DESC LIMIT $k"
+            "CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node, score "
+            "WITH collect([node, score]) AS hits UNWIND hits AS hit "
+            f"WITH hit[0] AS m, hit[1] AS score, size(hits) AS raw WHERE {where} "
+            f"RETURN {PROJECTION} AS m, score, raw ORDER BY score DESC LIMIT $k"
         )
 
     def vector_exact(self, where: str) -> str:
@@ -283,8 +285,10 @@ class Queries:
     def text(self, where: str) -> str:
         return (
             "CALL db.index.fulltext.queryNodes($index, $query, {limit: $fetch}) "
-            f"YIELD node AS m, score WITH m, score WHERE m:{self._label_sql} AND {where} "
-            f"RETURN {PROJECTION} AS m, score ORDER BY score DESC LIMIT $k"
+            "YIELD node, score WITH collect([node, score]) AS hits UNWIND hits AS hit "
+            f"WITH hit[0] AS m, hit[1] AS score, size(hits) AS raw "
+            f"WHERE m:{self._label_sql} AND {where} "
+            f"RETURN {PROJECTION} AS m, score, raw ORDER BY score DESC LIMIT $k"
         )
 
     def get(self) -> str:
@@ -297,8 +301,10 @@ class Queries:
             f"RETURN {PROJECTION} AS m ORDER BY m.created_at, m.id{tail}"
         )
 
-    def count(self, where: str) -> str:
-        return f"MATCH (m:{self._label_sql}) WHERE {where} RETURN count(m) AS n"
+    def count(self, where: str, bounded: bool = False) -> str:
+        """count(m), or with `bounded` at most $bound (stops reading early)."""
+        cap = " WITH m LIMIT $bound" if bounded else ""
+        return f"MATCH (m:{self._label_sql}) WHERE {where}{cap} RETURN count(m) AS n"
 
     def delete_batch(self, where: str) -> str:
         """Delete up to $batch matching memories. One still referenced by another memory

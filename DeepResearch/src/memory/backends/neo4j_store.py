@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 METRICS = {"cosine": "cosine", "dot_product": "cosine", "euclidean": "euclidean"}
 OVERFETCH = 4  # ANN candidates fetched per wanted result before filtering
 EXACT_BELOW = 2000  # a session/id filter matching at most this many records is scanned exactly
+MAX_TEXT_FETCH = 100_000  # full-text hits read at most before filtering
 SIMILAR_TO_NEIGHBOURS = 5
 
 
@@ -202,14 +203,14 @@ class Neo4jBackend(MemoryBackend):
         query = query / norm
         where, params = filter_clause(flt)
         params = {**params, "vector": query.tolist(), "k": k, "index": self.q.vector_index}
-        exact = is_selective(flt) and await self.count(flt) <= EXACT_BELOW
+        exact = is_selective(flt) and await self._count_upto(flt, EXACT_BELOW + 1) <= EXACT_BELOW
         if not exact:
-            total = await self._total()
-            fetch = min(max(k * OVERFETCH, k + 16), max(total, 1))
+            fetch = max(k * OVERFETCH, k + 16)
             rows = await self.conn.read(
                 "vector search", self.q.vector_ann(where), {**params, "fetch": fetch}
             )
-            exact = len(rows) < k and fetch < total
+            # Too few left after filtering, and the index may hold more: answer exactly.
+            exact = len(rows) < k and (not rows or rows[0]["raw"] >= fetch)
         if exact:
             rows = await self.conn.read("exact vector search", self.q.vector_exact(where), params)
         return self._candidates(rows, query, k)
@@ -220,15 +221,20 @@ class Neo4jBackend(MemoryBackend):
             return []
         where, params = filter_clause(flt)
         params = {**params, "query": lucene, "k": k, "index": self.q.fulltext_index}
-        total = await self._total()
-        fetch = min(max(k * OVERFETCH, k + 16), max(total, 1))
+        fetch = max(k * OVERFETCH, k + 16)
         while True:
             rows = await self.conn.read(
                 "text search", self.q.text(where), {**params, "fetch": fetch}
             )
-            if len(rows) >= k or fetch >= total:
+            if len(rows) >= k or (rows and rows[0]["raw"] < fetch) or fetch >= MAX_TEXT_FETCH:
                 return self._candidates(rows, None, k)
-            fetch = min(fetch * 4, total)
+            if not rows:  # nothing passed the filter: is there anything more to fetch?
+                probe = await self.conn.read(
+                    "text search", self.q.text("true"), {**params, "fetch": fetch, "k": 1}
+                )
+                if not probe or probe[0]["raw"] < fetch:
+                    return []
+            fetch *= 4
 
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
@@ -243,6 +249,13 @@ class Neo4jBackend(MemoryBackend):
             "scanning memories", self.q.scan(where, limit is not None), params
         )
         return [record_from_props(r["m"]) for r in rows]
+
+    async def _count_upto(self, flt: MemoryFilter, bound: int) -> int:
+        where, params = filter_clause(flt)
+        rows = await self.conn.read(
+            "counting memories", self.q.count(where, bounded=True), {**params, "bound": bound}
+        )
+        return int(rows[0]["n"]) if rows else 0
 
     async def count(self, flt: MemoryFilter) -> int:
         where, params = filter_clause(flt)
