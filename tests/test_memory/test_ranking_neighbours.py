@@ -124,3 +124,20 @@ async def test_scan_order_is_the_chain_order(make_client: MakeClient) -> None:
     ids = await client.store_many([{"content": f"t{i}"} for i in range(3)], session_id="s")
     rows = await client.backend.scan(MemoryFilter(session_ids=("s",)))
     assert [r.id for r in rows] == ids
+
+
+async def test_only_the_best_candidates_neighbourhoods_are_fetched() -> None:
+    items = {str(i): _item(str(i), 1.0 - i / 100) for i in range(30)}
+    ctx = _ctx([str(i) for i in range(30)], items, radius=1, expand=False)
+    asked: list[str] = []
+    fetch = ctx.fetch_neighbours
+
+    async def spy(ids: list[str], radius: int) -> dict[str, list[RelatedRecord]]:
+        asked.extend(ids)
+        return await fetch(ids, radius)
+
+    ctx.fetch_neighbours = spy
+    out = {m.record.id: m.score for m in await NeighbourSmoothing()(list(items.values()), ctx)}
+    assert asked == [str(i) for i in range(20)]  # max(20, 2 x limit 5)
+    assert out["20"] > 0.8  # linked to 19, whose neighbourhood was fetched
+    assert out["25"] == pytest.approx(0.75)  # no fetched neighbour: unchanged

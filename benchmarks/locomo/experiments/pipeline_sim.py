@@ -92,6 +92,7 @@ def rank(c: Conv, qi: int, v: dict) -> list[int]:
     cand = set(int(i) for i in dense_top) | set(lex)
     ctx = v.get("context")
     radius, beta = v.get("radius", 0), v.get("beta", 0.0)
+    cand_before = set(cand)
     if beta > 0 and v.get("expand", True):
         for i in list(cand):
             cand.update(neighbours(c, i, radius))
@@ -123,11 +124,24 @@ def rank(c: Conv, qi: int, v: dict) -> list[int]:
         fused = minmax(dense) + w * (lexical / lexical.max() if lexical.max() > 0 else lexical)
     if beta > 0:
         pos = {int(i): k for k, i in enumerate(ids)}
+        focus = v.get("focus")  # only the neighbourhoods of the best `focus` candidates
+        if focus:
+            in_cand = [k for k, i in enumerate(ids) if int(i) in cand_before]
+            top = {int(ids[k]) for k in sorted(in_cand, key=lambda k: -fused[k])[:focus]}
+            links = {i: set() for i in pos}
+            for i in top:
+                for j in neighbours(c, i, radius):
+                    if j in pos:
+                        links[i].add(j)
+                        links[j].add(i)
+            keep = [k for k, i in enumerate(ids) if int(i) in cand_before or links[int(i)]]
         best = np.zeros_like(fused)
         for k, i in enumerate(ids):
-            vals = [fused[pos[j]] for j in neighbours(c, int(i), radius) if j in pos]
-            best[k] = max(vals, default=0.0)
+            near = links[int(i)] if focus else [j for j in neighbours(c, int(i), radius) if j in pos]
+            best[k] = max((fused[pos[j]] for j in near), default=0.0)
         fused = fused + beta * best
+        if focus:
+            ids, fused = ids[keep], fused[keep]
     order = np.argsort(-fused, kind="stable")
     return [int(ids[k]) for k in order[:20]]
 
