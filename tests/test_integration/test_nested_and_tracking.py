@@ -60,9 +60,7 @@ async def test_nested_contexts_isolate_inherit_and_merge_two_levels(
 ) -> None:
     async with MemorySystemClient(faiss_config(), session_id="run") as client:
         run = MemoryRun(client, client.config, WorkflowMemorySettings(), root_session="run")
-        tracker = ToolExecutionTracker()
-        tracker.start(run)
-        hook = NestedMemoryContexts(tracker)
+        hook = NestedMemoryContexts()
         hook.run = run
         root = loop_state("root", "run")
         child, sibling, grandchild = (
@@ -116,7 +114,7 @@ async def test_without_ancestors_a_nested_loop_sees_only_its_own(
 ) -> None:
     async with MemorySystemClient(faiss_config(include_ancestors=False), session_id="r") as client:
         run = MemoryRun(client, client.config, WorkflowMemorySettings(), root_session="r")
-        hook = NestedMemoryContexts(ToolExecutionTracker())
+        hook = NestedMemoryContexts()
         hook.run = run
         root, child = loop_state("root", "r"), loop_state("root.1")
         await hook.on_loop_start(root, child)
@@ -142,7 +140,8 @@ async def test_the_tracker_stores_each_tool_run_once(
         event = ToolRunEvent(item, ExecutionResult(success=False, error=item.error), "root")
         await tracker.on_tool_run(event)
         await tracker.on_tool_run(event)  # the same run handed over again
-        assert await tracker.flush() == 1 and await tracker.flush() == 0
+        assert len(run.pending) == 1
+        assert await run.write_pending() == 1 and await run.write_pending() == 0
         [record] = await client.backend.scan(MemoryFilter(session_ids=("t",)))
         assert record.memory_type == "tool_execution"
         assert record.metadata["tool"] == "read_document" and record.metadata["success"] is False

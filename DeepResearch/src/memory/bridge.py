@@ -45,6 +45,9 @@ def trace_memories(
             {
                 "content": f"Execution trace of loop {loop_id} for {question!r}:\n"
                 + "\n".join(lines),
+                "key": f"Execution trace of loop {loop_id} for {question!r}: "
+                f"{len(items) - len(failed)} of {len(items)} tool runs succeeded, tools "
+                + ", ".join(sorted({i.tool for i in items})),
                 "memory_type": "execution_trace",
                 "importance": TRACE_IMPORTANCE,
                 "session_id": session_id,
@@ -87,6 +90,8 @@ def failure_analysis_memory(
     return {
         "content": f"Failure analysis of the run for {question!r}: {len(failures)} of "
         f"{len(history)} tool runs failed.\n" + "\n".join(lines),
+        "key": f"Failure analysis for {question!r}: "
+        + "; ".join(f"{p.category} in {', '.join(p.tools)}" for p in patterns),
         "memory_type": "failure_analysis",
         "importance": FAILURE_ANALYSIS_IMPORTANCE,
         "session_id": session_id,

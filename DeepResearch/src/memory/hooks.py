@@ -5,11 +5,12 @@
 | phase | before the node | after the node |
 |---|---|---|
 | plan | recall earlier plans (with outcomes, success-weighted), answers and failure analyses for the question; brief the Planner | keep the plan, to store it with its outcome when the loop ends |
-| execute | recall past failures of the tool the next step uses (failure-pattern matching); flag them to the Executor (prompt, notes, console, research draft) BEFORE the call | write the step's tool runs (one batch) |
+| execute | recall past failures of the tools the plan uses (once per loop, failure-pattern matching); flag those of the next step's tool to the Executor (prompt, notes, console, research draft) BEFORE the call | (tool runs are taken by the tracker) |
 | synthesize | recall earlier answers to related questions; brief the Synthesizer | store the answer, and the plan with its outcome |
 
 A node that raises still gets its plan stored, with a failed outcome. Briefings reach the
-agent as a `MEMORY:` section of its prompt (`ResearchState.briefings`).
+agent as a `MEMORY:` section of its prompt (`ResearchState.briefings`). Writes join the run's
+pending batch (`MemoryRun.pending`), stored when the loop ends (nested) or the run ends.
 """
 
 from __future__ import annotations
@@ -22,10 +23,8 @@ from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
 from DeepResearch.src.agents.prompts import SUBQUESTION, cited_sources
-from DeepResearch.src.memory.errors import MemorySubsystemError
 from DeepResearch.src.memory.models import RetrievedMemory
 from DeepResearch.src.memory.run_context import MemoryRun, excerpt
-from DeepResearch.src.memory.tracking import ToolExecutionTracker
 from DeepResearch.src.workflow.hooks import NodeHook
 
 if TYPE_CHECKING:
@@ -113,14 +112,8 @@ class ExecuteMemory(PhaseMemory):
         step = pending[0]
         if step.kind == SUBQUESTION or not step.tool:
             return
-        found = await run.recall(
-            state,
-            phase="execute",
-            purpose=f"past failures of {step.tool}",
-            query=f"Tool {step.tool} failed",
-            filters={"memory_type": "tool_execution", "tool": step.tool, "success": False},
-            agent_type="executor",
-        )
+        failures = await self._failures(hook, run, ctx)
+        found = [m for m in failures if m.metadata.get("tool") == step.tool]
         if not found:
             return
         lines = [flag_line(m) for m in found]
@@ -142,10 +135,28 @@ class ExecuteMemory(PhaseMemory):
             f"`{step.tool}`\n\n" + "\n".join(lines) + "\n",
         )
 
-    async def after(
-        self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext, result: Any
-    ) -> None:
-        await hook.tracker.flush()
+    @staticmethod
+    async def _failures(
+        hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext
+    ) -> list[RetrievedMemory]:
+        """Past failures of every tool the loop's plan uses: one recall per loop, on the first
+        Execute visit (the query names the tools, so failure-pattern matching applies)."""
+        state = ctx.state
+        if state.loop_id not in hook.failures:
+            tools = sorted({s.tool for s in state.plan if s.kind != SUBQUESTION and s.tool})
+            hook.failures[state.loop_id] = (
+                await run.recall(
+                    state,
+                    phase="execute",
+                    purpose=f"past failures of {', '.join(tools)}",
+                    query=f"Tool failures of {' '.join(tools)}",
+                    filters={"memory_type": "tool_execution", "tool": tools, "success": False},
+                    agent_type="executor",
+                )
+                if tools
+                else []
+            )
+        return hook.failures[state.loop_id]
 
 
 class SynthesizeMemory(PhaseMemory):
@@ -193,6 +204,7 @@ def plan_memory(draft: _PlanDraft, state: ResearchState, succeeded: bool) -> dic
     return {
         "id": draft.memory_id,
         "content": content,
+        "key": content.split("\n", 1)[0][:300],
         "memory_type": "plan",
         "agent_type": "planner",
         "importance": PLAN_IMPORTANCE,
@@ -211,6 +223,7 @@ def answer_memory(state: ResearchState, plan_id: str | None) -> dict[str, Any]:
     answer = state.final_answer or ""
     return {
         "content": f"Question: {state.question}\nAnswer: {answer}",
+        "key": f"Question: {state.question}",
         "memory_type": "answer",
         "agent_type": "synthesizer",
         "importance": ANSWER_IMPORTANCE,
@@ -227,17 +240,15 @@ def answer_memory(state: ResearchState, plan_id: str | None) -> dict[str, Any]:
 class MemoryNodeHook(NodeHook):
     """The one NodeHook of memory: dispatches on `node.phase` to the declared PhaseMemory."""
 
-    def __init__(
-        self, tracker: ToolExecutionTracker, phases: Mapping[str, PhaseMemory] = PHASES
-    ) -> None:
-        self.tracker = tracker
+    def __init__(self, phases: Mapping[str, PhaseMemory] = PHASES) -> None:
         self.phases = dict(phases)
         self.run: MemoryRun | None = None
         self.plans: dict[str, _PlanDraft] = {}  # loop id -> plan waiting for its outcome
         self.flagged: dict[str, set[str]] = {}  # loop id -> flag lines already shown
+        self.failures: dict[str, list[RetrievedMemory]] = {}  # loop id -> recalled failures
 
     def start(self, run: MemoryRun) -> None:
-        self.run, self.plans, self.flagged = run, {}, {}
+        self.run, self.plans, self.flagged, self.failures = run, {}, {}, {}
 
     def _policy(self, node: WorkflowNode, ctx: NodeContext) -> PhaseMemory | None:
         if self.run is None or ctx.state.memory_client is None:
@@ -258,20 +269,14 @@ class MemoryNodeHook(NodeHook):
         self, node: WorkflowNode, ctx: NodeContext, error: BaseException
     ) -> None:
         if self._policy(node, ctx) is not None and self.run is not None:
-            await self.tracker.flush()
             await self.store_outcome(self.run, ctx.state, succeeded=False)
 
     async def store_outcome(self, run: MemoryRun, state: ResearchState, succeeded: bool) -> None:
-        """Store the loop's plan with its outcome, and its answer when it has one."""
+        """The loop's plan with its outcome, and its answer when it has one, join the run's
+        pending batch (written when the loop ends)."""
         draft = self.plans.pop(state.loop_id, None)
         items = [plan_memory(draft, state, succeeded)] if draft is not None else []
         if succeeded and state.final_answer:
             items.append(answer_memory(state, draft.memory_id if draft else None))
-        if not items:
-            return
-        try:
-            await run.client.store_many(items, session_id=run.session_of(state.loop_id))
-        except MemorySubsystemError as exc:
-            run.degrade("storing the plan and answer", exc, state)
-            return
-        run.count_stored(items)
+        session = run.session_of(state.loop_id)
+        run.pending += [{**item, "session_id": session} for item in items]

@@ -54,8 +54,8 @@ class MemoryIntegration(RunHook):
         self.config = config
         self.settings = settings
         self.tracker = ToolExecutionTracker()
-        self.node_hook = MemoryNodeHook(self.tracker)
-        self.loop_hook = NestedMemoryContexts(self.tracker)
+        self.node_hook = MemoryNodeHook()
+        self.loop_hook = NestedMemoryContexts()
         self.run: MemoryRun | None = None
         self._finished: MemoryRun | None = None  # until its outputs are written
 
@@ -93,14 +93,11 @@ class MemoryIntegration(RunHook):
         if run is None:
             return
         try:
-            await self.tracker.stop()
-            items = history_memories(state.execution_history, state.question, run.root_session)
-            if items:
-                try:
-                    await run.client.store_many(items)
-                    run.count_stored(items)
-                except MemorySubsystemError as exc:
-                    run.degrade("bridging the execution history", exc, state)
+            self.tracker.stop()
+            run.pending += history_memories(
+                state.execution_history, state.question, run.root_session
+            )
+            await run.write_pending(state)  # the last batch: root loop + history bridge
         finally:
             self.run, self._finished = None, run
             self.loop_hook.run = None

@@ -3,7 +3,8 @@
 On loop start the child gets `client.create_nested_context(parent_session, loop_id)` (named
 after its parent, so loops inside loops nest: `<run>/root.1/root.1.2`). Retrieval in the
 child's session sees its own memories and, with `memory.nested.include_ancestors`, its
-ancestors'; never its siblings'. On loop end the child's pending tool runs are written and
+ancestors'; never its siblings'. On loop end the run's pending memories (the child's tool
+runs, plan and answer) are written and
 `client.merge_nested_context` copies its memories into the parent's session, each PART_OF
 its original, skipping content the parent already holds.
 """
@@ -15,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from DeepResearch.src.memory.errors import MemorySubsystemError
 from DeepResearch.src.memory.run_context import MemoryRun
-from DeepResearch.src.memory.tracking import ToolExecutionTracker
 from DeepResearch.src.workflow.hooks import LoopHook
 
 if TYPE_CHECKING:
@@ -25,9 +25,8 @@ log = logging.getLogger("DeepResearch.memory")
 
 
 class NestedMemoryContexts(LoopHook):
-    def __init__(self, tracker: ToolExecutionTracker) -> None:
+    def __init__(self) -> None:
         self.run: MemoryRun | None = None
-        self.tracker = tracker
 
     async def on_loop_start(self, parent: ResearchState, child: ResearchState) -> None:
         run = self.run
@@ -43,7 +42,7 @@ class NestedMemoryContexts(LoopHook):
         run = self.run
         if run is None or child.memory_session_id is None or parent.memory_session_id is None:
             return
-        await self.tracker.flush()  # the child's tool runs belong to what is merged
+        await run.write_pending(parent)  # the child's tool runs, plan, answer are merged too
         try:
             copied = await run.client.merge_nested_context(
                 child.memory_session_id, parent.memory_session_id

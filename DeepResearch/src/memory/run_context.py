@@ -11,8 +11,9 @@ Settings come from two places, merged once per run:
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -108,6 +109,9 @@ class MemoryRun:
     stored: dict[str, int] = field(default_factory=dict)  # memory type -> count
     merges: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Written together at the next write point (a nested loop's end, the run's end): one
+    # embedding batch instead of one per step -- embedding calls are most of memory's cost.
+    pending: list[dict[str, Any]] = field(default_factory=list)
     _warned: set[str] = field(default_factory=set)
 
     def session_of(self, loop_id: str) -> str:
@@ -116,10 +120,34 @@ class MemoryRun:
     def profile_for(self, agent_type: str) -> str | None:
         return self.settings.agent_profiles.get(agent_type)
 
-    def count_stored(self, items: list[dict[str, Any]]) -> None:
-        for item in items:
+    async def write_pending(self, state: ResearchState | None = None) -> int:
+        """Store everything pending (tool runs, plans, answers) in one batch."""
+        batch, self.pending = self.pending, []
+        return len(await self.store(batch, "storing the run's memories", state))
+
+    async def store(
+        self, items: Sequence[dict[str, Any]], what: str, state: ResearchState | None = None
+    ) -> list[str]:
+        """Store workflow memories in one batch. Each item may carry a `key`: a short text
+        (question, tool and outcome, ...) that is embedded instead of the whole content -- it
+        is what later recalls match on, and it keeps the embedding cost of a run small. The
+        content itself is stored whole (and searched lexically)."""
+        if not items:
+            return []
+        keys = [str(item.get("key") or item["content"]) for item in items]
+        batch = [{k: v for k, v in item.items() if k != "key"} for item in items]
+        try:
+            vectors = await asyncio.to_thread(self.client.embedder.embed, keys)
+            for item, vector in zip(batch, vectors, strict=True):
+                item["vector"] = vector
+            ids = await self.client.store_many(batch)
+        except MemorySubsystemError as exc:
+            self.degrade(what, exc, state)
+            return []
+        for item in batch:
             kind = str(item.get("memory_type", "note"))
             self.stored[kind] = self.stored.get(kind, 0) + 1
+        return ids
 
     def degrade(self, what: str, exc: Exception, state: ResearchState | None = None) -> None:
         """A memory operation failed: one warning per kind of operation, the run goes on."""

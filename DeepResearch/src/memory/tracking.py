@@ -3,8 +3,8 @@
 This listener is the only layer that writes tool runs to memory (the agents' tools, the
 nodes and the history bridge do not), and it remembers which runs it has taken, so a run
 is never stored twice -- not even when a nested loop's history is merged into its parent's.
-Runs are buffered and written in batches (`store_many`, one embedding batch): after each
-Execute node, before a nested loop is merged, and at the end of the run.
+Runs join the run's pending batch (`MemoryRun.pending`), written with `store_many` and one
+embedding batch when a nested loop ends and when the run ends.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import json
 from typing import Any
 
 from DeepResearch.src.datatypes.execution import ExecutionStatus
-from DeepResearch.src.memory.errors import MemorySubsystemError
 from DeepResearch.src.memory.run_context import MemoryRun, excerpt
 from DeepResearch.src.tools.runner import ToolRunEvent
 
@@ -37,7 +36,7 @@ def _summary(data: Any, limit: int = 300) -> str:
 
 
 def tool_memory(event: ToolRunEvent, session_id: str) -> dict[str, Any]:
-    """The store_many item of one tool run."""
+    """The store_many item of one tool run (`key` is what gets embedded)."""
     item = event.item
     ok = item.status is ExecutionStatus.SUCCESS
     params = json.dumps(item.parameters, sort_keys=True, default=str)
@@ -46,8 +45,10 @@ def tool_memory(event: ToolRunEvent, session_id: str) -> dict[str, Any]:
         content = f"Tool {item.tool} succeeded with {params}: {_summary(item.result)}"
     else:
         content = f"Tool {item.tool} failed ({category}) with {params}: {item.error}"
+    outcome = "succeeded" if ok else f"failed ({category}): {(item.error or '')[:80]}"
     return {
         "content": content,
+        "key": f"Tool {item.tool} with {params[:120]} {outcome}",
         "memory_type": "tool_execution",
         "agent_type": "executor",
         "importance": SUCCESS_IMPORTANCE if ok else FAILURE_IMPORTANCE,
@@ -68,39 +69,20 @@ def tool_memory(event: ToolRunEvent, session_id: str) -> dict[str, Any]:
 
 
 class ToolExecutionTracker:
-    """A ToolRunListener; `flush()` writes what it has buffered."""
+    """A ToolRunListener of every ToolRunner of the run (root and nested)."""
 
     def __init__(self) -> None:
         self.run: MemoryRun | None = None
-        self._pending: list[dict[str, Any]] = []
         self._seen: set[int] = set()  # id() of ExecutionItems taken (they live in the history)
 
     def start(self, run: MemoryRun) -> None:
-        self.run, self._pending, self._seen = run, [], set()
+        self.run, self._seen = run, set()
+
+    def stop(self) -> None:
+        self.run = None
 
     async def on_tool_run(self, event: ToolRunEvent) -> None:
         if self.run is None or id(event.item) in self._seen:
             return
         self._seen.add(id(event.item))
-        self._pending.append(tool_memory(event, self.run.session_of(event.loop_id)))
-
-    @property
-    def pending(self) -> int:
-        return len(self._pending)
-
-    async def flush(self) -> int:
-        """Store the buffered runs in one batch; returns how many were stored."""
-        if self.run is None or not self._pending:
-            return 0
-        batch, self._pending = self._pending, []
-        try:
-            await self.run.client.store_many(batch)
-        except MemorySubsystemError as exc:
-            self.run.degrade("storing tool executions", exc)
-            return 0
-        self.run.count_stored(batch)
-        return len(batch)
-
-    async def stop(self) -> None:
-        await self.flush()
-        self.run = None
+        self.run.pending.append(tool_memory(event, self.run.session_of(event.loop_id)))
