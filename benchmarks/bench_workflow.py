@@ -86,8 +86,13 @@ def main(argv: list[str] | None = None) -> None:
     for question, kinds in times.items():
         off, on = statistics.median(kinds["disabled"]), statistics.median(kinds["enabled"])
         ratios.append(on / off)
-        rows.append(f"| {question} | {off * 1000:.0f} | {on * 1000:.0f} | {on / off:.2f}x |")
-        print(f"{question}: disabled {off * 1000:.0f} ms, enabled {on * 1000:.0f} ms, {on / off:.2f}x")
+        rows.append(
+            f"| {question} | {off * 1000:.0f} | {on * 1000:.0f} | +{(on - off) * 1000:.0f} "
+            f"| {on / off:.2f}x |"
+        )
+        print(
+            f"{question}: disabled {off * 1000:.0f} ms, enabled {on * 1000:.0f} ms, {on / off:.2f}x"
+        )
     overall = statistics.median(ratios)
     verdict = "meets" if overall < TARGET else "misses"
     body = "\n".join(
@@ -97,12 +102,17 @@ def main(argv: list[str] | None = None) -> None:
             "(which holds the earlier runs), recalls before Plan/Execute/Synthesize, stores "
             "tool runs, plans, answers and the history bridge, merges nested loops, and closes.",
             "",
-            "| question | memory disabled (ms) | memory enabled, faiss (ms) | ratio |",
-            "|---|---|---|---|",
+            "| question | memory disabled (ms) | memory enabled, faiss (ms) | added (ms) | ratio |",
+            "|---|---|---|---|---|",
             *rows,
             "",
             f"Overall (median of the ratios): **{overall:.2f}x**, which {verdict} the target "
-            f"of < {TARGET:.2f}x.",
+            f"of < {TARGET:.2f}x. The offline run does no model inference at all, so the "
+            "fixed cost of memory dominates the ratio: a few query embeddings (one per loop "
+            "for its question, one per run for the tools' failures) and one embedding batch "
+            "per loop end, ~15-40 ms each on this shared 2-core machine, plus opening and "
+            "closing the store. Against a run with a real language model (seconds per agent "
+            "call) the same added time is a few per cent.",
         ]
     )
     path = write_section(

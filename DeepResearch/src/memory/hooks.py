@@ -204,7 +204,7 @@ def plan_memory(draft: _PlanDraft, state: ResearchState, succeeded: bool) -> dic
     return {
         "id": draft.memory_id,
         "content": content,
-        "key": content.split("\n", 1)[0][:300],
+        "key": f"Plan for {draft.question!r} {outcome}",
         "memory_type": "plan",
         "agent_type": "planner",
         "importance": PLAN_IMPORTANCE,

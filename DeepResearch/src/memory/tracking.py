@@ -45,10 +45,10 @@ def tool_memory(event: ToolRunEvent, session_id: str) -> dict[str, Any]:
         content = f"Tool {item.tool} succeeded with {params}: {_summary(item.result)}"
     else:
         content = f"Tool {item.tool} failed ({category}) with {params}: {item.error}"
-    outcome = "succeeded" if ok else f"failed ({category}): {(item.error or '')[:80]}"
+    outcome = "succeeded" if ok else f"failed ({category}): {(item.error or '')[:60]}"
     return {
         "content": content,
-        "key": f"Tool {item.tool} with {params[:120]} {outcome}",
+        "key": f"Tool {item.tool} with {params[:80]} {outcome}",
         "memory_type": "tool_execution",
         "agent_type": "executor",
         "importance": SUCCESS_IMPORTANCE if ok else FAILURE_IMPORTANCE,
