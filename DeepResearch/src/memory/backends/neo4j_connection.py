@@ -284,7 +284,11 @@ class Neo4jConnection:
             return records
 
         async def op() -> list[Any]:
-            async with self.driver.session(database=self.settings.database) as session:
+            async with self.driver.session(
+                database=self.settings.database,
+                # the bookmarks execute_query uses: reads routed to a replica see this write
+                bookmark_manager=self.driver.execute_query_bookmark_manager,
+            ) as session:
                 return await session.execute_write(work)
 
         return await self.retrying(what, op)

@@ -236,9 +236,10 @@ class Queries:
         self.clear_outgoing = (
             f"UNWIND $ids AS id MATCH (m:{L} {{id: id}})-[r]->() WHERE type(r) IN $types DELETE r"
         )
-        self.write_nodes = f"UNWIND $rows AS r MERGE (m:{L} {{id: r.id}}) SET m = r.props"
-        self.write_vectors = (
-            f"UNWIND $rows AS r MATCH (m:{L} {{id: r.id}}) "
+        # One pass: replace every property, then the vector (compact float storage).
+        self.write_nodes = (
+            f"UNWIND $rows AS r MERGE (m:{L} {{id: r.id}}) SET m = r.props "
+            "WITH m, r WHERE r.vector IS NOT NULL "
             "CALL db.create.setNodeVectorProperty(m, 'embedding', r.vector)"
         )
         self.ensure_targets = (

@@ -110,10 +110,8 @@ class Neo4jBackend(MemoryBackend):
         statements: list[tuple[str, dict[str, Any]]] = [
             (self.q.promote_pending, {"ids": ids}),
             (self.q.clear_outgoing, {"ids": ids, "types": ALL_REL_TYPES}),
-            (self.q.write_nodes, {"rows": [{"id": r["id"], "props": r["props"]} for r in rows]}),
+            (self.q.write_nodes, {"rows": rows}),
         ]
-        if with_vector:
-            statements.append((self.q.write_vectors, {"rows": with_vector}))
         pairs: dict[str, list[dict[str, str]]] = {}
         for record in records:
             for relation, target in record.relations:
