@@ -52,7 +52,7 @@ class RetrievalConfig(_Section):
     lexical_weight: float = Field(default=1.0, ge=0.0, le=100.0)
     query_rewrite: bool = False
     rrf_k: int = Field(default=60, ge=1)
-    candidate_multiplier: int = Field(default=4, ge=1, le=1000)
+    candidate_multiplier: int = Field(default=2, ge=1, le=1000)
     temporal_half_life_seconds: float = Field(default=604_800.0, gt=0)
     importance_weight: float = Field(default=0.1, ge=0.0, le=10.0)
     mmr_enabled: bool = False
