@@ -55,7 +55,7 @@ class Embedder:
         self._cache_lock = threading.Lock()
 
     @property
-    def model(self):  # noqa: ANN201 - SentenceTransformer, imported lazily
+    def model(self):
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
@@ -97,7 +97,7 @@ class Embedder:
         return vector
 
 
-def _load_model(path: str, device: str):  # noqa: ANN202
+def _load_model(path: str, device: str):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
