@@ -136,20 +136,45 @@ async def test_client_keeps_failed_writes_and_writes_them_after_restart(
             server.start()
 
 
-@pytest.mark.xfail(
-    reason="memory core: a read while the backend is lost mid-run raises MemoryBackendError "
-    "from the client instead of degrading to no results (client.retrieve/stats)",
-    strict=False,
-)
 async def test_client_reads_degrade_when_the_server_is_lost_mid_run(
+    server: Neo4jTestServer, embedder: Embedder, tmp_path: object,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = client_config(
+        server.uri, faiss={"path": str(tmp_path)}, storage={"max_retry_backoff": 0.5}
+    )
+    client = MemorySystemClient(config, session_id="read-fault", embedder=embedder)
+    try:
+        kept = await client.store(content="STAR aligns RNA-seq reads")
+        server.stop(kill=True)
+        with caplog.at_level(logging.WARNING, logger="DeepResearch.src.memory"):
+            assert await client.retrieve(query="reads") == []
+            assert await client.get_related_memories(kept) == []
+            assert (await client.stats()).available is False  # answers, does not raise
+            assert await client.retrieve(query="aligner") == []
+        lost = [r for r in caplog.records if "was lost" in r.getMessage()]
+        assert len(lost) == 1  # one warning per outage, not one per call
+
+        server.start()
+        time.sleep(0.6)  # past the reconnect backoff
+        assert [m.id for m in await client.retrieve(query="reads")] == [kept]
+        assert client.available
+    finally:
+        await client.close()
+        if not server.running:
+            server.start()
+
+
+async def test_client_reads_raise_mid_run_with_on_unavailable_fail(
     server: Neo4jTestServer, embedder: Embedder, tmp_path: object
 ) -> None:
-    config = client_config(server.uri, faiss={"path": str(tmp_path)})
-    client = MemorySystemClient(config, session_id="read-fault", embedder=embedder)
+    config = client_config(server.uri, faiss={"path": str(tmp_path)}, on_unavailable="fail")
+    client = MemorySystemClient(config, session_id="read-fault-strict", embedder=embedder)
     try:
         await client.store(content="STAR aligns RNA-seq reads")
         server.stop(kill=True)
-        assert await client.retrieve(query="reads") == []
+        with pytest.raises(MemoryBackendError, match="Neo4j"):
+            await client.retrieve(query="reads")
     finally:
         await client.close()
         if not server.running:

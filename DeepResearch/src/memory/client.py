@@ -70,6 +70,12 @@ def ancestor_sessions(session_id: str) -> list[str]:
     return [NESTED_SEPARATOR.join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
 
 
+def limit_for(top_k: int | None, config: MemoryConfig, profile: Any) -> int:
+    """How many results a retrieve returns: top_k (or the default), capped by the profile."""
+    limit = top_k or config.retrieval.top_k
+    return min(limit, profile.max_items) if profile is not None else limit
+
+
 class MemorySystemClient:
     """Async memory client. Opens its backend on first use; `close()` flushes."""
 
@@ -95,6 +101,7 @@ class MemorySystemClient:
         self._closed = False
         self.available = False
         self._unavailable_reason = ""
+        self._next_reconnect = 0.0
         self._open_lock: asyncio.Lock | None = None
         self._last_in_session: dict[str, str] = {}
         self._last_time: dict[str, float] = {}
@@ -146,6 +153,29 @@ class MemorySystemClient:
                 )
             self._opened = True
             self.writes.register()
+
+    def _lost(self, exc: MemoryBackendError) -> None:
+        """A backend lost mid-run degrades like one down at open (or re-raises with
+        on_unavailable=fail): one warning, reads answer empty, writes wait in the outbox."""
+        if self.config.on_unavailable == "fail":
+            raise exc
+        if self.available:
+            log.warning(
+                "Memory backend %r was lost, running without memory until it is back "
+                "(writes are kept and retried): %s", self.config.backend, exc,
+            )
+        self.available = False
+        self._unavailable_reason = str(exc)
+        self._next_reconnect = time.monotonic() + self.config.storage.max_retry_backoff
+
+    async def _ready(self) -> bool:
+        """Open, and True when reads can reach the backend; an unavailable one is retried
+        at most once per storage.max_retry_backoff seconds."""
+        await self.open()
+        if not self.available and time.monotonic() >= self._next_reconnect:
+            self._next_reconnect = time.monotonic() + self.config.storage.max_retry_backoff
+            await self.reconnect()
+        return self.available
 
     async def reconnect(self) -> bool:
         """Try to open an unavailable backend again; True when it is available now."""
@@ -259,7 +289,10 @@ class MemorySystemClient:
         for record in records:
             previous = self._last_in_session.get(record.session_id)
             if previous is None and record.session_id not in self._last_in_session and self.available:
-                previous = await self._latest_in_session(record.session_id)
+                try:
+                    previous = await self._latest_in_session(record.session_id)
+                except MemoryBackendError as exc:  # the write itself still goes to the outbox
+                    self._lost(exc)
             if previous is not None and previous != record.id and not any(
                 t == RelationType.FOLLOWS.value for t, _ in record.relations
             ):
@@ -366,17 +399,24 @@ class MemorySystemClient:
             raise MemoryInputError(f"top_k must be an int >= 1, got {top_k!r}")
         prof = self.config.profile(profile)
         kwargs = parse_filters(filters)
-        await self.open()
-        await self.writes.drain_pending()  # read-your-writes
-        if not self.available:
+        if not await self._ready():
             return []
+        try:
+            return await self._retrieve(query, limit_for(top_k, self.config, prof), kwargs,
+                                        session_id, all_sessions, prof)
+        except MemoryBackendError as exc:
+            self._lost(exc)
+            return []
+
+    async def _retrieve(
+        self, query: str, limit: int, kwargs: dict[str, Any], session_id: str | None,
+        all_sessions: bool, prof: Any,
+    ) -> list[RetrievedMemory]:
+        await self.writes.drain_pending()  # read-your-writes
         if "session_ids" not in kwargs:
             kwargs["session_ids"] = self._scope(session_id, all_sessions)
         now = time.time()
         flt = MemoryFilter(live_at=now, **kwargs)
-        limit = top_k or self.config.retrieval.top_k
-        if prof is not None:
-            limit = min(limit, prof.max_items)
         vector = await asyncio.to_thread(self.embedder.embed_query, query)
         ctx = RankingContext(
             query=query, query_vector=vector, query_tokens=frozenset(tokenize(query)), now=now,
@@ -400,11 +440,15 @@ class MemorySystemClient:
 
     async def get(self, memory_id: str) -> RetrievedMemory | None:
         """One memory by id (any session), or None."""
-        await self.open()
-        await self.writes.drain_pending()
-        if not self.available:
+        memory_id = clean_name(memory_id, "memory_id")
+        if not await self._ready():
             return None
-        found = await self.backend.get([clean_name(memory_id, "memory_id")])
+        try:
+            await self.writes.drain_pending()
+            found = await self.backend.get([memory_id])
+        except MemoryBackendError as exc:
+            self._lost(exc)
+            return None
         if not found:
             return None
         return RetrievedMemory(document=to_document(found[0]), similarity=1.0, score=1.0, rank=1)
@@ -420,11 +464,14 @@ class MemorySystemClient:
         if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10:
             raise MemoryInputError(f"depth must be an int in [1, 10], got {depth!r}")
         rel_types = None if types is None else [t for t, _ in clean_relations([(t, "x") for t in types])]
-        await self.open()
-        await self.writes.drain_pending()
-        if not self.available:
+        if not await self._ready():
             return []
-        found = await self.backend.related(memory_id, rel_types, depth)
+        try:
+            await self.writes.drain_pending()
+            found = await self.backend.related(memory_id, rel_types, depth)
+        except MemoryBackendError as exc:
+            self._lost(exc)
+            return []
         return [
             RelatedMemory(document=to_document(r.record), relation=RelationType(r.relation), depth=r.depth)
             for r in found
@@ -445,10 +492,16 @@ class MemorySystemClient:
         skipping content the parent already holds. Returns how many were copied."""
         child = clean_name(child_session_id, "child_session_id")
         parent = clean_name(parent_session_id, "parent_session_id")
-        await self.open()
-        await self.writes.drain_pending()
-        if not self.available:
+        if not await self._ready():
             return 0
+        try:
+            return await self._merge(child, parent)
+        except MemoryBackendError as exc:
+            self._lost(exc)
+            return 0
+
+    async def _merge(self, child: str, parent: str) -> int:
+        await self.writes.drain_pending()
         from DeepResearch.src.memory.compression import full_content
 
         def text(r: MemoryRecord) -> str:
@@ -479,9 +532,12 @@ class MemorySystemClient:
         await self.open()
         total = in_session = None
         if self.available:
-            await self.writes.drain_pending()
-            total = await self.backend.count(MemoryFilter())
-            in_session = await self.backend.count(MemoryFilter(session_ids=(self.session_id,)))
+            try:
+                await self.writes.drain_pending()
+                total = await self.backend.count(MemoryFilter())
+                in_session = await self.backend.count(MemoryFilter(session_ids=(self.session_id,)))
+            except MemoryBackendError as exc:
+                self._lost(exc)
         return MemoryStats(
             backend=self.config.backend, available=self.available, session_id=self.session_id,
             total=total, in_session=in_session, **self.writes.counters(),
