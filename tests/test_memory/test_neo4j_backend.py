@@ -247,6 +247,26 @@ async def test_an_index_of_another_dimension_is_reported(
     await dot.close()
 
 
+async def test_a_fulltext_index_on_raw_content_is_reported(
+    store: Neo4jBackend, neo4j_clean_uri: str
+) -> None:
+    """An index of an earlier layout (raw content, standard analyzer) would match stop words
+    the other backends drop: refuse it with a message saying what to do."""
+    name = store.settings.fulltext_index_name
+    await store.close()
+    cypher(neo4j_clean_uri, f"DROP INDEX `{name}`")
+    cypher(neo4j_clean_uri, f"CREATE FULLTEXT INDEX `{name}` FOR (m:`{LABEL}`) ON EACH [m.content]")
+    try:
+        with pytest.raises(IndexMismatchError, match=rf"{name}.*search_text.*re-import"):
+            await backend(neo4j_clean_uri).open()
+    finally:
+        cypher(neo4j_clean_uri, f"DROP INDEX `{name}`")
+    await store.open()  # recreated in the current layout
+    await store.upsert([record("a", content="the boat")])
+    assert [c.record.id for c in await store.text_search("boats", 5, MemoryFilter())] == ["a"]
+    assert await store.text_search("the", 5, MemoryFilter()) == []  # a stop word matches nothing
+
+
 def test_names_formatted_into_cypher_are_validated() -> None:
     for key, bad in [
         ("node_label", "Memory`) DETACH DELETE n //"),

@@ -158,6 +158,7 @@ class Neo4jConnection:
             database_=self.settings.database,
         )
         await self._check_vector_index()
+        await self._check_fulltext_index()
         await self.driver.execute_query(
             "CALL db.awaitIndexes(300)", database_=self.settings.database
         )
@@ -190,6 +191,20 @@ class Neo4jConnection:
                 f"configuration needs VECTOR on ['{self.q.label}']['embedding'] with "
                 f"dimensions={self.dimension}, similarity={self.similarity!r}. Drop the index "
                 "or choose another memory.neo4j.index_name / node_label"
+            )
+
+    async def _check_fulltext_index(self) -> None:
+        result = await self.driver.execute_query(
+            self.q.show_index, {"name": self.q.fulltext_index}, database_=self.settings.database
+        )
+        row = result.records[0] if result.records else None
+        if row is None or list(row["properties"] or []) != ["search_text"]:
+            found = "missing" if row is None else f"on {row['labelsOrTypes']}{row['properties']}"
+            raise IndexMismatchError(
+                f"{self.where()}: full-text index {self.q.fulltext_index!r} is {found}; this "
+                f"version needs it on ['{self.q.label}']['search_text'] (pre-tokenised text). "
+                "Drop it and re-import older memories (`deepresearch-memory export` then "
+                "`import` writes search_text), or set memory.neo4j.fulltext_index_name"
             )
 
     async def close(self) -> None:

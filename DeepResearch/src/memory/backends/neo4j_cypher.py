@@ -27,6 +27,7 @@ import numpy as np
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.errors import MemoryConfigError, MemoryInputError
 from DeepResearch.src.memory.models import RelationType
+from DeepResearch.src.memory.text import token_string, tokenize
 
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 META_PREFIX = "md."
@@ -119,9 +120,13 @@ def lucene_escape(text: str) -> str:
 
 
 def fulltext_query(text: str, max_terms: int = 512) -> str:
-    """A Lucene query matching any word of `text` (OR), with no syntax from the user:
-    words are extracted, lower-cased (so AND/OR/NOT are plain words) and escaped."""
-    words = re.findall(r"\w+", text.lower())[:max_terms]
+    """A Lucene query matching any term of `text` (OR), with no syntax from the user.
+
+    Terms come from the shared tokeniser (text.py), as the indexed `search_text` does, so a
+    word matches here exactly as in the other backends (stemmed, stop words dropped).
+    Tokens are lower-cased word characters (AND/OR/NOT become plain words); escaping stays
+    as a second guard."""
+    words = list(dict.fromkeys(tokenize(text)))[:max_terms]
     return " ".join(lucene_escape(w) for w in words)
 
 
@@ -168,6 +173,7 @@ def record_row(record: MemoryRecord, dimension: int) -> dict[str, Any]:
         "session_id": record.session_id,
         "memory_type": record.memory_type,
         "content": record.content,
+        "search_text": token_string(record.content),  # what the full-text index matches
         "created_at": float(record.created_at),
         "agent_type": record.agent_type,
         "importance": float(record.importance),
@@ -220,8 +226,10 @@ class Queries:
             f"FOR (m:{P}) REQUIRE m.id IS UNIQUE",
             f"CREATE INDEX `{self.label}_session_id` IF NOT EXISTS FOR (m:{L}) ON (m.session_id)",
             f"CREATE INDEX `{self.label}_created_at` IF NOT EXISTS FOR (m:{L}) ON (m.created_at)",
+            # Pre-tokenised text (text.py) split on white space: the same terms as FTS5/BM25.
             f"CREATE FULLTEXT INDEX `{self.fulltext_index}` IF NOT EXISTS "
-            f"FOR (m:{L}) ON EACH [m.content]",
+            f"FOR (m:{L}) ON EACH [m.search_text] "
+            "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
         ]
         self.create_vector_index = (
             f"CREATE VECTOR INDEX `{self.vector_index}` IF NOT EXISTS FOR (m:{L}) ON m.embedding "
