@@ -70,6 +70,9 @@ def ancestor_sessions(session_id: str) -> list[str]:
     return [NESTED_SEPARATOR.join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
 
 
+_PENDING_VECTOR = np.zeros(0, dtype=np.float32)  # replaced once the query is embedded
+
+
 def limit_for(top_k: int | None, config: MemoryConfig, profile: Any) -> int:
     """How many results a retrieve returns: top_k (or the default), capped by the profile."""
     limit = top_k or config.retrieval.top_k
@@ -417,9 +420,11 @@ class MemorySystemClient:
             kwargs["session_ids"] = self._scope(session_id, all_sessions)
         now = time.time()
         flt = MemoryFilter(live_at=now, **kwargs)
-        vector = await asyncio.to_thread(self.embedder.embed_query, query)
+        # The query embeds (torch) while the lexical search runs (SQLite/Lucene): both release
+        # the GIL, and no step reads the vector before the candidate stage has it.
+        embedding = asyncio.ensure_future(asyncio.to_thread(self.embedder.embed_query, query))
         ctx = RankingContext(
-            query=query, query_vector=vector, query_tokens=frozenset(tokenize(query)), now=now,
+            query=query, query_vector=_PENDING_VECTOR, query_tokens=frozenset(tokenize(query)), now=now,
             limit=limit, retrieval=self.config.retrieval, profile=prof,
             accept=lambda record: record_matches(record, flt), fetch_related=self.backend.related,
             fetch_neighbours=self.backend.session_neighbours,
@@ -427,7 +432,14 @@ class MemorySystemClient:
         flt = narrow_filter(self.steps, flt, ctx)
         ctx.accept = lambda record: record_matches(record, flt)
         n = max(20, limit * self.config.retrieval.candidate_multiplier)
-        pool = await gather_candidates(self.backend, query, vector, flt, n, self.config.retrieval)
+        try:
+            pool = await gather_candidates(
+                self.backend, query, embedding, flt, n, self.config.retrieval
+            )
+        finally:
+            if not embedding.done():
+                embedding.cancel()
+        ctx.query_vector = embedding.result()
         ctx.score_unseen = pool.score_unseen
         ranked = await rank(pool.items, ctx, self.steps)
         return [
