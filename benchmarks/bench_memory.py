@@ -181,10 +181,12 @@ async def run() -> str:
         print(f"  retrieve: {r}", flush=True)
         rows.append(r)
     shutil.rmtree(workdir, ignore_errors=True)
+    defaults = MemoryConfig().retrieval
     lines = [
-        f"FAISS threads: {faiss.omp_get_max_threads()} for both the raw search and ours (the faiss "
-        "backend sets 1: torch and FAISS share 2 cores). Raw and client calls are interleaved. Default config: faiss flat index, cosine, hybrid dense + FTS5 BM25 "
-        "candidates fused by RRF, SQLite synchronous=FULL.",
+        "Raw and client calls are interleaved in one process (FAISS OpenMP threads at the end "
+        f"of the run: {faiss.omp_get_max_threads()}). Default config: faiss flat index, cosine, "
+        f"hybrid dense + FTS5 BM25 candidates fused by {defaults.fusion}, neighbour smoothing "
+        f"{'on' if defaults.neighbour_smoothing.enabled else 'off'}, SQLite synchronous=FULL.",
         "",
         "| store (faiss, embedding included) | memories/s |",
         "|---|---|",

@@ -3,12 +3,28 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+from hydra_config import compose_config
+from omegaconf import DictConfig
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+@pytest.fixture
+def make_config(tmp_path: Path) -> Callable[..., DictConfig]:
+    """The composed config with outputs in tmp_path and memory OFF (the Foundation);
+    tests/test_integration overrides it with memory on."""
+
+    def make(*overrides: str) -> DictConfig:
+        return compose_config(
+            f"outputs_dir={tmp_path / 'outputs'}", "memory.enabled=false", *overrides
+        )
+
+    return make
 
 
 # --- Neo4j: one real server per test session (tests/neo4j_support.py), or NEO4J_URI --------

@@ -51,44 +51,36 @@ class MemoryDocument(Document):
     relations: list[Relation] = Field(default_factory=list)
 
 
-class RetrievedMemory(BaseModel):
-    """One ranked result: the memory, its raw similarity and the final score after ranking."""
+class _MemoryView(BaseModel):
+    """A result that wraps a memory: `.id`, `.content`, `.metadata` read through to it."""
 
     document: MemoryDocument
+
+    @property
+    def id(self) -> str:
+        return self.document.id
+
+    @property
+    def content(self) -> str:
+        return self.document.content
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.document.metadata
+
+
+class RetrievedMemory(_MemoryView):
+    """One ranked result: the memory, its raw similarity and the final score after ranking."""
+
     similarity: float
     score: float
     rank: int
     # What each ranking step contributed (e.g. {"dense": 0.71, "importance": 0.05}); shown to users.
     signals: dict[str, float] = Field(default_factory=dict)
 
-    @property
-    def id(self) -> str:
-        return self.document.id
 
-    @property
-    def content(self) -> str:
-        return self.document.content
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return self.document.metadata
-
-
-class RelatedMemory(BaseModel):
+class RelatedMemory(_MemoryView):
     """A memory reached from another over relations (get_related_memories)."""
 
-    document: MemoryDocument
     relation: RelationType  # the type of the edge that reached it
     depth: int  # 1 = directly related
-
-    @property
-    def id(self) -> str:
-        return self.document.id
-
-    @property
-    def content(self) -> str:
-        return self.document.content
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return self.document.metadata
