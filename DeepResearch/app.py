@@ -13,6 +13,7 @@ import hydra
 from omegaconf import DictConfig
 
 from DeepResearch.src.agents.models import ModelConfigError
+from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
 from DeepResearch.src.rag.loader import DocumentsFolderError
 from DeepResearch.src.workflow.errors import ConfigurationError
 from DeepResearch.src.workflow.run import RunOutcome, run_graph, run_research, run_sync
@@ -27,7 +28,7 @@ No question was given. Examples:
   deepresearch "question='How are variants called?'" flows.rag.enabled=true rag.documents_dir=./docs
   deepresearch --help        (all options; --cfg job shows the composed config)"""
 
-USER_ERRORS = (ConfigurationError, DocumentsFolderError, ModelConfigError)
+USER_ERRORS = (ConfigurationError, DocumentsFolderError, ModelConfigError, MemoryConfigError)
 # configs/ sits next to the package (editable install); an absolute path keeps Hydra from
 # looking for a python module named "configs" when we run as the console script.
 CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
@@ -44,6 +45,9 @@ def main(cfg: DictConfig) -> None:
     except USER_ERRORS as exc:
         print(f"deepresearch: error: {exc}", file=sys.stderr)
         sys.exit(2)
+    except MemoryBackendError as exc:  # only with memory.on_unavailable=fail
+        print(f"deepresearch: memory backend error: {exc}", file=sys.stderr)
+        sys.exit(1)
     print(outcome.answer)
     print()
     print(f"Outputs: {outcome.run_dir.resolve()}")

@@ -86,6 +86,16 @@ def test_unknown_flow_is_named(tmp_path: Path) -> None:
     assert "flow='magic' is unknown" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_bad_memory_value_is_named(tmp_path: Path) -> None:
+    done = deepresearch(tmp_path, "question=x", "memory.retrieval.top_k=-3")
+    assert done.returncode == 2
+    assert "memory.retrieval.top_k=-3" in done.stderr and "Traceback" not in done.stderr
+    done = deepresearch(tmp_path, "question=x", "memory.backend=redis")
+    assert done.returncode == 2
+    assert "memory.backend='redis'" in done.stderr or "memory.backend=redis" in done.stderr
+    assert "faiss" in done.stderr and "Traceback" not in done.stderr  # the choices are named
+
+
 def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "no_such_folder"
     done = deepresearch(

@@ -61,11 +61,12 @@ def resolve_memory(
     if cfg.get("memory") is None:
         return None
     section = _flow_section(cfg, flow)
-    if not bool(cfg.memory.get("enabled", True)) or not bool(section.get("enabled", True)):
-        return None
     overrides = {k: v for k, v in section.items() if k not in WORKFLOW_KEYS}
     merged = OmegaConf.merge(cfg.memory, overrides) if overrides else cfg.memory
+    # Validated even when memory is off: a bad value stops start-up, not a later run.
     config = MemoryConfig.from_omegaconf(merged)
+    if not config.enabled or not bool(section.get("enabled", True)):
+        return None
     top_k = section.get("top_k")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise MemoryConfigError(f"flows.{flow}.memory.top_k={top_k!r}: give an int >= 1 or null")
