@@ -1,5 +1,8 @@
 """`MemorySystemClient`: the one facade the framework calls (async; sync face in sync.py).
 
+Lifecycle, writes and reads live here; nested contexts in sessions.py, forget/expire/stats/
+health in maintenance.py (mixins), item validation in inputs.py.
+
 Written once above the backends: validation, embedding, compression, session scoping, TTL,
 the automatic FOLLOWS chain, ranking, write-behind with read-your-writes, and degrading when
 the backend is unavailable (writes kept in an outbox, retried, never silently dropped).
@@ -11,9 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
-from uuid import uuid4
 
 import numpy as np
 
@@ -24,19 +25,17 @@ from DeepResearch.src.memory.backends import (
     create_backend,
 )
 from DeepResearch.src.memory.backends.filtering import record_matches
-from DeepResearch.src.memory.compression import compress_content
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError, MemoryInputError
 from DeepResearch.src.memory.inputs import (
     clean_content,
-    clean_metadata,
     clean_name,
     clean_relations,
-    clean_unit_float,
-    clean_vector,
     parse_filters,
+    prepare_record,
 )
+from DeepResearch.src.memory.maintenance import Maintenance
 from DeepResearch.src.memory.models import RelatedMemory, RelationType, RetrievedMemory
 from DeepResearch.src.memory.ranking import (
     RankingContext,
@@ -47,28 +46,15 @@ from DeepResearch.src.memory.ranking import (
     rank,
 )
 from DeepResearch.src.memory.records_io import to_document
-from DeepResearch.src.memory.status import MemoryHealth, MemoryStats
+from DeepResearch.src.memory.sessions import (
+    NestedContexts,
+    ancestor_sessions,
+    new_session_id,
+)
 from DeepResearch.src.memory.text import tokenize
 from DeepResearch.src.memory.writes import WriteQueue
 
 log = logging.getLogger(__name__)
-
-STORE_FIELDS = frozenset(
-    {"content", "metadata", "memory_type", "agent_type", "importance", "temporal_weight",
-     "relations", "id", "vector", "ttl", "created_at", "session_id"}
-)
-NESTED_SEPARATOR = "/"
-
-
-def new_session_id() -> str:
-    return uuid4().hex
-
-
-def ancestor_sessions(session_id: str) -> list[str]:
-    """'a/b/c' -> ['a/b', 'a']: nested contexts are named after their parents."""
-    parts = session_id.split(NESTED_SEPARATOR)
-    return [NESTED_SEPARATOR.join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
-
 
 _PENDING_VECTOR = np.zeros(0, dtype=np.float32)  # replaced once the query is embedded
 
@@ -79,7 +65,7 @@ def limit_for(top_k: int | None, config: MemoryConfig, profile: Any) -> int:
     return min(limit, profile.max_items) if profile is not None else limit
 
 
-class MemorySystemClient:
+class MemorySystemClient(NestedContexts, Maintenance):
     """Async memory client. Opens its backend on first use; `close()` flushes."""
 
     def __init__(
@@ -234,47 +220,13 @@ class MemorySystemClient:
         if isinstance(items, Mapping | str | bytes):
             raise MemoryInputError("store_many takes a list of dicts with at least 'content'")
         session = clean_name(session_id, "session_id") if session_id is not None else self.session_id
-        records = [self._prepare(item, session, i) for i, item in enumerate(items)]
+        records = [prepare_record(item, self.config, session, i) for i, item in enumerate(items)]
         if not records:
             return []
         await self._embed_missing(records)
         await self._link_follows(records)
         await self.writes.submit(records)
         return [r.id for r in records]
-
-    def _prepare(self, item: Mapping[str, Any], default_session: str, index: int) -> MemoryRecord:
-        where = f"item {index}"
-        if not isinstance(item, Mapping):
-            raise MemoryInputError(f"{where}: expected a dict with 'content', got {type(item).__name__}")
-        unknown = sorted(set(item) - STORE_FIELDS)
-        if unknown:
-            raise MemoryInputError(f"{where}: unknown fields {unknown}; allowed: {sorted(STORE_FIELDS)}")
-        content = clean_content(item.get("content"), self.config.max_content_bytes, what=f"{where} content")
-        now = time.time()
-        created_at = item.get("created_at")
-        created = now if created_at is None else clean_unit_float(created_at, "created_at", 0.0, 1e12)
-        ttl = item.get("ttl", self.config.session_ttl)
-        if ttl is not None:
-            ttl = clean_unit_float(ttl, "ttl", 1e-9, 1e12)
-        stored, codec, blob = compress_content(content, self.config.compression)
-        vector = item.get("vector")
-        memory_type = item.get("memory_type") or "note"
-        return MemoryRecord(
-            id=clean_name(item.get("id") or uuid4().hex, "id"),
-            session_id=clean_name(item.get("session_id") or default_session, "session_id"),
-            memory_type=clean_name(getattr(memory_type, "value", memory_type), "memory_type"),
-            agent_type=None if item.get("agent_type") is None else clean_name(item["agent_type"], "agent_type"),
-            content=stored,
-            created_at=created,
-            importance=clean_unit_float(item.get("importance", 0.5), "importance"),
-            temporal_weight=clean_unit_float(item.get("temporal_weight", 1.0), "temporal_weight", 0.0, 1e6),
-            expires_at=None if ttl is None else created + ttl,
-            content_codec=codec,
-            content_blob=blob,
-            metadata=clean_metadata(item.get("metadata")),
-            relations=clean_relations(item.get("relations")),
-            vector=None if vector is None else clean_vector(vector, self.config.vector_store.embedding_dimension),
-        )
 
     async def _embed_missing(self, records: list[MemoryRecord]) -> None:
         todo = [r for r in records if r.vector is None]
@@ -325,55 +277,6 @@ class MemorySystemClient:
         if not self._opened:
             return 0
         return await self.writes.flush()
-
-    async def forget(
-        self,
-        ids: str | Sequence[str] | None = None,
-        *,
-        filters: Mapping[str, Any] | None = None,
-        session_id: str | None = None,
-    ) -> int:
-        """Delete memories by id and/or filters (within `session_id` if given)."""
-        await self.open()
-        if ids is None and not filters and session_id is None:
-            raise MemoryInputError("forget needs ids, filters or a session_id (refusing to delete everything)")
-        kwargs = parse_filters(filters)
-        if ids is not None:
-            ids = [ids] if isinstance(ids, str) else list(ids)
-            kwargs["ids"] = tuple(clean_name(i, "id") for i in ids)
-        if session_id is not None:
-            kwargs["session_ids"] = (clean_name(session_id, "session_id"),)
-        await self.writes.drain_pending()
-        if not self.available:
-            return 0
-        removed = await self.backend.delete(MemoryFilter(**kwargs))
-        self._last_in_session.clear()
-        return removed
-
-    async def expire(self, now: float | None = None) -> int:
-        """Delete memories whose TTL has passed (expires_at <= now); returns how many."""
-        await self.open()
-        await self.writes.drain_pending()
-        if not self.available:
-            return 0
-        now = time.time() if now is None else now
-        everything, live = MemoryFilter(), MemoryFilter(live_at=now)
-        if await self.backend.count(everything) == await self.backend.count(live):
-            return 0  # the common case costs two counts
-        doomed: list[str] = []
-        offset, page = 0, 1000
-        while True:
-            batch = await self.backend.scan(everything, limit=page, offset=offset)
-            doomed += [r.id for r in batch if r.expires_at is not None and r.expires_at <= now]
-            if len(batch) < page:
-                break
-            offset += page
-        removed = 0
-        for start in range(0, len(doomed), page):
-            removed += await self.backend.delete(MemoryFilter(ids=tuple(doomed[start : start + page])))
-        if removed:
-            self._last_in_session.clear()
-        return removed
 
     # -- reads ----------------------------------------------------------------------------
     def _scope(self, session_id: str | None, all_sessions: bool) -> tuple[str, ...] | None:
@@ -489,83 +392,3 @@ class MemorySystemClient:
             for r in found
         ]
 
-    # -- nested contexts --------------------------------------------------------------------
-    def create_nested_context(self, parent_session_id: str, loop_id: str) -> str:
-        """The session id of a loop nested in `parent_session_id`: '<parent>/<loop_id>'. It sees
-        its own memories and, with memory.nested.include_ancestors, its ancestors'."""
-        parent = clean_name(parent_session_id, "parent_session_id")
-        loop = clean_name(loop_id, "loop_id")
-        if NESTED_SEPARATOR in loop:
-            raise MemoryInputError(f"loop_id {loop!r} may not contain {NESTED_SEPARATOR!r}")
-        return f"{parent}{NESTED_SEPARATOR}{loop}"
-
-    async def merge_nested_context(self, child_session_id: str, parent_session_id: str) -> int:
-        """Copy the child's memories into the parent session, each PART_OF its original,
-        skipping content the parent already holds. Returns how many were copied."""
-        child = clean_name(child_session_id, "child_session_id")
-        parent = clean_name(parent_session_id, "parent_session_id")
-        if not await self._ready():
-            return 0
-        try:
-            return await self._merge(child, parent)
-        except MemoryBackendError as exc:
-            self._lost(exc)
-            return 0
-
-    async def _merge(self, child: str, parent: str) -> int:
-        await self.writes.drain_pending()
-        from DeepResearch.src.memory.compression import full_content
-
-        def text(r: MemoryRecord) -> str:
-            return full_content(r.content, r.content_codec, r.content_blob)
-
-        existing = {text(r) for r in await self.backend.scan(MemoryFilter(session_ids=(parent,)))}
-        copies = []
-        for record in await self.backend.scan(MemoryFilter(session_ids=(child,))):
-            if text(record) in existing:
-                continue
-            existing.add(text(record))
-            copies.append(
-                replace(
-                    record,
-                    id=uuid4().hex,
-                    session_id=parent,
-                    metadata={**record.metadata},
-                    relations=[(RelationType.PART_OF.value, record.id)],
-                    vector=np.array(record.vector, copy=True),
-                )
-            )
-        await self._link_follows(copies)
-        await self.writes.submit(copies)
-        return len(copies)
-
-    # -- status -----------------------------------------------------------------------------
-    async def stats(self) -> MemoryStats:
-        await self.open()
-        total = in_session = None
-        if self.available:
-            try:
-                await self.writes.drain_pending()
-                total = await self.backend.count(MemoryFilter())
-                in_session = await self.backend.count(MemoryFilter(session_ids=(self.session_id,)))
-            except MemoryBackendError as exc:
-                self._lost(exc)
-        return MemoryStats(
-            backend=self.config.backend, available=self.available, session_id=self.session_id,
-            total=total, in_session=in_session, **self.writes.counters(),
-        )
-
-    async def health(self) -> MemoryHealth:
-        await self.open()
-        if not self.available:
-            await self.reconnect()
-        if self.available:
-            backend = await self.backend.health()
-            ok, detail = backend.ok, backend.detail
-        else:
-            ok, detail = False, self._unavailable_reason
-        counters = self.writes.counters()
-        return MemoryHealth(
-            ok=ok and counters["outbox"] == 0, available=self.available,
-            backend=self.config.backend, detail=detail, **counters,
-        )

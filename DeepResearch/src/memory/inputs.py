@@ -9,14 +9,20 @@ from __future__ import annotations
 import json
 import math
 import re
+import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from uuid import uuid4
 
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import JSONScalar
+from DeepResearch.src.memory.backends.base import JSONScalar, MemoryRecord
+from DeepResearch.src.memory.compression import compress_content
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.models import RelationType
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.config import MemoryConfig
 
 RESERVED_FILTER_KEYS = {"memory_type": "memory_types", "agent_type": "agent_types", "session_id": "session_ids", "id": "ids"}
 RECORD_FIELDS = frozenset(
@@ -188,3 +194,47 @@ def _filter_values(key: str, value: Any) -> list[JSONScalar]:
         if isinstance(v, float) and not math.isfinite(v):
             raise MemoryInputError(f"filter {key!r}: value {v} is not finite")
     return values
+
+
+STORE_FIELDS = frozenset(
+    {"content", "metadata", "memory_type", "agent_type", "importance", "temporal_weight",
+     "relations", "id", "vector", "ttl", "created_at", "session_id"}
+)
+
+
+def prepare_record(
+    item: Mapping[str, Any], config: MemoryConfig, default_session: str, index: int
+) -> MemoryRecord:
+    """One `store_many` item validated into a record (compressed; vector checked if given)."""
+    where = f"item {index}"
+    if not isinstance(item, Mapping):
+        raise MemoryInputError(f"{where}: expected a dict with 'content', got {type(item).__name__}")
+    unknown = sorted(set(item) - STORE_FIELDS)
+    if unknown:
+        raise MemoryInputError(f"{where}: unknown fields {unknown}; allowed: {sorted(STORE_FIELDS)}")
+    content = clean_content(item.get("content"), config.max_content_bytes, what=f"{where} content")
+    now = time.time()
+    created_at = item.get("created_at")
+    created = now if created_at is None else clean_unit_float(created_at, "created_at", 0.0, 1e12)
+    ttl = item.get("ttl", config.session_ttl)
+    if ttl is not None:
+        ttl = clean_unit_float(ttl, "ttl", 1e-9, 1e12)
+    stored, codec, blob = compress_content(content, config.compression)
+    vector = item.get("vector")
+    memory_type = item.get("memory_type") or "note"
+    return MemoryRecord(
+        id=clean_name(item.get("id") or uuid4().hex, "id"),
+        session_id=clean_name(item.get("session_id") or default_session, "session_id"),
+        memory_type=clean_name(getattr(memory_type, "value", memory_type), "memory_type"),
+        agent_type=None if item.get("agent_type") is None else clean_name(item["agent_type"], "agent_type"),
+        content=stored,
+        created_at=created,
+        importance=clean_unit_float(item.get("importance", 0.5), "importance"),
+        temporal_weight=clean_unit_float(item.get("temporal_weight", 1.0), "temporal_weight", 0.0, 1e6),
+        expires_at=None if ttl is None else created + ttl,
+        content_codec=codec,
+        content_blob=blob,
+        metadata=clean_metadata(item.get("metadata")),
+        relations=clean_relations(item.get("relations")),
+        vector=None if vector is None else clean_vector(vector, config.vector_store.embedding_dimension),
+    )
