@@ -52,7 +52,7 @@ def config(work: Path, memory: bool) -> DictConfig:
 
 async def timed_run(question: str, cfg: DictConfig) -> float:
     # A CLI run starts with no cached query vectors: drop the ones earlier runs left.
-    get_embedder(str(cfg.memory.vector_store.embedding_model))._cache.clear()
+    get_embedder(str(cfg.memory.vector_store.embedding_model)).clear_cache()
     services = create_run_services(cfg)  # agents and hooks are part of a run's cost
     started = time.perf_counter()
     await run_research(question, cfg, services)

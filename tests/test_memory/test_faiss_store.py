@@ -16,6 +16,7 @@ import pytest
 
 from DeepResearch.src.memory import IndexMismatchError, MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
+from DeepResearch.src.memory.backends.faiss_caches import LEXICAL_FILE
 from DeepResearch.src.memory.backends.faiss_store import INDEX_FILE, FaissBackend
 
 pytestmark = pytest.mark.integration
@@ -208,3 +209,42 @@ def test_sync_face_works_inside_a_running_loop(tmp_path: Path, embedder) -> None
 
     mid, hit = asyncio.run(caller())
     assert mid == hit
+
+
+def _worded(n: int, start: int = 0) -> list[MemoryRecord]:
+    records = _records(start + n, seed=5)[start:]
+    for r in records:
+        r.content = f"run {r.id} used {'Salmon' if int(r.id[1:]) % 2 else 'STAR'} quantification"
+    return records
+
+
+async def test_lexical_index_is_saved_caught_up_after_a_crash_and_rebuilt_when_damaged(
+    tmp_path: Path, caplog
+) -> None:
+    backend = await _backend(tmp_path)
+    await backend.upsert(_worded(20))
+    await backend.close()
+    assert (tmp_path / LEXICAL_FILE).exists()
+    saved = (tmp_path / LEXICAL_FILE).read_bytes()
+
+    backend = await _backend(tmp_path)
+    await backend.upsert(_worded(10, start=20))  # r20..r29, after the saved watermark
+    await backend.delete(MemoryFilter(ids=("r1", "r3")))  # at or below it
+    backend._close_sync = lambda: backend._db.close()  # a crash: no cache is saved
+    await backend.close()
+    assert (tmp_path / LEXICAL_FILE).read_bytes() == saved
+
+    expected = {f"r{i}" for i in range(1, 30, 2)} - {"r1", "r3"}
+    backend = await _backend(tmp_path)
+    hits = await backend.text_search("salmon", 50, MemoryFilter())
+    assert {c.record.id for c in hits} == expected
+    assert len(backend._lexical.index) == 28  # the deleted rows left its statistics too
+    await backend.close()
+
+    (tmp_path / LEXICAL_FILE).write_bytes(b'{"watermark": 30}\nnot an npz')
+    backend = await _backend(tmp_path)
+    assert "rebuilding" in caplog.text
+    assert {c.record.id for c in await backend.text_search("salmon", 50, MemoryFilter())} == expected
+    session = await backend.text_search("star", 50, MemoryFilter(ids=("r2", "r5", "r6")))
+    assert [c.record.id for c in session] in (["r2", "r6"], ["r6", "r2"])
+    await backend.close()

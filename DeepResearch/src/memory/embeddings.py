@@ -81,6 +81,11 @@ class Embedder:
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
+    def clear_cache(self) -> None:
+        """Forget cached query vectors (benchmarks: every timed query pays its embedding)."""
+        with self._cache_lock:
+            self._cache.clear()
+
     def embed_query(self, text: str) -> np.ndarray:
         """One query vector (dimension,), served from the LRU cache when seen before."""
         with self._cache_lock:

@@ -1,6 +1,6 @@
 """The one tokeniser of the memory subsystem.
 
-Every lexical step -- the in-memory BM25, the SQLite FTS5 column of the faiss backend, the
+Every lexical step -- the BM25 index of in_memory and faiss (and the FTS5 column it is built from), the
 ranking steps that compare words -- goes through `tokenize`, so a word matches the same way
 everywhere: lower-cased word characters, English stop words dropped, Snowball stems.
 """
@@ -37,5 +37,5 @@ def tokenize(text: str) -> list[str]:
 
 
 def token_string(text: str) -> str:
-    """The tokens joined by spaces: what the FTS5 column stores and is queried with."""
+    """The tokens joined by spaces: what the FTS5 column stores (the BM25 index is built from it)."""
     return " ".join(tokenize(text))

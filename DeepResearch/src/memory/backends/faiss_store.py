@@ -1,27 +1,26 @@
-"""`faiss`: records and vectors in SQLite (the truth), a FAISS index as a rebuildable cache.
+"""`faiss`: records, vectors and tokens in SQLite (the truth); a FAISS index and a BM25 index
+in process as rebuildable caches (faiss_caches.py).
 
-Layout of `memory.faiss.path`: `memory.sqlite3` (+ WAL) and `index.faiss` (a JSON header line --
-up to which record seq it holds, kind, metric, dimension -- then the serialised index).
+Layout of `memory.faiss.path`: `memory.sqlite3` (+ WAL), `index.faiss` and `lexical.npz`.
 
-- A write returns after the SQLite transaction committed; the in-process index is updated
-  too, and saved atomically on close. After a crash, open() catches the saved index up with
-  the rows it missed (new seqs) and drops rows deleted since.
+- A write returns after the SQLite transaction committed; both in-process caches are updated
+  too, and saved atomically on close. After a crash, open() catches them up with the rows they
+  missed (new seqs) and drops rows deleted since.
 - The database remembers model, dimension and metric; opening it with other settings raises
-  IndexMismatchError; `rebuild()` (CLI: `deepresearch-memory rebuild`) rebuilds the index from
-  the records, re-embedding them when the model changed.
-- Filtered search: a filter matching most rows over-fetches and post-filters in SQL; a
-  selective one (below SELECTIVE_FRACTION of rows) searches only the matching seqs (an
-  IDSelector on a flat index, exact numpy search on HNSW), so a small session inside a large
-  store still gets its true top-k.
+  IndexMismatchError; `rebuild()` (CLI: `deepresearch-memory rebuild`) rebuilds the caches
+  from the records, re-embedding them when the model changed.
+- Filtered search (vector and lexical alike): a filter matching most rows over-fetches and
+  post-filters in SQL; a selective one (below SELECTIVE_FRACTION of rows) searches only the
+  matching seqs (an IDSelector on a flat index, exact numpy on HNSW, a row restriction for
+  BM25), so a small session inside a large store still gets its true top-k.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import math
-import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
@@ -37,17 +36,35 @@ from DeepResearch.src.memory.backends.base import (
     MemoryRecord,
     RelatedRecord,
 )
+from DeepResearch.src.memory.backends.faiss_caches import (
+    INDEX_FILE,
+    LexicalCache,
+    VectorCache,
+    rebuild_hint,
+)
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
+from DeepResearch.src.memory.text import tokenize
+
+__all__ = ["DB_FILE", "INDEX_FILE", "FaissBackend"]
 
 SELECTIVE_FRACTION = 0.2
 EXACT_HNSW_LIMIT = 50_000  # matching rows up to which a selective HNSW search is exact numpy
 DB_FILE = "memory.sqlite3"
-INDEX_FILE = "index.faiss"
 
 Reembed = Callable[[list[str]], np.ndarray]
+
+
+@dataclass(frozen=True, slots=True)
+class FilterPlan:
+    """How a search honours a filter: nothing matches, over-fetch and post-filter (`fraction`
+    of the rows match), or search only `seqs`."""
+
+    n_match: int
+    fraction: float = 1.0
+    seqs: np.ndarray | None = None
 
 
 class FaissBackend(MemoryBackend):
@@ -60,9 +77,8 @@ class FaissBackend(MemoryBackend):
         self.model = model
         self.root = Path(config.path)
         self._db: SQLiteRecords | None = None
-        self._index: faiss.IndexIDMap | None = None
-        self._watermark = 0
-        self._stale = 0  # removed seqs still inside an HNSW index (it cannot remove)
+        self._vectors: VectorCache | None = None
+        self._lexical: LexicalCache | None = None
         self._total = 0  # live records, kept in step with every write
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -80,7 +96,7 @@ class FaissBackend(MemoryBackend):
             self._check_meta(db)
             self._db = db
             self._total = db.count(MemoryFilter())
-            self._load_index()
+            self._load_caches(db)
         except BaseException:
             db.close()
             self._db = None
@@ -103,8 +119,7 @@ class FaissBackend(MemoryBackend):
         if diffs:
             raise IndexMismatchError(
                 f"memory store {self.root} was built with other settings ({'; '.join(diffs)}). "
-                "Configure the stored values, or rebuild the store for the new ones with "
-                f"`deepresearch-memory rebuild memory.faiss.path={self.root}`."
+                f"Configure the stored values, or rebuild the store for the new ones with {rebuild_hint(self.root)}."
             )
 
     async def close(self) -> None:
@@ -114,123 +129,19 @@ class FaissBackend(MemoryBackend):
         if self._db is None:
             return
         try:
-            self._save_index()
+            if self._vectors is not None and self._lexical is not None:
+                self._vectors.save()
+                self._lexical.save()
         finally:
             self._db.close()
             self._db = None
-            self._index = None
+            self._vectors = self._lexical = None
 
-    # -- the FAISS cache ------------------------------------------------------------------
-    def _faiss_metric(self) -> int:
-        return faiss.METRIC_L2 if self.metric == "euclidean" else faiss.METRIC_INNER_PRODUCT
-
-    def _new_index(self) -> faiss.IndexIDMap:
-        if self.config.index_kind == "hnsw":
-            inner = faiss.IndexHNSWFlat(self.dimension, self.config.hnsw_m, self._faiss_metric())
-            inner.hnsw.efConstruction = self.config.hnsw_ef_construction
-            inner.hnsw.efSearch = self.config.hnsw_ef_search
-        elif self.metric == "euclidean":
-            inner = faiss.IndexFlatL2(self.dimension)
-        else:
-            inner = faiss.IndexFlatIP(self.dimension)
-        return faiss.IndexIDMap(inner)
-
-    def _load_index(self) -> None:
-        assert self._db is not None
-        index_path = self.root / INDEX_FILE
-        self._index, self._watermark, self._stale = self._new_index(), 0, 0
-        if index_path.exists():
-            try:
-                blob = index_path.read_bytes()
-                header, _, body = blob.partition(b"\n")
-                saved = json.loads(header)
-                index = faiss.deserialize_index(np.frombuffer(body, dtype=np.uint8))
-                watermark = int(saved["watermark"])
-                if not isinstance(index, faiss.IndexIDMap):
-                    raise ValueError(f"expected an IndexIDMap, found {type(index).__name__}")
-            except Exception as exc:
-                raise IndexMismatchError(
-                    f"the FAISS index {index_path} is corrupt or unreadable ({exc}); the "
-                    "records are intact: run "
-                    f"`deepresearch-memory rebuild memory.faiss.path={self.root}`"
-                ) from exc
-            want = {"kind": self.config.index_kind, "metric": self.metric, "dimension": self.dimension}
-            got = {key: saved.get(key) for key in want}
-            if got != want or index.d != self.dimension:
-                raise IndexMismatchError(
-                    f"the FAISS index {index_path} was built as {got}, configured {want}: "
-                    f"run `deepresearch-memory rebuild memory.faiss.path={self.root}`"
-                )
-            if self._db.max_seq() < watermark:
-                raise IndexMismatchError(
-                    f"the FAISS index {index_path} is newer than its records (watermark "
-                    f"{watermark} > last record {self._db.max_seq()}): run "
-                    f"`deepresearch-memory rebuild memory.faiss.path={self.root}`"
-                )
-            self._index, self._watermark = index, watermark
-        self._catch_up()
-
-    def _catch_up(self) -> None:
-        """Add rows the saved index missed and drop rows deleted since it was saved."""
-        assert self._db is not None and self._index is not None
-        in_index = np.zeros(0, dtype=np.int64)
-        if self._index.ntotal:
-            in_index = faiss.vector_to_array(self._index.id_map).astype(np.int64)
-            gone = np.setdiff1d(in_index, self._db.all_seqs_upto(self._watermark))
-            if self.config.index_kind == "hnsw":
-                self._stale = len(gone)
-                if self._stale > max(1000, self._index.ntotal // 4):
-                    self._rebuild_index()
-                    return
-            else:
-                self._index.remove_ids(gone)
-        seqs, vectors = self._db.vectors_after(self._watermark)
-        fresh = ~np.isin(seqs, in_index)
-        self._add(seqs[fresh], vectors[fresh] if len(seqs) else vectors)
-
-    def _add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
-        if len(seqs) == 0:
-            return
-        assert self._index is not None
-        self._index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), seqs)
-        self._watermark = max(self._watermark, int(seqs.max()))
-
-    def _remove(self, seqs: Sequence[int] | np.ndarray) -> None:
-        if len(seqs) == 0:
-            return
-        assert self._index is not None
-        if self.config.index_kind == "hnsw":
-            self._stale += len(seqs)  # HNSW cannot remove: SQLite no longer resolves them
-            if self._stale > max(1000, self._index.ntotal // 4):
-                self._rebuild_index()
-        else:
-            self._index.remove_ids(np.asarray(seqs, dtype=np.int64))
-
-    def _rebuild_index(self) -> None:
-        assert self._db is not None
-        self._index, self._watermark, self._stale = self._new_index(), 0, 0
-        seqs, vectors = self._db.vectors_after(0)
-        self._add(seqs, vectors)
-
-    def _save_index(self) -> None:
-        """One file, header line + serialised index, replaced atomically."""
-        if self._index is None:
-            return
-        header = json.dumps(
-            {
-                "watermark": self._watermark,
-                "kind": self.config.index_kind,
-                "metric": self.metric,
-                "dimension": self.dimension,
-            }
-        ).encode()
-        tmp = self.root / (INDEX_FILE + ".tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(header + b"\n")
-            fh.write(faiss.serialize_index(self._index).tobytes())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.root / INDEX_FILE)
+    def _load_caches(self, db: SQLiteRecords) -> None:
+        self._vectors = VectorCache(self.config, self.root, self.dimension, self.metric)
+        self._vectors.load(db)
+        self._lexical = LexicalCache(self.root)
+        self._lexical.load(db)
 
     def rebuild(self, reembed: Reembed | None = None, batch_size: int = 256) -> int:
         """Rebuild index (and, with `reembed`, every vector) from the records; store the
@@ -266,20 +177,29 @@ class FaissBackend(MemoryBackend):
                         "the model changed)"
                     )
             db.set_meta(self._expected_meta())
-            self._rebuild_index()
-            self._save_index()
-            assert self._index is not None
-            return int(self._index.ntotal)
+            vectors = VectorCache(self.config, self.root, self.dimension, self.metric)
+            vectors.rebuild(db)
+            vectors.save()
+            (self.root / LexicalCache(self.root).path.name).unlink(missing_ok=True)
+            lexical = LexicalCache(self.root)
+            lexical.load(db)
+            lexical.save()
+            return int(vectors.index.ntotal)
         finally:
             db.close()
             self._db = None
-            self._index = None
+            self._vectors = self._lexical = None
 
     # -- MemoryBackend --------------------------------------------------------------------
     def _require(self) -> SQLiteRecords:
-        if self._db is None or self._index is None:
+        if self._db is None or self._vectors is None or self._lexical is None:
             raise MemoryBackendError(f"faiss backend at {self.root} is not open (call open())")
         return self._db
+
+    def _caches(self) -> tuple[VectorCache, LexicalCache]:
+        self._require()
+        assert self._vectors is not None and self._lexical is not None
+        return self._vectors, self._lexical
 
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
         if not records:
@@ -294,11 +214,19 @@ class FaissBackend(MemoryBackend):
 
     def _upsert_sync(self, records: Sequence[MemoryRecord]) -> None:
         db = self._require()
+        vector_cache, lexical = self._caches()
         added, removed = db.upsert(records)
         self._total += len(added) - len(removed)
-        self._remove(removed)
+        self._drop_from_caches(removed)
         vectors = np.stack([np.asarray(r.vector, dtype=np.float32) for r in records])
-        self._add(np.asarray(added, dtype=np.int64), vectors)
+        vector_cache.add(np.asarray(added, dtype=np.int64), vectors)
+        for seq, record in zip(added, records, strict=True):
+            lexical.add(seq, tokenize(record.content))  # the tokens db.upsert gave FTS5
+
+    def _drop_from_caches(self, seqs: Sequence[int]) -> None:
+        vector_cache, lexical = self._caches()
+        vector_cache.remove(seqs, self._db)
+        lexical.index.remove(seqs)
 
     async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
         return await asyncio.to_thread(self._require().get, list(ids))
@@ -307,10 +235,38 @@ class FaissBackend(MemoryBackend):
         def run() -> int:
             seqs = self._require().delete(flt)
             self._total -= len(seqs)
-            self._remove(seqs)
+            self._drop_from_caches(seqs)
             return len(seqs)
 
         return await asyncio.to_thread(run)
+
+    def _plan(self, db: SQLiteRecords, flt: MemoryFilter) -> FilterPlan:
+        live = self._caches()[0].live
+        if live <= 0:
+            return FilterPlan(0)
+        if flt == MemoryFilter():
+            return FilterPlan(live)
+        if flt == MemoryFilter(live_at=flt.live_at):  # the TTL condition alone: two cheap counts
+            n_match = self._total - db.count_expired(flt.live_at or 0.0)
+        else:
+            n_match = db.count(flt)
+        if n_match == 0 or n_match >= SELECTIVE_FRACTION * live:
+            return FilterPlan(n_match, n_match / live)
+        return FilterPlan(n_match, n_match / live, db.matching_seqs(flt))
+
+    def _overfetch(
+        self, search: Callable[[int], tuple[np.ndarray, np.ndarray]], db: SQLiteRecords,
+        flt: MemoryFilter, k: int, plan: FilterPlan, total: int,
+    ) -> list[Candidate]:
+        """Ask `search` for more hits until k pass the filter or the store is exhausted."""
+        stale = self._caches()[0].stale
+        fetch = min(total, math.ceil((k + stale) / max(plan.fraction, 1e-9) * 1.5) + 8)
+        while True:
+            ids, scores = search(fetch)
+            found = self._resolve(db, ids, scores, flt, k)
+            if len(found) >= k or fetch >= total or len(ids) < fetch:
+                return found
+            fetch = min(total, fetch * 4)
 
     def _to_similarity(self, raw: np.ndarray) -> np.ndarray:
         # unit vectors: cosine = inner product = 1 - squared_L2 / 2
@@ -323,69 +279,67 @@ class FaissBackend(MemoryBackend):
 
     def _vector_search_sync(self, vector: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
         db = self._require()
-        assert self._index is not None
+        cache = self._caches()[0]
         query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
         if query.shape[1] != self.dimension:
             raise MemoryBackendError(
                 f"query vector has dimension {query.shape[1]}, index has {self.dimension}"
             )
-        live = self._index.ntotal - self._stale
-        if k <= 0 or live <= 0:
+        plan = self._plan(db, flt) if k > 0 else FilterPlan(0)
+        if plan.n_match == 0:
             return []
-        unconditional = flt == MemoryFilter()
-        if unconditional:
-            n_match = live
-        elif flt == MemoryFilter(live_at=flt.live_at):  # the TTL condition alone: two cheap counts
-            n_match = self._total - db.count_expired(flt.live_at or 0.0)
-        else:
-            n_match = db.count(flt)
-        if n_match == 0:
-            return []
-        if unconditional or n_match >= SELECTIVE_FRACTION * live:
-            return self._overfetch_search(db, query, k, flt, n_match / live)
-        seqs = db.matching_seqs(flt)
-        if self.config.index_kind == "hnsw" and len(seqs) <= EXACT_HNSW_LIMIT:
+        if plan.seqs is None:
+            def search(fetch: int) -> tuple[np.ndarray, np.ndarray]:
+                params = None
+                if cache.hnsw:
+                    params = faiss.SearchParametersHNSW(efSearch=max(self.config.hnsw_ef_search, fetch))
+                raw, ids = cache.index.search(query, fetch, params=params)
+                return ids[0], self._to_similarity(raw[0])
+
+            return self._overfetch(search, db, flt, k, plan, cache.index.ntotal)
+        if cache.hnsw and len(plan.seqs) <= EXACT_HNSW_LIMIT:
             seqs, vectors = db.vectors_by_filter(flt)
             sims = vectors @ query[0]
             top = np.argsort(-sims, kind="stable")[:k]
             return self._resolve(db, seqs[top], sims[top], flt, k)
         params = (
             faiss.SearchParametersHNSW(efSearch=max(self.config.hnsw_ef_search, k))
-            if self.config.index_kind == "hnsw"
+            if cache.hnsw
             else faiss.SearchParameters()
         )
-        params.sel = faiss.IDSelectorBatch(seqs)
-        raw, ids = self._index.search(query, min(k, len(seqs)), params=params)
+        params.sel = faiss.IDSelectorBatch(plan.seqs)
+        raw, ids = cache.index.search(query, min(k, len(plan.seqs)), params=params)
         return self._resolve(db, ids[0], self._to_similarity(raw[0]), flt, k)
 
-    def _overfetch_search(
-        self, db: SQLiteRecords, query: np.ndarray, k: int, flt: MemoryFilter, fraction: float
-    ) -> list[Candidate]:
-        assert self._index is not None
-        total = self._index.ntotal
-        fetch = min(total, math.ceil((k + self._stale) / max(fraction, 1e-9) * 1.5) + 8)
-        while True:
-            if self.config.index_kind == "hnsw":
-                params = faiss.SearchParametersHNSW(efSearch=max(self.config.hnsw_ef_search, fetch))
-                raw, ids = self._index.search(query, fetch, params=params)
-            else:
-                raw, ids = self._index.search(query, fetch)
-            found = self._resolve(db, ids[0], self._to_similarity(raw[0]), flt, k)
-            if len(found) >= k or fetch >= total:
-                return found
-            fetch = min(total, fetch * 4)
-
     def _resolve(
-        self, db: SQLiteRecords, ids: np.ndarray, sims: np.ndarray, flt: MemoryFilter, k: int
+        self, db: SQLiteRecords, ids: np.ndarray, scores: np.ndarray, flt: MemoryFilter, k: int
     ) -> list[Candidate]:
-        order = [(int(i), float(s)) for i, s in zip(ids, sims, strict=True) if i >= 0]
+        """The first k hits that pass `flt`, as records. Over-fetched hits are filtered on
+        their seqs first, so only the k kept are read whole (vectors, metadata, relations)."""
+        order = [(int(i), float(s)) for i, s in zip(ids, scores, strict=True) if i >= 0]
+        if len(order) > k and flt != MemoryFilter():
+            passing = db.seqs_matching([i for i, _ in order], flt)
+            order = [(i, s) for i, s in order if i in passing]
+        order = order[:k]
         records = db.by_seqs([i for i, _ in order], flt)
-        out = [Candidate(records[i], s) for i, s in order if i in records]
-        return out[:k]
+        return [Candidate(records[i], s) for i, s in order if i in records]
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
-        hits = await asyncio.to_thread(self._require().text_search, query, k, flt, self._total)
-        return [Candidate(record, score) for record, score in hits]
+        return await asyncio.to_thread(self._text_search_sync, query, k, flt)
+
+    def _text_search_sync(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
+        db = self._require()
+        lexical = self._caches()[1].index
+        tokens = tokenize(query)
+        plan = self._plan(db, flt) if k > 0 and tokens else FilterPlan(0)
+        if plan.n_match == 0:
+            return []
+        if plan.seqs is not None:
+            seqs, scores = lexical.search(tokens, k, among=plan.seqs)
+            return self._resolve(db, seqs, scores, flt, k)
+        return self._overfetch(
+            lambda fetch: lexical.search(tokens, fetch), db, flt, k, plan, len(lexical)
+        )
 
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
@@ -465,7 +419,7 @@ class FaissBackend(MemoryBackend):
         }
 
     async def health(self) -> BackendHealth:
-        if self._db is None or self._index is None:
+        if self._db is None or self._vectors is None:
             return BackendHealth(ok=False, backend=self.name, detail=f"{self.root} not open")
         try:
             n = await self.count(MemoryFilter())
@@ -475,5 +429,5 @@ class FaissBackend(MemoryBackend):
             ok=True,
             backend=self.name,
             detail=f"{n} records in {self.root} ({self.config.index_kind}, {self.metric}, "
-            f"{self._index.ntotal} vectors indexed)",
+            f"{self._vectors.index.ntotal} vectors indexed)",
         )

@@ -1,4 +1,4 @@
-"""`in_memory`: records in a dict, vectors in a numpy matrix, BM25 for text. For tests and
+"""`in_memory`: records in a dict, vectors in a numpy matrix, the shared BM25 index for text. For tests and
 throw-away runs; nothing survives the process."""
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from DeepResearch.src.memory.backends.base import (
     MemoryRecord,
     RelatedRecord,
 )
-from DeepResearch.src.memory.backends.bm25 import BM25Index
 from DeepResearch.src.memory.backends.filtering import record_matches
+from DeepResearch.src.memory.backends.lexical import LexicalIndex
 from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.text import tokenize
 
 
 class InMemoryBackend(MemoryBackend):
@@ -29,7 +30,10 @@ class InMemoryBackend(MemoryBackend):
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
         self._records: dict[str, MemoryRecord] = {}
-        self._bm25 = BM25Index()
+        self._lexical = LexicalIndex()
+        self._rows: dict[str, int] = {}  # record id -> its row in the lexical index
+        self._ids: dict[int, str] = {}
+        self._next_row = 0
         self._matrix: np.ndarray | None = None  # rebuilt lazily after writes
         self._matrix_ids: list[str] = []
         self._open = False
@@ -56,7 +60,10 @@ class InMemoryBackend(MemoryBackend):
             stored = copy.deepcopy(record)
             stored.vector = np.asarray(record.vector, dtype=np.float32).copy()
             self._records[record.id] = stored
-            self._bm25.add(record.id, record.content)
+            self._unindex(record.id)
+            self._rows[record.id], self._ids[self._next_row] = self._next_row, record.id
+            self._lexical.add(self._next_row, tokenize(record.content))
+            self._next_row += 1
         self._matrix = None
 
     async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
@@ -68,10 +75,16 @@ class InMemoryBackend(MemoryBackend):
         doomed = [r.id for r in self._records.values() if record_matches(r, flt)]
         for record_id in doomed:
             del self._records[record_id]
-            self._bm25.remove(record_id)
+            self._unindex(record_id)
         if doomed:
             self._matrix = None
         return len(doomed)
+
+    def _unindex(self, record_id: str) -> None:
+        row = self._rows.pop(record_id, None)
+        if row is not None:
+            self._lexical.remove([row])
+            del self._ids[row]
 
     def _vectors(self) -> tuple[np.ndarray, list[str]]:
         if self._matrix is None:
@@ -102,8 +115,14 @@ class InMemoryBackend(MemoryBackend):
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         self._check_open()
-        hits = self._bm25.search(query, k, lambda i: record_matches(self._records[i], flt))
-        return [Candidate(copy.deepcopy(self._records[i]), score) for i, score in hits]
+        among = np.array(
+            [self._rows[i] for i, r in self._records.items() if record_matches(r, flt)], dtype=np.int64
+        )
+        rows, scores = self._lexical.search(tokenize(query), k, among=among)
+        return [
+            Candidate(copy.deepcopy(self._records[self._ids[int(row)]]), float(score))
+            for row, score in zip(rows, scores, strict=True)
+        ]
 
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0

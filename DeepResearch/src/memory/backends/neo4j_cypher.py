@@ -226,7 +226,7 @@ class Queries:
             f"FOR (m:{P}) REQUIRE m.id IS UNIQUE",
             f"CREATE INDEX `{self.label}_session_id` IF NOT EXISTS FOR (m:{L}) ON (m.session_id)",
             f"CREATE INDEX `{self.label}_created_at` IF NOT EXISTS FOR (m:{L}) ON (m.created_at)",
-            # Pre-tokenised text (text.py) split on white space: the same terms as FTS5/BM25.
+            # Pre-tokenised text (text.py) split on white space: the same terms as the BM25 index.
             f"CREATE FULLTEXT INDEX `{self.fulltext_index}` IF NOT EXISTS "
             f"FOR (m:{L}) ON EACH [m.search_text] "
             "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",

@@ -3,8 +3,8 @@
 One WAL-mode database file. Every write is one transaction committed before the call
 returns (synchronous=FULL by default: durable against power loss; NORMAL is durable against
 a crash of the process, which is what kill -9 tests). Filters, TTL and metadata conditions are
-SQL (json_extract); lexical search is FTS5 over `text.token_string`, so it tokenises exactly
-as every other lexical step. `seq` (AUTOINCREMENT, never reused) is the id FAISS knows a row
+SQL (json_extract). The FTS5 table keeps each row's `text.token_string`: the durable source
+the in-process BM25 index (lexical.py) is built and caught up from. `seq` (AUTOINCREMENT, never reused) is the id FAISS knows a row
 by: a replaced record gets a new seq, so "rows with seq > watermark" is what an index misses.
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.errors import MemoryBackendError
-from DeepResearch.src.memory.text import token_string, tokenize
+from DeepResearch.src.memory.text import token_string
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,7 +53,6 @@ CREATE INDEX IF NOT EXISTS relations_dst ON relations (dst, type);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (tokens);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab (fts, 'row');
 """
-COMMON_TERM_SHARE = 0.5  # FTS5's BM25 gives terms in more than half the rows ~zero weight
 _COLUMNS = (
     "seq, id, session_id, memory_type, agent_type, content, created_at, importance, "
     "temporal_weight, expires_at, content_codec, content_blob, metadata, vector"
@@ -107,13 +106,6 @@ def filter_sql(flt: MemoryFilter, alias: str = "") -> tuple[str, list[Any]]:
             params.append(path)
         parts.append("(" + " OR ".join(cond) + ")" if cond else "0")
     return (" AND ".join(parts) if parts else "1"), params
-
-
-def fts_query(tokens: Sequence[str]) -> str | None:
-    """An FTS5 MATCH expression OR-ing `tokens` (each quoted), or None if none."""
-    if not tokens:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in sorted(set(tokens)))
 
 
 class SQLiteRecords:
@@ -273,6 +265,18 @@ class SQLiteRecords:
             )
         )
 
+    def seqs_matching(self, seqs: Sequence[int], flt: MemoryFilter) -> set[int]:
+        """Which of `seqs` match `flt` (reads no vectors)."""
+        if not seqs:
+            return set()
+        where, params = filter_sql(flt)
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT seq FROM records WHERE seq IN ({','.join('?' * len(seqs))}) AND {where}",
+                [*seqs, *params],
+            ).fetchall()
+        return {r[0] for r in rows}
+
     def matching_seqs(self, flt: MemoryFilter) -> np.ndarray:
         where, params = filter_sql(flt)
         with self._lock:
@@ -294,6 +298,13 @@ class SQLiteRecords:
             ).fetchall()
         return _stack(rows)
 
+    def tokens_after(self, watermark: int) -> list[tuple[int, str]]:
+        """(seq, space-separated tokens) of rows above `watermark`, from the FTS5 table."""
+        with self._lock:
+            return self._conn.execute(
+                "SELECT rowid, tokens FROM fts WHERE rowid > ? ORDER BY rowid", (watermark,)
+            ).fetchall()
+
     def all_seqs_upto(self, watermark: int) -> np.ndarray:
         with self._lock:
             rows = self._conn.execute(
@@ -306,44 +317,12 @@ class SQLiteRecords:
             row = self._conn.execute("SELECT seq FROM sqlite_sequence WHERE name='records'").fetchone()
         return int(row[0]) if row else 0
 
-    def _useful_tokens(self, query: str, total_rows: int) -> list[str]:
-        """The query's tokens minus those in more than half the rows: FTS5's BM25 gives
-        them ~zero weight, yet scoring their matches dominates the cost on large stores."""
-        tokens = sorted(set(tokenize(query)))
-        if not tokens or total_rows < 1000:
-            return tokens
-        with self._lock:
-            df = dict(self._conn.execute(
-                f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(tokens))})",
-                tokens,
-            ).fetchall())
-        kept = [t for t in tokens if df.get(t, 0) <= COMMON_TERM_SHARE * total_rows]
-        return kept or [min(tokens, key=lambda t: df.get(t, 0))]
-
     def count_expired(self, at: float) -> int:
         """Rows with expires_at <= at (uses the partial index on expires_at)."""
         with self._lock:
             return int(self._conn.execute(
                 "SELECT count(*) FROM records WHERE expires_at IS NOT NULL AND expires_at <= ?", (at,)
             ).fetchone()[0])
-
-    def text_search(
-        self, query: str, k: int, flt: MemoryFilter, total_rows: int = 0
-    ) -> list[tuple[MemoryRecord, float]]:
-        match = fts_query(self._useful_tokens(query, total_rows))
-        if match is None:
-            return []
-        where, params = filter_sql(flt, alias="r")
-        # rank on (seq, score) only, then read the winners: sorting whole rows (vectors
-        # included) is what made this slow
-        with self._lock:
-            ranked = self._conn.execute(
-                f"SELECT r.seq, -bm25(fts) FROM fts JOIN records r ON r.seq = fts.rowid "
-                f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts) LIMIT ?",
-                [match, *params, k],
-            ).fetchall()
-        records = self.by_seqs([seq for seq, _ in ranked], MemoryFilter())
-        return [(records[seq], float(score)) for seq, score in ranked if seq in records]
 
     def scan(self, flt: MemoryFilter, limit: int | None, offset: int) -> list[MemoryRecord]:
         where, params = filter_sql(flt)

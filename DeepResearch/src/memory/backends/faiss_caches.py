@@ -1,0 +1,187 @@
+"""The two rebuildable in-process caches of the faiss backend, both keyed by record `seq`.
+
+- `VectorCache`: a FAISS IndexIDMap (flat or HNSW) in `index.faiss`.
+- `LexicalCache`: a `LexicalIndex` (BM25) over the tokens the FTS5 table stores, in
+  `lexical.npz`.
+
+Both files are a JSON header line (up to which seq the cache holds, plus the settings it was
+built with) and a body, replaced atomically on close. On open each cache catches up with the
+records table, SQLite being the truth: rows with seq above its watermark are added, rows at
+or below it that are gone from the table are dropped. A damaged or mismatched FAISS file is
+an error naming the rebuild command (rebuilding re-reads every vector); a damaged lexical
+file is simply rebuilt from the stored tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from DeepResearch.src.memory.backends.lexical import LexicalIndex
+from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
+from DeepResearch.src.memory.config import FaissConfig
+from DeepResearch.src.memory.errors import IndexMismatchError
+
+INDEX_FILE = "index.faiss"
+LEXICAL_FILE = "lexical.npz"
+log = logging.getLogger(__name__)
+
+
+def write_atomically(path: Path, header: dict, body: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(json.dumps(header).encode() + b"\n")
+        fh.write(body)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def read_header_and_body(path: Path) -> tuple[dict, bytes]:
+    head, _, body = path.read_bytes().partition(b"\n")
+    header = json.loads(head)
+    if not isinstance(header, dict) or not isinstance(header.get("watermark"), int):
+        raise ValueError("header line has no integer watermark")
+    return header, body
+
+
+def rows_gone(cached: np.ndarray, db: SQLiteRecords, watermark: int) -> np.ndarray:
+    """Seqs a cache holds (all <= watermark) whose records were deleted since it was saved."""
+    if len(cached) == 0:
+        return cached
+    return np.setdiff1d(cached, db.all_seqs_upto(watermark))
+
+
+def rebuild_hint(root: Path) -> str:
+    return f"`deepresearch-memory rebuild memory.faiss.path={root}`"
+
+
+class VectorCache:
+    def __init__(self, config: FaissConfig, root: Path, dimension: int, metric: str) -> None:
+        self.config = config
+        self.path = root / INDEX_FILE
+        self.dimension = dimension
+        self.metric = metric
+        self.index = self._new_index()
+        self.watermark = 0
+        self.stale = 0  # removed seqs still inside an HNSW index (it cannot remove)
+
+    @property
+    def hnsw(self) -> bool:
+        return self.config.index_kind == "hnsw"
+
+    @property
+    def live(self) -> int:
+        return self.index.ntotal - self.stale
+
+    def _header(self) -> dict:
+        return {"kind": self.config.index_kind, "metric": self.metric, "dimension": self.dimension}
+
+    def _new_index(self) -> faiss.IndexIDMap:
+        faiss_metric = faiss.METRIC_L2 if self.metric == "euclidean" else faiss.METRIC_INNER_PRODUCT
+        if self.hnsw:
+            inner = faiss.IndexHNSWFlat(self.dimension, self.config.hnsw_m, faiss_metric)
+            inner.hnsw.efConstruction = self.config.hnsw_ef_construction
+            inner.hnsw.efSearch = self.config.hnsw_ef_search
+        elif self.metric == "euclidean":
+            inner = faiss.IndexFlatL2(self.dimension)
+        else:
+            inner = faiss.IndexFlatIP(self.dimension)
+        return faiss.IndexIDMap(inner)
+
+    def load(self, db: SQLiteRecords) -> None:
+        """Read the saved index (if any), check it, and catch it up with the records."""
+        self.index, self.watermark, self.stale = self._new_index(), 0, 0
+        root = self.path.parent
+        if self.path.exists():
+            try:
+                saved, body = read_header_and_body(self.path)
+                index = faiss.deserialize_index(np.frombuffer(body, dtype=np.uint8))
+                if not isinstance(index, faiss.IndexIDMap):
+                    raise ValueError(f"expected an IndexIDMap, found {type(index).__name__}")
+            except Exception as exc:
+                raise IndexMismatchError(
+                    f"the FAISS index {self.path} is corrupt or unreadable ({exc}); the records "
+                    f"are intact: run {rebuild_hint(root)}"
+                ) from exc
+            want = self._header()
+            got = {key: saved.get(key) for key in want}
+            if got != want or index.d != self.dimension:
+                raise IndexMismatchError(
+                    f"the FAISS index {self.path} was built as {got}, configured {want}: run "
+                    f"{rebuild_hint(root)}"
+                )
+            if db.max_seq() < saved["watermark"]:
+                raise IndexMismatchError(
+                    f"the FAISS index {self.path} is newer than its records (watermark "
+                    f"{saved['watermark']} > last record {db.max_seq()}): run {rebuild_hint(root)}"
+                )
+            self.index, self.watermark = index, saved["watermark"]
+        in_index = np.zeros(0, dtype=np.int64)
+        if self.index.ntotal:
+            in_index = faiss.vector_to_array(self.index.id_map).astype(np.int64)
+            self.remove(rows_gone(in_index, db, self.watermark), db)
+        seqs, vectors = db.vectors_after(self.watermark)
+        fresh = ~np.isin(seqs, in_index)
+        self.add(seqs[fresh], vectors[fresh] if len(seqs) else vectors)
+
+    def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
+        if len(seqs) == 0:
+            return
+        self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), seqs)
+        self.watermark = max(self.watermark, int(seqs.max()))
+
+    def remove(self, seqs, db: SQLiteRecords | None = None) -> None:
+        """Drop seqs; an HNSW index only counts them (SQLite no longer resolves them) and is
+        rebuilt from `db` once a quarter of it is stale."""
+        if len(seqs) == 0:
+            return
+        if not self.hnsw:
+            self.index.remove_ids(np.asarray(seqs, dtype=np.int64))
+            return
+        self.stale += len(seqs)
+        if db is not None and self.stale > max(1000, self.index.ntotal // 4):
+            self.rebuild(db)
+
+    def rebuild(self, db: SQLiteRecords) -> None:
+        self.index, self.watermark, self.stale = self._new_index(), 0, 0
+        self.add(*db.vectors_after(0))
+
+    def save(self) -> None:
+        body = faiss.serialize_index(self.index).tobytes()
+        write_atomically(self.path, {"watermark": self.watermark, **self._header()}, body)
+
+
+class LexicalCache:
+    def __init__(self, root: Path) -> None:
+        self.path = root / LEXICAL_FILE
+        self.index = LexicalIndex()
+        self.watermark = 0
+
+    def load(self, db: SQLiteRecords) -> None:
+        self.index, self.watermark = LexicalIndex(), 0
+        if self.path.exists():
+            try:
+                saved, body = read_header_and_body(self.path)
+                if db.max_seq() < saved["watermark"]:
+                    raise ValueError(f"watermark {saved['watermark']} > last record {db.max_seq()}")
+                self.index, self.watermark = LexicalIndex.from_bytes(body), saved["watermark"]
+            except Exception as exc:  # a cache: rebuild it from the stored tokens
+                log.warning("lexical index %s unusable (%s); rebuilding it", self.path, exc)
+                self.index, self.watermark = LexicalIndex(), 0
+        self.index.remove(rows_gone(self.index.live_rows(), db, self.watermark))
+        for seq, tokens in db.tokens_after(self.watermark):
+            if seq not in self.index:
+                self.add(seq, tokens.split())
+
+    def add(self, seq: int, tokens: list[str]) -> None:
+        self.index.add(seq, tokens)
+        self.watermark = max(self.watermark, seq)
+
+    def save(self) -> None:
+        write_atomically(self.path, {"watermark": self.watermark}, self.index.to_bytes())
