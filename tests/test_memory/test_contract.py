@@ -196,6 +196,18 @@ async def test_store_accepts_utf8_bytes_and_given_vectors(client: MemorySystemCl
     assert hits[0].id == vid and hits[0].similarity == pytest.approx(1.0, abs=1e-4)
 
 
+async def test_a_given_query_vector_drives_the_dense_search(client: MemorySystemClient, embedder) -> None:
+    a = await client.store(content="STAR aligned the mouse reads")
+    b = await client.store(content="kallisto quantified the zebrafish transcripts")
+    vec = embedder.embed(["kallisto quantified the zebrafish transcripts"])[0]
+    hits = await client.retrieve(query="laboratory notes", top_k=2, query_vector=vec * 2.0)  # normalised
+    assert [h.id for h in hits][0] == b and hits[0].similarity == pytest.approx(1.0, abs=1e-4)
+    assert {h.id for h in hits} == {a, b}
+    for bad, fragment in (([1.0, 2.0], "shape"), ([float("nan")] * len(vec), "non-finite")):
+        with pytest.raises(MemoryInputError, match=fragment):
+            await client.retrieve(query="alignment", query_vector=bad)
+
+
 async def test_write_behind_reads_its_writes_and_flushes_on_close(make_client: MakeClient) -> None:
     client = make_client(storage={"enable_async_writes": True, "flush_interval": 3600, "batch_size": 100})
     mid = await client.store(content="write-behind note about HISAT2")

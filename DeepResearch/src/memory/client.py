@@ -32,6 +32,7 @@ from DeepResearch.src.memory.inputs import (
     clean_content,
     clean_name,
     clean_relations,
+    clean_vector,
     parse_filters,
     prepare_record,
 )
@@ -57,6 +58,10 @@ from DeepResearch.src.memory.writes import WriteQueue
 log = logging.getLogger(__name__)
 
 _PENDING_VECTOR = np.zeros(0, dtype=np.float32)  # replaced once the query is embedded
+
+
+async def _given(vector: np.ndarray) -> np.ndarray:
+    return vector
 
 
 def limit_for(top_k: int | None, config: MemoryConfig, profile: Any) -> int:
@@ -296,11 +301,16 @@ class MemorySystemClient(NestedContexts, Maintenance):
         profile: str | None = None,
         *,
         all_sessions: bool = False,
+        query_vector: Any = None,
     ) -> list[RetrievedMemory]:
         """Ranked memories for `query` from `session_id` (default: this client's session,
         plus its ancestors for nested contexts). A `session_id` key in `filters` or
-        `all_sessions=True` searches other sessions explicitly."""
+        `all_sessions=True` searches other sessions explicitly. `query_vector` (optional)
+        is used for the dense search instead of embedding `query`, which still drives the
+        lexical search and the ranking steps that read words."""
         query = clean_content(query, self.config.max_content_bytes, what="query")
+        if query_vector is not None:
+            query_vector = clean_vector(query_vector, self.embedder.dimension)
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
             raise MemoryInputError(f"top_k must be an int >= 1, got {top_k!r}")
         prof = self.config.profile(profile)
@@ -309,14 +319,14 @@ class MemorySystemClient(NestedContexts, Maintenance):
             return []
         try:
             return await self._retrieve(query, limit_for(top_k, self.config, prof), kwargs,
-                                        session_id, all_sessions, prof)
+                                        session_id, all_sessions, prof, query_vector)
         except MemoryBackendError as exc:
             self._lost(exc)
             return []
 
     async def _retrieve(
         self, query: str, limit: int, kwargs: dict[str, Any], session_id: str | None,
-        all_sessions: bool, prof: Any,
+        all_sessions: bool, prof: Any, query_vector: np.ndarray | None = None,
     ) -> list[RetrievedMemory]:
         await self.writes.drain_pending()  # read-your-writes
         if "session_ids" not in kwargs:
@@ -325,7 +335,11 @@ class MemorySystemClient(NestedContexts, Maintenance):
         flt = MemoryFilter(live_at=now, **kwargs)
         # The query embeds (torch) while the lexical search runs (SQLite/Lucene): both release
         # the GIL, and no step reads the vector before the candidate stage has it.
-        embedding = asyncio.ensure_future(asyncio.to_thread(self.embedder.embed_query, query))
+        embedding = asyncio.ensure_future(
+            asyncio.to_thread(self.embedder.embed_query, query)
+            if query_vector is None
+            else _given(query_vector)
+        )
         ctx = RankingContext(
             query=query, query_vector=_PENDING_VECTOR, query_tokens=frozenset(tokenize(query)), now=now,
             limit=limit, retrieval=self.config.retrieval, profile=prof,

@@ -152,6 +152,9 @@ class ExecuteMemory(PhaseMemory):
                     query=f"Tool failures of {' '.join(tools)}",
                     filters={"memory_type": "tool_execution", "tool": tools, "success": False},
                     agent_type="executor",
+                    # the filter picks the failures; the question's vector (already embedded
+                    # for the plan recall) ranks those met on similar questions first
+                    vector_of=state.question,
                 )
                 if tools
                 else []

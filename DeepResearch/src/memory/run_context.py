@@ -169,9 +169,16 @@ class MemoryRun:
         query: str,
         filters: Mapping[str, Any],
         agent_type: str,
+        vector_of: str | None = None,
     ) -> list[RetrievedMemory]:
-        """Retrieve for a node hook (in the configured scope), log it and keep it for the report."""
+        """Retrieve for a node hook (in the configured scope), log it and keep it for the
+        report. `vector_of`: search densely by this text's (cached) vector instead of
+        embedding the query, whose words still drive lexical search and pattern matching."""
         try:
+            query_vector = None
+            if vector_of is not None:
+                embedder = self.client.embedder
+                query_vector = await asyncio.to_thread(embedder.embed_query, vector_of)
             found = await self.client.retrieve(
                 query,
                 top_k=self.settings.top_k,
@@ -179,6 +186,7 @@ class MemoryRun:
                 session_id=self.session_of(state.loop_id),
                 profile=self.profile_for(agent_type),
                 all_sessions=self.settings.scope == "all",
+                query_vector=query_vector,
             )
         except MemorySubsystemError as exc:
             self.degrade(f"recall for {phase}", exc, state)

@@ -91,10 +91,9 @@ class SyncMemorySystemClient:
 
     def retrieve(self, query: str, top_k: int | None = None, filters: Mapping[str, Any] | None = None,
                  session_id: str | None = None, profile: str | None = None, *,
-                 all_sessions: bool = False) -> list[RetrievedMemory]:
-        return _LOOP.run(
-            self.aio.retrieve(query, top_k, filters, session_id, profile, all_sessions=all_sessions)
-        )
+                 all_sessions: bool = False, query_vector: Any = None) -> list[RetrievedMemory]:
+        return _LOOP.run(self.aio.retrieve(query, top_k, filters, session_id, profile,
+                                           all_sessions=all_sessions, query_vector=query_vector))
 
     def get(self, memory_id: str) -> RetrievedMemory | None:
         return _LOOP.run(self.aio.get(memory_id))
