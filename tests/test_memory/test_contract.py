@@ -201,7 +201,7 @@ async def test_a_given_query_vector_drives_the_dense_search(client: MemorySystem
     b = await client.store(content="kallisto quantified the zebrafish transcripts")
     vec = embedder.embed(["kallisto quantified the zebrafish transcripts"])[0]
     hits = await client.retrieve(query="laboratory notes", top_k=2, query_vector=vec * 2.0)  # normalised
-    assert [h.id for h in hits][0] == b and hits[0].similarity == pytest.approx(1.0, abs=1e-4)
+    assert hits[0].id == b and hits[0].similarity == pytest.approx(1.0, abs=1e-4)
     assert {h.id for h in hits} == {a, b}
     for bad, fragment in (([1.0, 2.0], "shape"), ([float("nan")] * len(vec), "non-finite")):
         with pytest.raises(MemoryInputError, match=fragment):

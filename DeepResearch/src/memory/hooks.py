@@ -226,7 +226,7 @@ def answer_memory(state: ResearchState, plan_id: str | None) -> dict[str, Any]:
     answer = state.final_answer or ""
     return {
         "content": f"Question: {state.question}\nAnswer: {answer}",
-        "key": f"Question: {state.question}",
+        "key": state.question,  # embedded already for the loop's recalls: no extra model call
         "memory_type": "answer",
         "agent_type": "synthesizer",
         "importance": ANSWER_IMPORTANCE,

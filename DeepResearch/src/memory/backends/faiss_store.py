@@ -260,7 +260,10 @@ class FaissBackend(MemoryBackend):
     ) -> list[Candidate]:
         """Ask `search` for more hits until k pass the filter or the store is exhausted."""
         stale = self._caches()[0].stale
-        fetch = min(total, math.ceil((k + stale) / max(plan.fraction, 1e-9) * 1.5) + 8)
+        if plan.fraction >= 1.0:  # every row matches (e.g. nothing has expired): no margin
+            fetch = min(total, k + stale)
+        else:
+            fetch = min(total, math.ceil((k + stale) / max(plan.fraction, 1e-9) * 1.5) + 8)
         while True:
             ids, scores = search(fetch)
             found = self._resolve(db, ids, scores, flt, k)

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
+    FOLLOWS,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -275,6 +276,23 @@ class Neo4jBackend(MemoryBackend):
             RelatedRecord(record_from_props(r["m"]), REL_VALUES[r["rel"]], int(r["depth"]))
             for r in rows
         ]
+
+    async def session_neighbours(
+        self, record_ids: Sequence[str], radius: int
+    ) -> dict[str, list[RelatedRecord]]:
+        """One query for all starts (the base class walks `related` once per id: a round
+        trip each, for the ~20 candidates neighbour smoothing asks about)."""
+        starts = list(dict.fromkeys(record_ids))
+        if radius <= 0 or not starts:
+            return {}
+        rows = await self.conn.read(
+            "walking session neighbours", self.q.session_neighbours(radius), {"ids": starts}
+        )
+        out: dict[str, list[RelatedRecord]] = {}
+        for r in rows:
+            record = RelatedRecord(record_from_props(r["m"]), FOLLOWS, int(r["depth"]))
+            out.setdefault(r["start"], []).append(record)
+        return out
 
     async def health(self) -> BackendHealth:
         if self.conn.driver is None:
