@@ -17,17 +17,21 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import faiss
 import numpy as np
 
+from DeepResearch.src.memory.backends.base import MemoryFilter
 from DeepResearch.src.memory.backends.lexical import LexicalIndex
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
+from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError
 
 INDEX_FILE = "index.faiss"
+Reembed = Callable[[list[str]], np.ndarray]
 LEXICAL_FILE = "lexical.npz"
 log = logging.getLogger(__name__)
 
@@ -185,3 +189,36 @@ class LexicalCache:
 
     def save(self) -> None:
         write_atomically(self.path, {"watermark": self.watermark}, self.index.to_bytes())
+
+
+def reembed_records(db: SQLiteRecords, reembed: Reembed, dimension: int, batch_size: int) -> None:
+    """Replace every stored vector with `reembed` of the record's full content."""
+    seqs = db.all_seqs_upto(db.max_seq())
+    for start in range(0, len(seqs), batch_size):
+        chunk = [int(s) for s in seqs[start : start + batch_size]]
+        records = db.by_seqs(chunk, MemoryFilter())
+        order = [s for s in chunk if s in records]
+        texts = [
+            full_content(records[s].content, records[s].content_codec, records[s].content_blob)
+            for s in order
+        ]
+        vectors = reembed(texts)
+        if vectors.shape != (len(order), dimension):
+            raise IndexMismatchError(
+                f"re-embedding gave shape {vectors.shape}, expected ({len(order)}, {dimension})"
+            )
+        db.set_vectors(list(zip(order, vectors, strict=True)))
+
+
+def rebuild_caches(
+    db: SQLiteRecords, config: FaissConfig, root: Path, dimension: int, metric: str
+) -> int:
+    """Both caches rebuilt from the records and saved; the number of vectors indexed."""
+    vectors = VectorCache(config, root, dimension, metric)
+    vectors.rebuild(db)
+    vectors.save()
+    lexical = LexicalCache(root)
+    lexical.path.unlink(missing_ok=True)
+    lexical.load(db)
+    lexical.save()
+    return int(vectors.index.ntotal)

@@ -28,7 +28,6 @@ import faiss
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
-    FOLLOWS,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -39,11 +38,14 @@ from DeepResearch.src.memory.backends.base import (
 from DeepResearch.src.memory.backends.faiss_caches import (
     INDEX_FILE,
     LexicalCache,
+    Reembed,
     VectorCache,
+    rebuild_caches,
     rebuild_hint,
+    reembed_records,
 )
+from DeepResearch.src.memory.backends.sqlite_graph import walk_related, walk_session_neighbours
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
-from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
 from DeepResearch.src.memory.text import tokenize
@@ -53,8 +55,6 @@ __all__ = ["DB_FILE", "INDEX_FILE", "FaissBackend"]
 SELECTIVE_FRACTION = 0.2
 EXACT_HNSW_LIMIT = 50_000  # matching rows up to which a selective HNSW search is exact numpy
 DB_FILE = "memory.sqlite3"
-
-Reembed = Callable[[list[str]], np.ndarray]
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,22 +152,7 @@ class FaissBackend(MemoryBackend):
         self._db = db
         try:
             if reembed is not None:
-                seqs = db.all_seqs_upto(db.max_seq())
-                for start in range(0, len(seqs), batch_size):
-                    chunk = [int(s) for s in seqs[start : start + batch_size]]
-                    records = db.by_seqs(chunk, MemoryFilter())
-                    order = [s for s in chunk if s in records]
-                    texts = [
-                        full_content(records[s].content, records[s].content_codec, records[s].content_blob)
-                        for s in order
-                    ]
-                    vectors = reembed(texts)
-                    if vectors.shape != (len(order), self.dimension):
-                        raise IndexMismatchError(
-                            f"re-embedding gave shape {vectors.shape}, expected "
-                            f"({len(order)}, {self.dimension})"
-                        )
-                    db.set_vectors(list(zip(order, vectors, strict=True)))
+                reembed_records(db, reembed, self.dimension, batch_size)
             else:
                 _, sample = db.vectors_after(0)
                 if sample.size and sample.shape[1] != self.dimension:
@@ -177,14 +162,7 @@ class FaissBackend(MemoryBackend):
                         "the model changed)"
                     )
             db.set_meta(self._expected_meta())
-            vectors = VectorCache(self.config, self.root, self.dimension, self.metric)
-            vectors.rebuild(db)
-            vectors.save()
-            (self.root / LexicalCache(self.root).path.name).unlink(missing_ok=True)
-            lexical = LexicalCache(self.root)
-            lexical.load(db)
-            lexical.save()
-            return int(vectors.index.ntotal)
+            return rebuild_caches(db, self.config, self.root, self.dimension, self.metric)
         finally:
             db.close()
             self._db = None
@@ -355,71 +333,16 @@ class FaissBackend(MemoryBackend):
     async def related(
         self, record_id: str, relation_types: Sequence[str] | None, depth: int
     ) -> list[RelatedRecord]:
-        return await asyncio.to_thread(self._related_sync, record_id, relation_types, depth)
-
-    def _related_sync(
-        self, record_id: str, relation_types: Sequence[str] | None, depth: int
-    ) -> list[RelatedRecord]:
-        db = self._require()
-        seen = {record_id}
-        frontier = [record_id]
-        found: list[tuple[str, str, int]] = []
-        for level in range(1, depth + 1):
-            if not frontier:
-                break
-            next_frontier = []
-            for _, rel_type, other in db.edges(frontier, relation_types):
-                if other not in seen:
-                    seen.add(other)
-                    next_frontier.append(other)
-                    found.append((other, rel_type, level))
-            frontier = next_frontier
-        records = {r.id: r for r in db.get([other for other, _, _ in found])}
-        return [
-            RelatedRecord(records[other], rel_type, level)
-            for other, rel_type, level in found
-            if other in records
-        ]
+        return await asyncio.to_thread(
+            walk_related, self._require(), record_id, relation_types, depth
+        )
 
     async def session_neighbours(
         self, record_ids: Sequence[str], radius: int
     ) -> dict[str, list[RelatedRecord]]:
-        return await asyncio.to_thread(self._session_neighbours_sync, list(record_ids), radius)
-
-    def _session_neighbours_sync(
-        self, record_ids: list[str], radius: int
-    ) -> dict[str, list[RelatedRecord]]:
-        """One edges query per step for all starts together, one get for every record."""
-        db = self._require()
-        adjacent: dict[str, set[str]] = {}
-        known: set[str] = set()
-        frontier = set(record_ids)
-        for _ in range(radius):
-            todo = sorted(frontier - known)
-            if not todo:
-                break
-            known.update(todo)
-            frontier = set()
-            for start in range(0, len(todo), 500):
-                for node, _, other in db.edges(todo[start : start + 500], [FOLLOWS]):
-                    adjacent.setdefault(node, set()).add(other)
-                    frontier.add(other)
-        walks: dict[str, list[tuple[str, int]]] = {}
-        for start in dict.fromkeys(record_ids):
-            seen, level_nodes, found = {start}, [start], []
-            for level in range(1, radius + 1):
-                level_nodes = sorted(
-                    {o for node in level_nodes for o in adjacent.get(node, ()) if o not in seen}
-                )
-                seen.update(level_nodes)
-                found += [(o, level) for o in level_nodes]
-            if found:
-                walks[start] = found
-        records = {r.id: r for r in db.get(sorted({o for f in walks.values() for o, _ in f}))}
-        return {
-            start: [RelatedRecord(records[o], FOLLOWS, level) for o, level in found if o in records]
-            for start, found in walks.items()
-        }
+        return await asyncio.to_thread(
+            walk_session_neighbours, self._require(), list(record_ids), radius
+        )
 
     async def health(self) -> BackendHealth:
         if self._db is None or self._vectors is None:
