@@ -335,6 +335,8 @@ class MemorySystemClient(NestedContexts, Maintenance):
         flt = MemoryFilter(live_at=now, **kwargs)
         # The query embeds (torch) while the lexical search runs (SQLite/Lucene): both release
         # the GIL, and no step reads the vector before the candidate stage has it.
+        if query_vector is None:
+            query_vector = self.embedder.cached(query)  # a hit needs no worker thread
         embedding = asyncio.ensure_future(
             asyncio.to_thread(self.embedder.embed_query, query)
             if query_vector is None

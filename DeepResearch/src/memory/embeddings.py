@@ -86,6 +86,11 @@ class Embedder:
         with self._cache_lock:
             self._cache.clear()
 
+    def cached(self, text: str) -> np.ndarray | None:
+        """The cached query vector of `text`, or None (never runs the model)."""
+        with self._cache_lock:
+            return self._cache.get(text)
+
     def embed_query(self, text: str) -> np.ndarray:
         """One query vector (dimension,), served from the LRU cache when seen before."""
         with self._cache_lock:
