@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,8 @@ def _record(rid: str, vector: list[float]) -> MemoryRecord:
 
 class FakeBackend:
     """Fixed dense and lexical lists; remembers the lexical query it was asked."""
+
+    lexical_in_process = True
 
     def __init__(self, dense: list[Candidate], lexical: list[Candidate]) -> None:
         self.dense, self.lexical, self.lexical_query = dense, lexical, None
@@ -112,3 +116,19 @@ def test_rewrite_query_drops_question_words_keeps_content_words() -> None:
     assert rewrite_query("What kind of pottery does she make?") == "pottery she make"
     assert rewrite_query("what is it") == "it"
     assert rewrite_query("Who?") == "Who?"  # nothing would be left: unchanged
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+async def test_only_a_server_side_lexical_search_overlaps_the_embedding(in_process: bool) -> None:
+    backend = _backend()
+    backend.lexical_in_process = in_process
+    seen: dict[str, bool] = {}
+
+    async def embedding() -> np.ndarray:
+        await asyncio.sleep(0.01)  # the model at work
+        seen["lexical_started"] = backend.lexical_query is not None
+        return QUERY
+
+    pool = await gather_candidates(backend, "c words", embedding(), MemoryFilter(), 2, RetrievalConfig())
+    assert seen["lexical_started"] is (not in_process)
+    assert {m.record.id for m in pool.items} == {"a", "b", "c"}

@@ -333,8 +333,8 @@ class MemorySystemClient(NestedContexts, Maintenance):
             kwargs["session_ids"] = self._scope(session_id, all_sessions)
         now = time.time()
         flt = MemoryFilter(live_at=now, **kwargs)
-        # The query embeds (torch) while the lexical search runs (SQLite/Lucene): both release
-        # the GIL, and no step reads the vector before the candidate stage has it.
+        # The query embeds in a worker thread; the candidate stage awaits it (and decides
+        # what may overlap it); no step reads the vector before that stage has it.
         if query_vector is None:
             query_vector = self.embedder.cached(query)  # a hit needs no worker thread
         embedding = asyncio.ensure_future(

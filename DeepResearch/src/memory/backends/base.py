@@ -87,6 +87,9 @@ class MemoryBackend(ABC):
     """Persistence and candidate search. Every write is durable when its coroutine returns."""
 
     name: ClassVar[str]
+    # True when text_search computes in this process (it then competes with the query
+    # embedding for the GIL; the candidate stage orders the two accordingly).
+    lexical_in_process: ClassVar[bool] = True
 
     @abstractmethod
     async def open(self) -> None:

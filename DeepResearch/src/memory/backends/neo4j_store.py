@@ -64,6 +64,7 @@ SIMILAR_TO_NEIGHBOURS = 5
 
 class Neo4jBackend(MemoryBackend):
     name: ClassVar[str] = "neo4j"
+    lexical_in_process: ClassVar[bool] = False  # Lucene runs on the server
 
     def __init__(
         self, settings: Neo4jSettings, *, dimension: int, metric: str = "cosine", driver: Any = None

@@ -49,16 +49,22 @@ async def gather_candidates(
 ) -> CandidatePool:
     """Up to 2n candidates: the n nearest by vector and, with retrieval.hybrid, the n best
     lexical matches (for the query rewritten when retrieval.query_rewrite), fused.
-    `query_vector` may be an awaitable: the lexical search (which does not need it) then runs
-    while the query is still being embedded."""
+
+    `query_vector` may be an awaitable (the query still being embedded). A lexical search
+    that runs on a server (`backend.lexical_in_process` false) starts at once and overlaps
+    the embedding. One that runs in this process starts with the dense search instead:
+    it needs the GIL, and so does the model's Python-level forward pass, so overlapping them
+    slowed the embedding by as much as the search took; FAISS releases the GIL."""
     lexical_query = rewrite_query(query) if retrieval.query_rewrite else query
-    lexical_task = (
-        asyncio.ensure_future(backend.text_search(lexical_query, n, flt))
-        if retrieval.hybrid
-        else None
-    )
+
+    def start_lexical() -> asyncio.Future[list[Candidate]]:
+        return asyncio.ensure_future(backend.text_search(lexical_query, n, flt))
+
+    lexical_task = start_lexical() if retrieval.hybrid and not backend.lexical_in_process else None
     try:
         vector = query_vector if isinstance(query_vector, np.ndarray) else await query_vector
+        if retrieval.hybrid and lexical_task is None:
+            lexical_task = start_lexical()
         dense = await backend.vector_search(vector, n, flt)
     except BaseException:
         if lexical_task is not None:
