@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,8 @@ class FaissBackend(MemoryBackend):
         self._vectors: VectorCache | None = None
         self._lexical: LexicalCache | None = None
         self._total = 0  # live records, kept in step with every write
+        self._plan_lock = threading.Lock()
+        self._last_plan: tuple[MemoryFilter, FilterPlan] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
     async def open(self) -> None:
@@ -219,18 +222,32 @@ class FaissBackend(MemoryBackend):
         return await asyncio.to_thread(run)
 
     def _plan(self, db: SQLiteRecords, flt: MemoryFilter) -> FilterPlan:
+        """The plan for `flt`, made once per filter object: a retrieve's vector and lexical
+        searches get the same one, and run side by side on one SQLite connection."""
+        with self._plan_lock:
+            if self._last_plan is not None and self._last_plan[0] is flt:
+                return self._last_plan[1]
+            plan = self._make_plan(db, flt)
+            self._last_plan = (flt, plan)
+            return plan
+
+    def _make_plan(self, db: SQLiteRecords, flt: MemoryFilter) -> FilterPlan:
         live = self._caches()[0].live
         if live <= 0:
             return FilterPlan(0)
         if flt == MemoryFilter():
             return FilterPlan(live)
+        selective = int(SELECTIVE_FRACTION * live)
         if flt == MemoryFilter(live_at=flt.live_at):  # the TTL condition alone: two cheap counts
             n_match = self._total - db.count_expired(flt.live_at or 0.0)
-        else:
-            n_match = db.count(flt)
-        if n_match == 0 or n_match >= SELECTIVE_FRACTION * live:
-            return FilterPlan(n_match, n_match / live)
-        return FilterPlan(n_match, n_match / live, db.matching_seqs(flt))
+            if n_match == 0 or n_match > selective:
+                return FilterPlan(n_match, n_match / live)
+        # One query answers a selective filter (a session, say); a broad one is counted.
+        seqs = db.matching_seqs(flt, limit=selective + 1)
+        if len(seqs) <= selective:
+            return FilterPlan(len(seqs), len(seqs) / live, seqs if len(seqs) else None)
+        n_match = db.count(flt)
+        return FilterPlan(n_match, n_match / live)
 
     def _overfetch(
         self, search: Callable[[int], tuple[np.ndarray, np.ndarray]], db: SQLiteRecords,

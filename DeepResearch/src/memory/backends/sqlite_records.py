@@ -277,10 +277,14 @@ class SQLiteRecords:
             ).fetchall()
         return {r[0] for r in rows}
 
-    def matching_seqs(self, flt: MemoryFilter) -> np.ndarray:
+    def matching_seqs(self, flt: MemoryFilter, limit: int | None = None) -> np.ndarray:
+        """Seqs of the rows matching `flt` (at most `limit` of them)."""
         where, params = filter_sql(flt)
         with self._lock:
-            rows = self._conn.execute(f"SELECT seq FROM records WHERE {where}", params).fetchall()
+            rows = self._conn.execute(
+                f"SELECT seq FROM records WHERE {where} LIMIT ?",
+                [*params, -1 if limit is None else limit],
+            ).fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
     def vectors_by_filter(self, flt: MemoryFilter) -> tuple[np.ndarray, np.ndarray]:
