@@ -18,6 +18,7 @@ from DeepResearch.src.datatypes.documents import Document, SearchResult
 from DeepResearch.src.memory.embeddings import Embedder
 from DeepResearch.src.rag.chunking import chunk_text
 from DeepResearch.src.rag.lexical import LexicalIndex
+from DeepResearch.src.utils.faiss_threads import run_faiss
 
 SEARCH_TYPES = ("similarity", "keyword")
 
@@ -48,7 +49,6 @@ class FAISSVectorStore:
     ) -> None:
         import faiss
 
-        faiss.omp_set_num_threads(1)  # torch and FAISS share 2 cores badly; 1 thread is faster
         self._faiss = faiss
         self.embedder = embedder
         self.chunk_size = chunk_size
@@ -124,7 +124,8 @@ class FAISSVectorStore:
         if search_type == "keyword":
             scored = self._keyword(query)
         else:
-            scored = await asyncio.to_thread(self._dense, query, top_k, filters)
+            vector = await asyncio.to_thread(self.embedder.embed_query, query)
+            scored = await run_faiss(self._dense, vector, top_k, filters)
         results: list[SearchResult] = []
         for label, score in scored:
             chunk = self._chunks[label]
@@ -145,9 +146,9 @@ class FAISSVectorStore:
         return results
 
     def _dense(
-        self, query: str, top_k: int, filters: Mapping[str, Any] | None
+        self, query_vector: np.ndarray, top_k: int, filters: Mapping[str, Any] | None
     ) -> list[tuple[int, float]]:
-        vector = self.embedder.embed_query(query).reshape(1, -1)
+        vector = query_vector.reshape(1, -1)
         # With filters, look further down the list so that top_k can still be filled.
         k = len(self._chunks) if filters else min(len(self._chunks), top_k)
         scores, labels = self._index.search(vector, k)

@@ -17,7 +17,6 @@ Layout of `memory.faiss.path`: `memory.sqlite3` (+ WAL), `index.faiss` and `lexi
 
 from __future__ import annotations
 
-import asyncio
 import math
 import threading
 from collections.abc import Callable, Sequence
@@ -50,6 +49,7 @@ from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
 from DeepResearch.src.memory.text import tokenize
+from DeepResearch.src.utils.faiss_threads import run_faiss
 
 __all__ = ["DB_FILE", "INDEX_FILE", "FaissBackend"]
 
@@ -86,10 +86,9 @@ class FaissBackend(MemoryBackend):
 
     # -- lifecycle ------------------------------------------------------------------------
     async def open(self) -> None:
-        await asyncio.to_thread(self._open_sync)
+        await run_faiss(self._open_sync)
 
     def _open_sync(self) -> None:
-        faiss.omp_set_num_threads(1)  # torch and FAISS fight over 2 cores (API_NOTES.md)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -126,7 +125,7 @@ class FaissBackend(MemoryBackend):
             )
 
     async def close(self) -> None:
-        await asyncio.to_thread(self._close_sync)
+        await run_faiss(self._close_sync)
 
     def _close_sync(self) -> None:
         if self._db is None:
@@ -191,7 +190,7 @@ class FaissBackend(MemoryBackend):
                 raise MemoryBackendError(
                     f"record {r.id!r}: vector shape {shape}, expected ({self.dimension},)"
                 )
-        await asyncio.to_thread(self._upsert_sync, records)
+        await run_faiss(self._upsert_sync, records)
 
     def _upsert_sync(self, records: Sequence[MemoryRecord]) -> None:
         db = self._require()
@@ -210,7 +209,7 @@ class FaissBackend(MemoryBackend):
         lexical.index.remove(seqs)
 
     async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        return await asyncio.to_thread(self._require().get, list(ids))
+        return await run_faiss(self._require().get, list(ids))
 
     async def delete(self, flt: MemoryFilter) -> int:
         def run() -> int:
@@ -219,7 +218,7 @@ class FaissBackend(MemoryBackend):
             self._drop_from_caches(seqs)
             return len(seqs)
 
-        return await asyncio.to_thread(run)
+        return await run_faiss(run)
 
     def _plan(self, db: SQLiteRecords, flt: MemoryFilter) -> FilterPlan:
         """The plan for `flt`, made once per filter object: a retrieve's vector and lexical
@@ -273,7 +272,7 @@ class FaissBackend(MemoryBackend):
     async def vector_search(
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[Candidate]:
-        return await asyncio.to_thread(self._vector_search_sync, vector, k, flt)
+        return await run_faiss(self._vector_search_sync, vector, k, flt)
 
     def _vector_search_sync(self, vector: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
         db = self._require()
@@ -323,7 +322,7 @@ class FaissBackend(MemoryBackend):
         return [Candidate(records[i], s) for i, s in order if i in records]
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
-        return await asyncio.to_thread(self._text_search_sync, query, k, flt)
+        return await run_faiss(self._text_search_sync, query, k, flt)
 
     def _text_search_sync(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         db = self._require()
@@ -342,22 +341,22 @@ class FaissBackend(MemoryBackend):
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
     ) -> list[MemoryRecord]:
-        return await asyncio.to_thread(self._require().scan, flt, limit, offset)
+        return await run_faiss(self._require().scan, flt, limit, offset)
 
     async def count(self, flt: MemoryFilter) -> int:
-        return await asyncio.to_thread(self._require().count, flt)
+        return await run_faiss(self._require().count, flt)
 
     async def related(
         self, record_id: str, relation_types: Sequence[str] | None, depth: int
     ) -> list[RelatedRecord]:
-        return await asyncio.to_thread(
+        return await run_faiss(
             walk_related, self._require(), record_id, relation_types, depth
         )
 
     async def session_neighbours(
         self, record_ids: Sequence[str], radius: int
     ) -> dict[str, list[RelatedRecord]]:
-        return await asyncio.to_thread(
+        return await run_faiss(
             walk_session_neighbours, self._require(), list(record_ids), radius
         )
 
