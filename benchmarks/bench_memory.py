@@ -185,8 +185,9 @@ async def run() -> str:
     shutil.rmtree(workdir, ignore_errors=True)
     defaults = MemoryConfig().retrieval
     lines = [
-        "Raw and client calls are interleaved in one process (FAISS OpenMP threads at the end "
-        f"of the run: {faiss.omp_get_max_threads()}). Default config: faiss flat index, cosine, "
+        "Raw and client calls are interleaved in one process; raw FAISS searches with its "
+        f"default OpenMP threads ({faiss.omp_get_max_threads()}), the backend on its own FAISS "
+        "pool limited to one (utils/faiss_threads.py). Default config: faiss flat index, cosine, "
         f"hybrid dense + BM25 (in-process index) candidates fused by {defaults.fusion}, neighbour smoothing "
         f"{'on' if defaults.neighbour_smoothing.enabled else 'off'}, SQLite synchronous=FULL.",
         "",
