@@ -7,13 +7,17 @@ model may be named by a local path or an already-cached name, never fetched from
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
+
+log = logging.getLogger("DeepResearch.embeddings")
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_DIMENSION = 384
@@ -49,6 +53,7 @@ class Embedder:
         self.batch_size = batch_size
         self.device = device
         self._model = None
+        self.load_seconds: float | None = None  # import + load + warm-up, once loaded
         self._load_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = query_cache_size
@@ -59,7 +64,18 @@ class Embedder:
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
-                    self._model = _load_model(resolve_model_path(self.model_name), self.device)
+                    started = time.perf_counter()
+                    model = _load_model(resolve_model_path(self.model_name), self.device)
+                    # torch's first call initialises its kernels (tens of ms): part of loading,
+                    # not of the first memory operation that happens to need the model.
+                    model.encode(["warm-up"], show_progress_bar=False)
+                    self.load_seconds = time.perf_counter() - started
+                    self._model = model
+                    log.info(
+                        "embedding model %s loaded in %.2f s (import, weights, warm-up)",
+                        self.model_name,
+                        self.load_seconds,
+                    )
         return self._model
 
     @property
@@ -80,6 +96,19 @@ class Embedder:
             show_progress_bar=False,
         )
         return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    def embed_reusing(self, texts: Sequence[str]) -> np.ndarray:
+        """Like `embed`, but a text whose query vector is cached, or that repeats in `texts`,
+        is not run through the model again (workflow keys often repeat the loop's question
+        or an earlier tool call). Same vectors as `embed`; the cache is not filled."""
+        if len(texts) == 0:
+            return self.embed([])
+        unique = list(dict.fromkeys(texts))
+        known = {text: vector for text in unique if (vector := self.cached(text)) is not None}
+        missing = [text for text in unique if text not in known]
+        if missing:
+            known.update(zip(missing, self.embed(missing), strict=True))
+        return np.ascontiguousarray(np.stack([known[text] for text in texts]), dtype=np.float32)
 
     def clear_cache(self) -> None:
         """Forget cached query vectors (benchmarks: every timed query pays its embedding)."""

@@ -138,7 +138,7 @@ class MemoryRun:
         keys = [str(item.get("key") or item["content"]) for item in items]
         batch = [{k: v for k, v in item.items() if k != "key"} for item in items]
         try:
-            vectors = await asyncio.to_thread(self.client.embedder.embed, keys)
+            vectors = await asyncio.to_thread(self.client.embedder.embed_reusing, keys)
             for item, vector in zip(batch, vectors, strict=True):
                 item["vector"] = vector
             ids = await self.client.store_many(batch)

