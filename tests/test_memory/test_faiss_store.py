@@ -222,31 +222,60 @@ async def test_lexical_index_is_saved_caught_up_after_a_crash_and_rebuilt_when_d
     tmp_path: Path, caplog
 ) -> None:
     backend = await _backend(tmp_path)
-    await backend.upsert(_worded(20))
+    await backend.upsert(_worded(100))  # enough rows for close to write the caches
     await backend.close()
     assert (tmp_path / LEXICAL_FILE).exists()
     saved = (tmp_path / LEXICAL_FILE).read_bytes()
 
     backend = await _backend(tmp_path)
-    await backend.upsert(_worded(10, start=20))  # r20..r29, after the saved watermark
+    await backend.upsert(_worded(10, start=100))  # r100..r109, after the saved watermark
     await backend.delete(MemoryFilter(ids=("r1", "r3")))  # at or below it
     backend._close_sync = lambda: backend._db.close()  # a crash: no cache is saved
     await backend.close()
     assert (tmp_path / LEXICAL_FILE).read_bytes() == saved
 
-    expected = {f"r{i}" for i in range(1, 30, 2)} - {"r1", "r3"}
+    expected = {f"r{i}" for i in range(1, 110, 2)} - {"r1", "r3"}
     backend = await _backend(tmp_path)
-    hits = await backend.text_search("salmon", 50, MemoryFilter())
+    hits = await backend.text_search("salmon", 200, MemoryFilter())
     assert {c.record.id for c in hits} == expected
-    assert len(backend._lexical.index) == 28  # the deleted rows left its statistics too
+    assert len(backend._lexical.index) == 108  # the deleted rows left its statistics too
     await backend.close()
 
     (tmp_path / LEXICAL_FILE).write_bytes(b'{"watermark": 30}\nnot an npz')
     backend = await _backend(tmp_path)
     assert "rebuilding" in caplog.text
-    assert {c.record.id for c in await backend.text_search("salmon", 50, MemoryFilter())} == expected
+    assert {c.record.id for c in await backend.text_search("salmon", 200, MemoryFilter())} == expected
     session = await backend.text_search("star", 50, MemoryFilter(ids=("r2", "r5", "r6")))
     assert [c.record.id for c in session] in (["r2", "r6"], ["r6", "r2"])
+    await backend.close()
+
+
+async def test_close_rewrites_the_caches_only_once_replaying_would_cost_more(tmp_path: Path) -> None:
+    """A few new rows are replayed from SQLite on the next open instead of rewriting both
+    cache files at every close; past the threshold the files are rewritten."""
+    backend = await _backend(tmp_path)
+    await backend.upsert(_worded(200))
+    await backend.close()
+    files = {name: (tmp_path / name).read_bytes() for name in (INDEX_FILE, LEXICAL_FILE)}
+
+    backend = await _backend(tmp_path)
+    await backend.upsert(_worded(5, start=200))
+    await backend.delete(MemoryFilter(ids=("r7",)))
+    await backend.close()
+    assert {name: (tmp_path / name).read_bytes() for name in files} == files  # not rewritten
+
+    backend = await _backend(tmp_path)  # catches up with the 5 new rows and the deleted one
+    assert backend._vectors.index.ntotal == 204 and len(backend._lexical.index) == 204
+    records = _worded(205)
+    hits = await backend.vector_search(records[203].vector, 1, MemoryFilter())
+    assert [c.record.id for c in hits] == ["r203"]
+    assert "r7" not in {c.record.id for c in await backend.text_search("salmon", 300, MemoryFilter())}
+    await backend.upsert(_worded(100, start=205))  # past max(64 + size / 16)
+    await backend.close()
+    assert all((tmp_path / name).read_bytes() != files[name] for name in files)
+    backend = await _backend(tmp_path)
+    assert backend._vectors.unsaved == 0 and backend._lexical.unsaved == 0  # nothing to replay
+    assert backend._vectors.index.ntotal == 304
     await backend.close()
 
 

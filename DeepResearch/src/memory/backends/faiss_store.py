@@ -132,8 +132,8 @@ class FaissBackend(MemoryBackend):
             return
         try:
             if self._vectors is not None and self._lexical is not None:
-                self._vectors.save()
-                self._lexical.save()
+                self._vectors.save_if_worth_it()
+                self._lexical.save_if_worth_it()
         finally:
             self._db.close()
             self._db = None
@@ -206,7 +206,7 @@ class FaissBackend(MemoryBackend):
     def _drop_from_caches(self, seqs: Sequence[int]) -> None:
         vector_cache, lexical = self._caches()
         vector_cache.remove(seqs, self._db)
-        lexical.index.remove(seqs)
+        lexical.remove(seqs)
 
     async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
         return await run_faiss(self._require().get, list(ids))
