@@ -23,8 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from benchmarks.locomo.baselines import embed_cached
 from benchmarks.locomo.data import Conversation, load_conversations
 from benchmarks.locomo.metrics import RecallTable
-from DeepResearch.src.memory.backends.bm25 import BM25Index
+from DeepResearch.src.memory.backends.lexical import LexicalIndex
 from DeepResearch.src.memory.ranking.query import rewrite_query
+from DeepResearch.src.memory.text import tokenize
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Conv:
     qvecs: np.ndarray
     ctx_prev: np.ndarray  # embedding of "previous turn\nturn" (same session)
     sessions: np.ndarray
-    bm25: BM25Index
+    bm25: LexicalIndex
 
 
 def prev_texts(conv: Conversation, before: int) -> list[str]:
@@ -50,9 +51,9 @@ def load() -> list[Conv]:
     convs = []
     for conv in load_conversations():
         texts = [t.content for t in conv.turns]
-        index = BM25Index()
+        index = LexicalIndex()
         for i, text in enumerate(texts):
-            index.add(str(i), text)
+            index.add(i, tokenize(text))
         convs.append(
             Conv(
                 conv,
@@ -88,7 +89,8 @@ def rank(c: Conv, qi: int, v: dict) -> list[int]:
     depth = v.get("depth", 80)
     dense_all = c.vecs @ q
     dense_top = np.argsort(-dense_all, kind="stable")[:depth]
-    lex = {int(i): s for i, s in c.bm25.search(text, depth)}
+    rows, scores = c.bm25.search(tokenize(text), depth)
+    lex = {int(i): float(s) for i, s in zip(rows, scores, strict=True)}
     cand = set(int(i) for i in dense_top) | set(lex)
     ctx = v.get("context")
     radius, beta = v.get("radius", 0), v.get("beta", 0.0)
