@@ -1,23 +1,32 @@
 """Memory overhead on a run of the offline workflow: memory disabled vs enabled (faiss).
 
-Model loading is excluded: the embedder is loaded and warmed first, in this process, and a
-warm-up run of each kind is not timed; the embedder's query-vector cache is emptied before
-every run, as it is at the start of a `deepresearch` process. Then runs of the two kinds alternate (so machine noise
-hits both alike) and the medians are compared. The memory runs share one store that already
-holds earlier runs, so their hooks really recall, flag and merge (the realistic case, not an
-empty store).
+Two measures, both medians of runs that alternate between the two kinds (so machine noise
+hits both alike), both on a store that already holds earlier runs (so the hooks really
+recall, flag and merge):
 
-    .venv/bin/python -m benchmarks.bench_workflow [--runs N]
+- **`deepresearch` runs** (the target's measure): the command as a user runs it, one process
+  per run, from start to exit. Model loading is excluded: each memory run reports how long
+  loading the embedding model took (import of sentence-transformers/torch, weights, one
+  warm-up encode; the "embedding model ... loaded in" line) and that is subtracted.
+- **In-process graph runs**: `run_research` only (state, graph, outputs), with the model
+  loaded and warmed before timing and its query cache emptied before each run, as at the
+  start of a process. This isolates what memory adds to the workflow itself.
+
+    .venv/bin/python -m benchmarks.bench_workflow [--runs N] [--cli-runs N]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -35,19 +44,67 @@ QUESTIONS = (
     "Which aligner suits RNA-seq reads and how are variants called?",
 )
 TARGET = 1.15
+LOADED = re.compile(r"embedding model \S+ loaded in ([0-9.]+) s")
 
 
+def overrides(work: Path, memory: bool) -> list[str]:
+    return [
+        f"outputs_dir={work / 'outputs'}",
+        f"memory.enabled={'true' if memory else 'false'}",
+        "memory.backend=faiss",
+        f"memory.faiss.path={work / 'memory'}",
+    ]
+
+
+# -- deepresearch runs -------------------------------------------------------------------
+def cli_run(question: str, work: Path, memory: bool) -> tuple[float, float]:
+    """(wall seconds, seconds the process spent loading the embedding model)."""
+    command = [str(Path(sys.executable).with_name("deepresearch")), f"question='{question}'"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    started = time.perf_counter()
+    done = subprocess.run(
+        command + overrides(work, memory), cwd=work, env=env, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"deepresearch failed ({done.returncode}): {done.stderr[-2000:]}")
+    loads = [float(x) for x in LOADED.findall(done.stdout + done.stderr)]
+    if memory and len(loads) != 1:
+        raise RuntimeError(f"expected one model-load line from a memory run, found {loads}")
+    return wall, sum(loads)
+
+
+@dataclass
+class CliTimes:
+    disabled: list[float] = field(default_factory=list)
+    enabled: list[float] = field(default_factory=list)
+    loading: list[float] = field(default_factory=list)
+
+    @property
+    def enabled_without_loading(self) -> list[float]:
+        return [on - load for on, load in zip(self.enabled, self.loading, strict=True)]
+
+
+def measure_cli(runs: int) -> dict[str, CliTimes]:
+    times: dict[str, CliTimes] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_cli_") as folder:
+        work = Path(folder)
+        for question in QUESTIONS:
+            cli_run(question, work, memory=False)  # warm-ups (file cache), not timed
+            cli_run(question, work, memory=True)  # also fills the store
+            t = times[question] = CliTimes()
+            for _ in range(runs):
+                t.disabled.append(cli_run(question, work, memory=False)[0])
+                wall, load = cli_run(question, work, memory=True)
+                t.enabled.append(wall)
+                t.loading.append(load)
+    return times
+
+
+# -- in-process graph runs ---------------------------------------------------------------
 def config(work: Path, memory: bool) -> DictConfig:
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return compose(
-            config_name="config",
-            overrides=[
-                f"outputs_dir={work / 'outputs'}",
-                f"memory.enabled={'true' if memory else 'false'}",
-                "memory.backend=faiss",
-                f"memory.faiss.path={work / 'memory'}",
-            ],
-        )
+        return compose(config_name="config", overrides=overrides(work, memory))
 
 
 class ModelClock:
@@ -76,7 +133,7 @@ class ModelClock:
 async def timed_run(question: str, cfg: DictConfig, clock: ModelClock | None = None) -> float:
     # A CLI run starts with no cached query vectors: drop the ones earlier runs left.
     get_embedder(str(cfg.memory.vector_store.embedding_model)).clear_cache()
-    services = create_run_services(cfg)  # agents and hooks are part of a run's cost
+    services = create_run_services(cfg)
     if clock is not None:
         clock.reset()
     started = time.perf_counter()
@@ -84,7 +141,7 @@ async def timed_run(question: str, cfg: DictConfig, clock: ModelClock | None = N
     return time.perf_counter() - started
 
 
-async def measure(runs: int) -> dict[str, dict[str, list[float]]]:
+async def measure_in_process(runs: int) -> dict[str, dict[str, list[float]]]:
     with tempfile.TemporaryDirectory(prefix="bench_workflow_") as folder:
         work = Path(folder)
         off, on = config(work, memory=False), config(work, memory=True)
@@ -105,47 +162,81 @@ async def measure(runs: int) -> dict[str, dict[str, list[float]]]:
         return times
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=7, help="timed runs of each kind")
-    args = parser.parse_args(argv if argv is not None else [])
-    times = asyncio.run(measure(args.runs))
-    rows = []
-    ratios = []
+# -- report ------------------------------------------------------------------------------
+def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], float]:
+    med = statistics.median
+    rows, ratios = [], []
+    for question, t in times.items():
+        off, on, load = med(t.disabled), med(t.enabled), med(t.loading)
+        net = med(t.enabled_without_loading)
+        ratios.append(net / off)
+        rows.append(
+            f"| {question} | {off:.2f} | {on:.2f} | {load:.2f} | {net:.2f} | +{(net - off) * 1000:.0f} "
+            f"| **{net / off:.2f}x** |"
+        )
+        print(f"cli {question}: off {off:.2f} s, on {on:.2f} s, loading {load:.2f} s, {net / off:.2f}x")
+    return rows, statistics.median(ratios)
+
+
+def in_process_table(times: dict[str, dict[str, list[float]]]) -> tuple[list[str], float]:
+    med = statistics.median
+    rows, ratios = [], []
     for question, kinds in times.items():
-        off, on = statistics.median(kinds["disabled"]), statistics.median(kinds["enabled"])
-        model = statistics.median(kinds["model"])
-        texts, calls = statistics.median(kinds["texts"]), statistics.median(kinds["calls"])
+        off, on, model = med(kinds["disabled"]), med(kinds["enabled"]), med(kinds["model"])
+        texts, calls = med(kinds["texts"]), med(kinds["calls"])
         ratios.append(on / off)
         rows.append(
             f"| {question} | {off * 1000:.0f} | {on * 1000:.0f} | +{(on - off) * 1000:.0f} "
             f"| {on / off:.2f}x | {model * 1000:.0f} ({texts:.0f} texts, {calls:.0f} calls) "
             f"| {(on - model) / off:.2f}x |"
         )
-        print(
-            f"{question}: disabled {off * 1000:.0f} ms, enabled {on * 1000:.0f} ms, {on / off:.2f}x"
-        )
-    overall = statistics.median(ratios)
-    verdict = "meets" if overall < TARGET else "misses"
+        print(f"in-process {question}: off {off * 1000:.0f} ms, on {on * 1000:.0f} ms")
+    return rows, statistics.median(ratios)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7, help="in-process runs of each kind")
+    parser.add_argument("--cli-runs", type=int, default=7, help="deepresearch runs of each kind")
+    args = parser.parse_args(argv if argv is not None else [])
+    cli_rows, cli_ratio = cli_table(measure_cli(args.cli_runs))
+    graph_rows, graph_ratio = in_process_table(asyncio.run(measure_in_process(args.runs)))
+    verdict = "meets" if cli_ratio < TARGET else "misses"
     body = "\n".join(
         [
-            f"Median of {args.runs} alternating runs per kind, in one process; the embedding "
-            "model was loaded and warmed before timing; each memory run opens the faiss store "
-            "(which holds the earlier runs), recalls before Plan/Execute/Synthesize, stores "
-            "tool runs, plans, answers and the history bridge, merges nested loops, and closes.",
+            f"### `deepresearch` runs, model loading excluded ({args.cli_runs} of each kind)",
             "",
-            "| question | memory disabled (ms) | memory enabled, faiss (ms) | added (ms) | ratio "
-            "| of which in the embedding model (ms) | ratio without the model time |",
+            "One process per run, from start to exit, in one working folder (the memory runs "
+            "share `outputs/memory`). A memory run's own report of its model loading "
+            "(sentence-transformers and torch import, weights, one warm-up encode) is "
+            "subtracted from its wall time; medians in seconds.",
+            "",
+            "| question | memory disabled | memory enabled | of which model loading "
+            "| enabled, loading excluded | added (ms) | ratio |",
             "|---|---|---|---|---|---|---|",
-            *rows,
+            *cli_rows,
             "",
-            f"Overall (median of the ratios): **{overall:.2f}x**, which {verdict} the target "
-            f"of < {TARGET:.2f}x. The offline run does no inference of its own, while memory "
-            "must embed every memory it stores (plans, answers, tool runs, traces) and each "
-            "loop's question once: all-MiniLM-L6-v2 on this 2-core CPU needs ~10 ms a text, "
-            "so the model time alone exceeds 15 % of the run. The last column takes the model "
-            "time out (store, recall, ranking, open/close). Against a run with a real "
-            "language model (seconds per agent call) the added time is a few per cent.",
+            f"Overall (median of the ratios): **{cli_ratio:.2f}x**, which {verdict} the target "
+            f"of < {TARGET:.2f}x.",
+            "",
+            f"### In-process graph runs ({args.runs} of each kind)",
+            "",
+            "`run_research` alone (state, graph, outputs), model loaded and warmed before "
+            "timing; each memory run opens the store, recalls before Plan/Execute/Synthesize, "
+            "stores tool runs, plans, answers and the history bridge, merges nested loops, and "
+            "closes. Milliseconds.",
+            "",
+            "| question | memory disabled | memory enabled | added | ratio "
+            "| of which in the embedding model | ratio without the model time |",
+            "|---|---|---|---|---|---|---|",
+            *graph_rows,
+            "",
+            f"Median of the ratios: {graph_ratio:.2f}x. The offline graph itself does no "
+            "inference and runs in tens of milliseconds, so here memory's own work -- one "
+            "query embedding per loop, one embedding batch of the loop's new memories, three "
+            "recalls, one SQLite commit -- is measured against almost nothing; all-MiniLM-L6-v2 "
+            "needs ~8 ms for one short text on this CPU. Against a run with a real language "
+            "model (seconds per agent call) the same added milliseconds are far below 1 %.",
         ]
     )
     path = write_section(
