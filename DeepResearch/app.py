@@ -15,7 +15,6 @@ from omegaconf import DictConfig
 from DeepResearch.src.agents.models import ModelConfigError
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
 from DeepResearch.src.rag.loader import DocumentsFolderError
-from DeepResearch.src.utils.process_exit import skip_final_collection
 from DeepResearch.src.workflow.errors import ConfigurationError
 from DeepResearch.src.workflow.run import RunOutcome, run_graph, run_research, run_sync
 from DeepResearch.src.workflow.state import ResearchState
@@ -54,7 +53,6 @@ def main(cfg: DictConfig) -> None:
     print(f"Outputs: {outcome.run_dir.resolve()}")
     print(f"  report:  {(outcome.run_dir / 'report.md').resolve()}")
     print(f"  summary: {(outcome.run_dir / 'WORKFLOW_SUMMARY.md').resolve()}")
-    skip_final_collection()
 
 
 if __name__ == "__main__":

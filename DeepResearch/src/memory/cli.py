@@ -26,7 +26,6 @@ from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemorySubsystemError
 from DeepResearch.src.memory.inputs import clean_metadata, clean_relations, parse_filters
 from DeepResearch.src.memory.records_io import check_json_line, json_vector, record_to_json
-from DeepResearch.src.utils.process_exit import skip_final_collection
 
 CONFIG_DIR = Path(__file__).resolve().parents[3] / "configs"
 PAGE = 1000
@@ -289,12 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(overrides)
         if args.command in ("forget",) and args.filter:
             parse_filters(_parse_kv(args.filter))
-        code = asyncio.run(run(args, config))
+        return asyncio.run(run(args, config))
     except MemorySubsystemError as exc:
         print(f"deepresearch-memory: {exc}", file=sys.stderr)
         return 2
-    skip_final_collection()
-    return code
 
 
 if __name__ == "__main__":
