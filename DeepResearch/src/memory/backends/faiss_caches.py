@@ -7,10 +7,10 @@
 Both files are a JSON header line (up to which seq the cache holds, plus the settings it was
 built with) and a body, replaced atomically on close. On open each cache catches up with the
 records table, SQLite being the truth: rows with seq above its watermark are added, rows at
-or below it that are gone from the table are dropped. So a file need not be rewritten at every
-close: it is, once the changes since it was written would cost more to replay on the next
-open than rewriting it costs (`worth_saving`), or when there is no file yet (its header
-is what tells a later open which index kind was built) -- a run that adds ten memories to a store of
+or below it that are gone from the table are dropped. So a file need not be rewritten at
+every close: it is, once the changes since it was written would cost more to replay on the
+next open than rewriting it costs (`worth_saving`), or when there is no file yet (its header
+tells a later open which index kind was built) -- a run that adds ten memories to a store of
 100k no longer rewrites ~150 MB of index on its way out. A damaged or mismatched FAISS file is
 an error naming the rebuild command (rebuilding re-reads every vector); a damaged lexical
 file is simply rebuilt from the stored tokens.
@@ -50,6 +50,23 @@ def worth_saving(changes: int, size: int) -> bool:
     return changes >= SAVE_MIN_CHANGES + size // SAVE_SHARE
 
 
+class SavedCache:
+    """What both caches share: a file, and the count of rows changed since it was written."""
+
+    path: Path
+    unsaved: int
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def save(self) -> None:
+        raise NotImplementedError
+
+    def save_if_worth_it(self) -> None:
+        if not self.path.exists() or worth_saving(self.unsaved, len(self)):
+            self.save()
+
+
 def write_atomically(path: Path, header: dict, body: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
@@ -79,7 +96,7 @@ def rebuild_hint(root: Path) -> str:
     return f"`deepresearch-memory rebuild memory.faiss.path={root}`"
 
 
-class VectorCache:
+class VectorCache(SavedCache):
     def __init__(self, config: FaissConfig, root: Path, dimension: int, metric: str) -> None:
         self.config = config
         self.path = root / INDEX_FILE
@@ -93,6 +110,9 @@ class VectorCache:
     @property
     def hnsw(self) -> bool:
         return self.config.index_kind == "hnsw"
+
+    def __len__(self) -> int:
+        return int(self.index.ntotal)
 
     @property
     def live(self) -> int:
@@ -178,19 +198,16 @@ class VectorCache:
         write_atomically(self.path, {"watermark": self.watermark, **self._header()}, body)
         self.unsaved = 0
 
-    def save_if_worth_it(self) -> bool:
-        if self.path.exists() and not worth_saving(self.unsaved, self.index.ntotal):
-            return False
-        self.save()
-        return True
 
-
-class LexicalCache:
+class LexicalCache(SavedCache):
     def __init__(self, root: Path) -> None:
         self.path = root / LEXICAL_FILE
         self.index = LexicalIndex()
         self.watermark = 0
         self.unsaved = 0  # rows added or removed since the file was written
+
+    def __len__(self) -> int:
+        return len(self.index)
 
     def load(self, db: SQLiteRecords) -> None:
         self.index, self.watermark, self.unsaved = LexicalIndex(), 0, 0
@@ -220,12 +237,6 @@ class LexicalCache:
     def save(self) -> None:
         write_atomically(self.path, {"watermark": self.watermark}, self.index.to_bytes())
         self.unsaved = 0
-
-    def save_if_worth_it(self) -> bool:
-        if self.path.exists() and not worth_saving(self.unsaved, len(self.index)):
-            return False
-        self.save()
-        return True
 
 
 def reembed_records(db: SQLiteRecords, reembed: Reembed, dimension: int, batch_size: int) -> None:
