@@ -30,7 +30,12 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.report import write_section  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
 from DeepResearch.src.memory.backends import MemoryRecord  # noqa: E402
-from DeepResearch.src.memory.embeddings import get_embedder  # noqa: E402
+from DeepResearch.src.memory.embeddings import (  # noqa: E402
+    DEFAULT_MODEL,
+    get_embedder,
+    load_sentence_transformer,
+    resolve_model_path,
+)
 
 CACHE = ROOT / "outputs" / "bench-cache"
 TOOLS = ["STAR", "HISAT2", "BWA-MEM", "Bowtie2", "Salmon", "kallisto", "DESeq2", "edgeR",
@@ -74,6 +79,17 @@ def cached_vectors(texts: list[str], tag: str) -> np.ndarray:
     return vectors
 
 
+_RAW_MODEL = []
+
+
+def raw_model():  # type: ignore[no-untyped-def]
+    """The raw-library baseline: sentence-transformers' SentenceTransformer for the same
+    model folder (the client embeds with its own runtime, numpy by default)."""
+    if not _RAW_MODEL:
+        _RAW_MODEL.append(load_sentence_transformer(resolve_model_path(DEFAULT_MODEL)))
+    return _RAW_MODEL[0]
+
+
 def rss_mib() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -87,7 +103,7 @@ def pct(values: list[float], q: float) -> float:
 
 async def bench_store(workdir: Path, n: int = 512, rounds: int = 3) -> dict[str, float]:
     """Alternate raw encode and store_many rounds on fresh texts; median rates."""
-    model = get_embedder().model
+    model = raw_model()
     model.encode(corpus(64, seed=1), batch_size=64)  # warm
     client = MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(workdir / "store")}),
                                 session_id="bench-store")
@@ -135,7 +151,7 @@ async def bench_retrieve(workdir: Path, size: int, queries: list[str]) -> dict[s
     await client.retrieve(query="warm up query", all_sessions=True)
     resident = rss_mib() - before
 
-    model = get_embedder().model
+    model = raw_model()
     index = faiss.IndexFlatIP(vectors.shape[1])
     index.add(vectors)
     raw_t, ours_t, session_t = [], [], []

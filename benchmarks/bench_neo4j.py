@@ -23,12 +23,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from benchmarks.bench_memory import ORGANISMS, TOOLS, cached_vectors, corpus, pct  # noqa: E402
+from benchmarks.bench_memory import ORGANISMS, TOOLS, cached_vectors, corpus, pct, raw_model  # noqa: E402
 from benchmarks.report import write_section  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord  # noqa: E402
 from DeepResearch.src.memory.backends.neo4j_store import Neo4jBackend  # noqa: E402
-from DeepResearch.src.memory.embeddings import get_embedder  # noqa: E402
 
 RAW_LABEL = "RawBench"
 RAW_INDEX = "raw_bench_embedding"
@@ -54,7 +53,7 @@ async def run(uri: str, auth: tuple[str, str] | None, size: int) -> str:
 
     texts = corpus(size, seed=11)  # the memory benchmark's corpus (and its embedding cache)
     vectors = cached_vectors(texts, "corpus")
-    model = get_embedder().model
+    model = raw_model()
     rng = random.Random(3)
     queries = [f"which {rng.choice(ORGANISMS)} run used {rng.choice(TOOLS)} and {w}?"
                for w in rng.choices(["ran out of memory", "crashed", "mapping rate", "variants",

@@ -48,6 +48,8 @@ def test_group_options_select_a_backend_and_overrides_apply(option: str) -> None
         ({"compression": {"algorithm": "brotli"}}, ["memory.compression.algorithm", "lz4"]),
         ({"vector_store": {"index_type": "manhattan"}}, ["memory.vector_store.index_type", "cosine"]),
         ({"faiss": {"index_kind": "ivf"}}, ["memory.faiss.index_kind", "hnsw"]),
+        ({"vector_store": {"embedding_runtime": "onnx"}},
+         ["memory.vector_store.embedding_runtime", "'onnx'", "'numpy'", "'sentence-transformers'"]),
         ({"storage": {"batchsize": 3}}, ["memory.storage.batchsize", "allowed keys", "batch_size"]),
         ({"profiles": {"planner": {"priorities": {"plan": -1}}}}, ["memory.profiles.planner", "negative"]),
         ({"neo4j": {"node_label": "Memory) DETACH DELETE"}}, ["memory.neo4j.node_label"]),

@@ -52,4 +52,4 @@ def test_model_load_is_timed_and_reported_once(caplog: pytest.LogCaptureFixture)
     assert embedder.load_seconds is not None and embedder.load_seconds > 0
     lines = [r.getMessage() for r in caplog.records if "loaded in" in r.getMessage()]
     assert lines == [f"embedding model all-MiniLM-L6-v2 loaded in {embedder.load_seconds:.2f} s "
-                     "(import, weights, warm-up)"]
+                     "(numpy runtime: import, weights, warm-up)"]

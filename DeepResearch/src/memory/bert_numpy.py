@@ -1,0 +1,241 @@
+"""A BERT sentence encoder (mean pooling, unit norm) run with numpy alone.
+
+Why not sentence-transformers: importing it pulls in torch, transformers, scikit-learn and
+triton -- ~5 s at start and ~1 s of interpreter shutdown per process, more than a whole
+`deepresearch` run. This module reads the same model folder (config.json,
+model.safetensors, tokenizer.json, the pooling config) and computes the same vectors
+(cosine >= 0.99999 against sentence-transformers; see tests/test_memory/test_bert_numpy.py)
+with the Rust `tokenizers`, `safetensors` and numpy/OpenBLAS.
+
+Only what all-MiniLM-L6-v2 and its kin use is supported: a BERT encoder, mean pooling,
+absolute positions, GELU; anything else raises UnsupportedModel and the caller falls back to
+sentence-transformers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# Texts per forward pass; a batch with more tokens than this runs as sub-batches, spread
+# over the cores (one BLAS thread each), since element-wise numpy work is single-threaded.
+_PARALLEL_FROM_TOKENS = 1024
+_SUB_BATCH_TEXTS = 32
+
+
+class UnsupportedModel(ValueError):
+    """The model folder is not a mean-pooled BERT sentence encoder."""
+
+
+@dataclass(frozen=True)
+class _Layer:
+    qkv_w: np.ndarray  # (hidden, 3*hidden): query, key, value projections side by side
+    qkv_b: np.ndarray
+    attn_out_w: np.ndarray
+    attn_out_b: np.ndarray
+    norm1_g: np.ndarray
+    norm1_b: np.ndarray
+    inter_w: np.ndarray
+    inter_b: np.ndarray
+    out_w: np.ndarray
+    out_b: np.ndarray
+    norm2_g: np.ndarray
+    norm2_b: np.ndarray
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise UnsupportedModel(f"{path.name} missing in {path.parent}") from exc
+
+
+def _check_supported(folder: Path, config: dict) -> None:
+    if config.get("model_type") != "bert":
+        raise UnsupportedModel(f"model_type {config.get('model_type')!r} is not 'bert'")
+    if config.get("hidden_act", "gelu") != "gelu":
+        raise UnsupportedModel(f"hidden_act {config.get('hidden_act')!r} is not 'gelu'")
+    if config.get("position_embedding_type", "absolute") != "absolute":
+        raise UnsupportedModel("only absolute position embeddings are supported")
+    modules = _read_json(folder / "modules.json")
+    kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
+    if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
+        raise UnsupportedModel(f"modules {kinds} are not Transformer, Pooling[, Normalize]")
+    pooling = _read_json(folder / modules[1].get("path", "1_Pooling") / "config.json")
+    modes = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v]
+    if modes != ["pooling_mode_mean_tokens"]:
+        raise UnsupportedModel(f"pooling {modes} is not mean pooling")
+    for name in ("model.safetensors", "tokenizer.json"):
+        if not (folder / name).is_file():
+            raise UnsupportedModel(f"{name} missing in {folder}")
+
+
+def _layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
+    x -= x.mean(axis=-1, keepdims=True)
+    variance = np.mean(np.square(x), axis=-1, keepdims=True)
+    x *= 1.0 / np.sqrt(variance + eps)
+    x *= gain
+    x += bias
+    return x
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """Exact (erf) GELU, in place. numpy has no erf; Abramowitz & Stegun 7.1.26 gives it to
+    1.5e-7, far below float32 noise in the model, with ufuncs that never leave float32."""
+    a = np.abs(x)
+    a *= np.float32(1.0 / math.sqrt(2.0))
+    t = a * np.float32(0.3275911)
+    t += 1.0
+    np.reciprocal(t, out=t)
+    p = t * np.float32(1.061405429)
+    for coefficient in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        p += coefficient
+        p *= t
+    np.square(a, out=a)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    p *= a  # 1 - erf(|x| / sqrt 2)
+    np.subtract(1.0, p, out=p)
+    np.copysign(p, x, out=p)  # erf(x / sqrt 2)
+    p += 1.0
+    x *= p
+    x *= 0.5
+    return x
+
+
+class NumpyBertEncoder:
+    """`encode(texts)` -> (n, hidden) float32 unit vectors, as SentenceTransformer.encode
+    with normalize_embeddings=True gives them for the same folder."""
+
+    def __init__(self, folder: str | Path) -> None:
+        folder = Path(folder)
+        config = _read_json(folder / "config.json")
+        _check_supported(folder, config)
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        self.dimension = int(config["hidden_size"])
+        self._heads = int(config["num_attention_heads"])
+        self._eps = float(config.get("layer_norm_eps", 1e-12))
+        st_config = folder / "sentence_bert_config.json"
+        max_length = _read_json(st_config).get("max_seq_length") if st_config.is_file() else None
+        self.max_length = int(max_length or config.get("max_position_embeddings", 512))
+
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self._tokenizer.no_padding()  # padding is per sub-batch, to its longest text
+        self._tokenizer.enable_truncation(self.max_length)
+
+        weights = load_file(str(folder / "model.safetensors"))
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+
+        def w(name: str) -> np.ndarray:
+            return np.ascontiguousarray(weights[prefix + name], dtype=np.float32)
+
+        def t(name: str) -> np.ndarray:  # (out, in) -> (in, out) for x @ W
+            return np.ascontiguousarray(weights[prefix + name].T, dtype=np.float32)
+
+        e = "embeddings."
+        self._word = w(e + "word_embeddings.weight")
+        self._position = w(e + "position_embeddings.weight")
+        self._token_type = w(e + "token_type_embeddings.weight")[0]
+        self._embed_norm = (w(e + "LayerNorm.weight"), w(e + "LayerNorm.bias"))
+        self._layers = []
+        for i in range(int(config["num_hidden_layers"])):
+            p = f"encoder.layer.{i}."
+            a = p + "attention."
+            self._layers.append(_Layer(
+                qkv_w=np.ascontiguousarray(np.concatenate(
+                    [t(f"{a}self.{k}.weight") for k in ("query", "key", "value")], axis=1)),
+                qkv_b=np.concatenate([w(f"{a}self.{k}.bias") for k in ("query", "key", "value")]),
+                attn_out_w=t(a + "output.dense.weight"), attn_out_b=w(a + "output.dense.bias"),
+                norm1_g=w(a + "output.LayerNorm.weight"), norm1_b=w(a + "output.LayerNorm.bias"),
+                inter_w=t(p + "intermediate.dense.weight"), inter_b=w(p + "intermediate.dense.bias"),
+                out_w=t(p + "output.dense.weight"), out_b=w(p + "output.dense.bias"),
+                norm2_g=w(p + "output.LayerNorm.weight"), norm2_b=w(p + "output.LayerNorm.bias"),
+            ))
+        self._threads = max(1, min(os.cpu_count() or 1, 4))
+        self._pool: ThreadPoolExecutor | None = None
+        self._blas = None
+
+    # -- public ------------------------------------------------------------------------
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        ids = [e.ids for e in self._tokenizer.encode_batch(texts, add_special_tokens=True)]
+        order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # little padding per batch
+        padded_tokens = len(ids) * len(ids[order[0]])
+        if self._threads == 1 or padded_tokens < _PARALLEL_FROM_TOKENS:
+            self._encode_into(out, ids, order)
+            return out
+        per = min(_SUB_BATCH_TEXTS, -(-len(order) // self._threads))
+        chunks = [order[i:i + per] for i in range(0, len(order), per)]
+        with self._one_blas_thread():
+            list(self._workers().map(lambda chunk: self._encode_into(out, ids, chunk), chunks))
+        return out
+
+    # -- internals ---------------------------------------------------------------------
+    def _workers(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="bert-numpy")
+        return self._pool
+
+    def _one_blas_thread(self):  # type: ignore[no-untyped-def]
+        if self._blas is None:
+            from threadpoolctl import ThreadpoolController
+
+            self._blas = ThreadpoolController()
+        return self._blas.limit(limits=1, user_api="blas")
+
+    def _encode_into(self, out: np.ndarray, ids: list[list[int]], order: list[int]) -> None:
+        for start in range(0, len(order), _SUB_BATCH_TEXTS * 2):
+            rows = order[start:start + _SUB_BATCH_TEXTS * 2]
+            width = len(ids[rows[0]])  # rows are sorted longest first
+            batch = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.float32)
+            for r, i in enumerate(rows):
+                batch[r, : len(ids[i])] = ids[i]
+                mask[r, : len(ids[i])] = 1.0
+            out[rows] = self._forward(batch, mask)
+
+    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        n, width = ids.shape
+        hidden, heads = self.dimension, self._heads
+        x = self._word[ids]
+        x += self._position[:width]
+        x += self._token_type
+        x = _layer_norm(x.reshape(n * width, hidden), *self._embed_norm, self._eps)
+        # Padding keys get a large negative score: after softmax they weigh exactly 0.
+        key_bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
+        scale = np.float32(1.0 / math.sqrt(hidden // heads))
+        for layer in self._layers:
+            qkv = x @ layer.qkv_w
+            qkv += layer.qkv_b
+            q, k, v = qkv.reshape(n, width, 3, heads, hidden // heads).transpose(2, 0, 3, 1, 4)
+            scores = q @ k.transpose(0, 1, 3, 2)
+            scores *= scale
+            scores += key_bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            attended = (scores @ v).transpose(0, 2, 1, 3).reshape(n * width, hidden)
+            y = attended @ layer.attn_out_w
+            y += layer.attn_out_b
+            y += x
+            x = _layer_norm(y, layer.norm1_g, layer.norm1_b, self._eps)
+            h = x @ layer.inter_w
+            h += layer.inter_b
+            y = _gelu(h) @ layer.out_w
+            y += layer.out_b
+            y += x
+            x = _layer_norm(y, layer.norm2_g, layer.norm2_b, self._eps)
+        tokens = x.reshape(n, width, hidden)
+        pooled = np.einsum("nwh,nw->nh", tokens, mask) / mask.sum(axis=1, keepdims=True)
+        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        return pooled

@@ -1,0 +1,98 @@
+"""The numpy runtime against sentence-transformers, on the real all-MiniLM-L6-v2 weights."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory.bert_numpy import NumpyBertEncoder, UnsupportedModel
+from DeepResearch.src.memory.embeddings import (
+    DEFAULT_MODEL,
+    Embedder,
+    load_runtime,
+    load_sentence_transformer,
+    resolve_model_path,
+)
+
+pytestmark = pytest.mark.integration
+
+MODEL_DIR = Path(resolve_model_path(DEFAULT_MODEL))
+TEXTS = [
+    "Which aligner suits RNA-seq reads?",
+    "x",
+    "",
+    'Tool read_document with {"source": "rna_seq_aligners.md"} succeeded',
+    "Ünïcödé accents, 中文字符 and an emoji 🎉 in one line",
+    # longer than the model's 256-token limit: both must truncate at the same place
+    "STAR maps spliced reads quickly but needs 30 GB of RAM; HISAT2 needs far less. " * 30,
+    "Plan for 'how are variants called?' failed: read_document raised FileNotFoundError",
+]
+
+
+@pytest.fixture(scope="module")
+def reference() -> np.ndarray:
+    model = load_sentence_transformer(str(MODEL_DIR))
+    return model.encode(TEXTS * 12, batch_size=64, normalize_embeddings=True)
+
+
+@pytest.fixture(scope="module")
+def encoder() -> NumpyBertEncoder:
+    return NumpyBertEncoder(MODEL_DIR)
+
+
+def test_same_vectors_as_sentence_transformers(encoder, reference) -> None:
+    ours = encoder.encode(TEXTS)
+    assert ours.shape == (len(TEXTS), 384) and ours.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    cosines = np.sum(ours * reference[: len(TEXTS)], axis=1)
+    assert cosines.min() > 0.99999, cosines
+
+
+def test_large_batches_run_in_parallel_and_keep_the_input_order(encoder, reference) -> None:
+    texts = TEXTS * 12  # enough tokens to be split over the worker threads
+    ours = encoder.encode(texts)
+    assert np.sum(ours * reference, axis=1).min() > 0.99999
+    # each text's vector does not depend on what it was batched (and padded) with
+    np.testing.assert_allclose(ours[: len(TEXTS)], encoder.encode(TEXTS), atol=2e-6)
+    assert encoder.encode([]).shape == (0, 384)
+
+
+def test_other_architectures_are_refused_by_name(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(MODEL_DIR, folder, ignore=shutil.ignore_patterns("model.safetensors"))
+    with pytest.raises(UnsupportedModel, match=r"model\.safetensors missing"):
+        NumpyBertEncoder(folder)
+    pooling = folder / "1_Pooling" / "config.json"
+    settings = json.loads(pooling.read_text())
+    settings.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    pooling.write_text(json.dumps(settings))
+    with pytest.raises(UnsupportedModel, match="pooling_mode_cls_token"):
+        NumpyBertEncoder(folder)
+    config = folder / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "model_type": "roberta"}))
+    with pytest.raises(UnsupportedModel, match="'roberta' is not 'bert'"):
+        NumpyBertEncoder(folder)
+    with pytest.raises(RuntimeError, match="runtime 'numpy' cannot run model"):
+        load_runtime(str(folder), "numpy")
+    with pytest.raises(ValueError, match="runtime 'onnx' is not one of"):
+        Embedder(runtime="onnx")  # type: ignore[arg-type]
+
+
+def test_auto_runtime_never_imports_torch() -> None:
+    """The reason for the numpy runtime: a memory run must not pay torch's import and exit."""
+    probe = (
+        "import sys\n"
+        "from DeepResearch.src.memory.embeddings import Embedder\n"
+        "e = Embedder()\n"
+        "v = e.embed(['Which aligner suits RNA-seq reads?'])\n"
+        "print(e.model.name, v.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, cwd=Path(__file__).resolve().parents[2])
+    assert done.stdout.split() == ["numpy", "(1,", "384)", "False", "False"]
