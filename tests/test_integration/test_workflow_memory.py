@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from omegaconf import DictConfig
 
 from DeepResearch.src.datatypes.agents import AgentType
 from DeepResearch.src.memory import MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter
+from DeepResearch.src.memory.embeddings import get_embedder
 from DeepResearch.src.memory.errors import MemoryConfigError
 from DeepResearch.src.memory.integration import memory_plugins
+from DeepResearch.src.memory.key_vectors import KeyVectorCache
 from DeepResearch.src.memory.run_context import resolve_memory
 from DeepResearch.src.workflow.run import create_run_services, create_services, run_research
 
@@ -126,3 +130,63 @@ async def test_state_and_agent_deps_carry_client_session_and_profile(
         records = await client.backend.scan(MemoryFilter(session_ids=("continued-session",)))
     kinds = sorted({r.memory_type for r in records})
     assert kinds == ["answer", "execution_trace", "plan", "tool_execution"]
+
+
+async def test_keys_embedded_by_an_earlier_run_skip_the_model(
+    make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tool runs, plans and traces that recur in a related run reuse the first run's
+    vectors (key_vectors.sqlite beside the store); only new keys reach the model."""
+    cfg = make_config()
+    embedder = get_embedder(cfg.memory.vector_store.embedding_model,
+                            cfg.memory.vector_store.embedding_runtime)
+    seen: list[str] = []
+    real_embed = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts: seen.extend(texts) or real_embed(texts))
+    first = await run_research(Q1, cfg)
+    first_keys = set(seen)
+    assert any(k.startswith("Tool read_document with") for k in first_keys)
+    seen.clear()
+    embedder.clear_cache()  # a new process: no query vectors in memory
+    second = await run_research(Q1 + " Answer briefly.", cfg)
+    reused = [k for k in first_keys if k.startswith("Tool read_document with")]
+    assert reused and not set(reused) & set(seen)  # same tool calls, no second pass
+    assert any(k.startswith("Plan for") for k in seen)  # the new question's keys were embedded
+
+    # The reused vectors are the model's own: run 2's tool memories carry run 1's vectors.
+    async with MemorySystemClient(second.state.memory_config) as client:
+        tools = await client.backend.scan(MemoryFilter(memory_types=("tool_execution",)))
+    by_session: dict[str, dict[str, object]] = {}
+    for record in tools:
+        call = (record.metadata["tool"], json.dumps(record.metadata["params"], sort_keys=True),
+                record.metadata["success"])
+        by_session.setdefault(record.session_id, {})[call] = record.vector
+    one, two = by_session[first.state.memory_session_id], by_session[second.state.memory_session_id]
+    common = set(one) & set(two)
+    assert common
+    for head in common:
+        np.testing.assert_array_equal(one[head], two[head])
+    fresh = real_embed(reused)
+    cache = KeyVectorCache(cfg.memory.faiss.path, cfg.memory.vector_store.embedding_model, 384)
+    known = cache.lookup(reused)
+    np.testing.assert_allclose(np.stack([known[k] for k in reused]), fresh, atol=1e-6)
+    cache.close()
+
+
+async def test_a_damaged_key_vector_cache_is_set_aside(
+    make_config: MakeConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = make_config()
+    folder = Path(cfg.memory.faiss.path)
+    folder.mkdir(parents=True)
+    (folder / "key_vectors.sqlite").write_bytes(b"not a database" * 100)
+    with caplog.at_level("WARNING", logger="DeepResearch.memory"):
+        outcome = await run_research(Q1, cfg)
+    assert not [e for e in outcome.state.errors if e.startswith("memory")]
+    async with MemorySystemClient(outcome.state.memory_config) as client:  # all stored
+        assert await client.backend.count(MemoryFilter()) > 0
+    assert "key-vector cache" in caplog.text and "starting a new one" in caplog.text
+    assert (folder / "key_vectors.damaged").read_bytes().startswith(b"not a database")
+    cache = KeyVectorCache(folder, cfg.memory.vector_store.embedding_model, 384)
+    assert cache.lookup(["Which aligner suits RNA-seq reads?"]) == {}
+    cache.close()

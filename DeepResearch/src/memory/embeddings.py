@@ -222,7 +222,11 @@ def load_sentence_transformer(path: str, device: str = "cpu") -> Any:
         ) from exc
 
 
-@lru_cache(maxsize=4)
 def get_embedder(model: str = DEFAULT_MODEL, runtime: Runtime = "auto") -> Embedder:
     """One shared Embedder per model and runtime in a process (the model loads once)."""
+    return _shared_embedder(str(model), str(runtime))
+
+
+@lru_cache(maxsize=4)
+def _shared_embedder(model: str, runtime: Runtime) -> Embedder:  # one key however it was called
     return Embedder(model, runtime=runtime)

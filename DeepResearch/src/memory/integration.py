@@ -30,6 +30,7 @@ from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemorySubsystemError
 from DeepResearch.src.memory.hooks import MemoryNodeHook
+from DeepResearch.src.memory.key_vectors import KeyVectorCache
 from DeepResearch.src.memory.nested import NestedMemoryContexts
 from DeepResearch.src.memory.run_context import (
     MemoryRun,
@@ -67,7 +68,8 @@ class MemoryIntegration(RunHook):
             )
         client = MemorySystemClient(self.config)
         await client.open()
-        run = MemoryRun(client, self.config, self.settings, root_session=client.session_id)
+        run = MemoryRun(client, self.config, self.settings, root_session=client.session_id,
+                        key_vectors=key_vector_cache(self.config))
         run.sessions[state.loop_id] = client.session_id
         self.run = run
         self.tracker.start(run)
@@ -102,6 +104,8 @@ class MemoryIntegration(RunHook):
             self.run, self._finished = None, run
             self.loop_hook.run = None
             self.node_hook.run = None
+            if run.key_vectors is not None:
+                run.key_vectors.close()
             try:
                 await run.client.close()
             except MemorySubsystemError as exc:
@@ -119,6 +123,15 @@ class MemoryIntegration(RunHook):
             if path is not None:
                 with path.open("a", encoding="utf-8") as handle:
                     handle.write("\n" + section)
+
+
+def key_vector_cache(config: MemoryConfig) -> KeyVectorCache | None:
+    """Where workflow keys' vectors outlive the run: beside a FAISS store. (in_memory keeps
+    nothing across runs; a Neo4j deployment has no local folder of its own.)"""
+    if config.backend != "faiss":
+        return None
+    store = config.vector_store
+    return KeyVectorCache(config.faiss.path, store.embedding_model, store.embedding_dimension)
 
 
 def render_memory_section(run: MemoryRun) -> str:

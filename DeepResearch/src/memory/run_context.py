@@ -17,10 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryConfigError, MemorySubsystemError
+from DeepResearch.src.memory.key_vectors import KeyVectorCache
 from DeepResearch.src.memory.models import RetrievedMemory
 
 if TYPE_CHECKING:
@@ -113,6 +115,8 @@ class MemoryRun:
     # Written together at the next write point (a nested loop's end, the run's end): one
     # embedding batch instead of one per step -- embedding calls are most of memory's cost.
     pending: list[dict[str, Any]] = field(default_factory=list)
+    # Keys embedded by earlier runs (faiss backend: a file beside the store); None = no reuse.
+    key_vectors: KeyVectorCache | None = None
     _warned: set[str] = field(default_factory=set)
 
     def session_of(self, loop_id: str) -> str:
@@ -138,7 +142,7 @@ class MemoryRun:
         keys = [str(item.get("key") or item["content"]) for item in items]
         batch = [{k: v for k, v in item.items() if k != "key"} for item in items]
         try:
-            vectors = await asyncio.to_thread(self.client.embedder.embed_reusing, keys)
+            vectors = await asyncio.to_thread(self._vectors_of, keys)
             for item, vector in zip(batch, vectors, strict=True):
                 item["vector"] = vector
             ids = await self.client.store_many(batch)
@@ -149,6 +153,19 @@ class MemoryRun:
             kind = str(item.get("memory_type", "note"))
             self.stored[kind] = self.stored.get(kind, 0) + 1
         return ids
+
+    def _vectors_of(self, keys: list[str]) -> np.ndarray:
+        """The keys' vectors: from earlier runs when known, else from the model (then kept)."""
+        embedder = self.client.embedder
+        if self.key_vectors is None:
+            return embedder.embed_reusing(keys)
+        known = self.key_vectors.lookup(keys)
+        missing = list(dict.fromkeys(key for key in keys if key not in known))
+        if missing:
+            fresh = embedder.embed_reusing(missing)
+            self.key_vectors.remember(missing, fresh)
+            known.update(zip(missing, fresh, strict=True))
+        return np.ascontiguousarray(np.stack([known[key] for key in keys]), dtype=np.float32)
 
     def degrade(self, what: str, exc: Exception, state: ResearchState | None = None) -> None:
         """A memory operation failed: one warning per kind of operation, the run goes on."""
