@@ -51,7 +51,7 @@ def asked(question: str, run: int) -> str:
     """The question of the n-th run: no measured run repeats an earlier run's question, so
     its query vectors, plan and trace keys are new to the store, while its tool calls (the
     same documents) recur, as between related questions."""
-    return question if run == 0 else f"{question} (case {run})"
+    return question if run == 0 else f"Case {run}: {question}"  # a prefix: no new sub-question
 LOADED = re.compile(r"embedding model \S+ loaded in ([0-9.]+) s")
 
 
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
             "",
             "One process per run, from start to exit, in one working folder (the memory runs "
             "share `outputs/memory`). Each measured run asks a question no earlier run asked "
-            "(the question below plus ` (case N)`): its query vectors, plan and trace keys are "
+            "(the question below as `Case N: ...`): its query vectors, plan and trace keys are "
             "new, while its tool calls on the same documents recur, as between related "
             "questions. A memory run's own report of its model loading (the embedding "
             "runtime's import, weights, one warm-up encode) is subtracted from its wall time; "

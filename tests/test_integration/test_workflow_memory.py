@@ -148,7 +148,7 @@ async def test_keys_embedded_by_an_earlier_run_skip_the_model(
     assert any(k.startswith("Tool read_document with") for k in first_keys)
     seen.clear()
     embedder.clear_cache()  # a new process: no query vectors in memory
-    second = await run_research(Q1 + " Answer briefly.", cfg)
+    second = await run_research("Briefly: " + Q1, cfg)
     reused = [k for k in first_keys if k.startswith("Tool read_document with")]
     assert reused and not set(reused) & set(seen)  # same tool calls, no second pass
     assert any(k.startswith("Plan for") for k in seen)  # the new question's keys were embedded

@@ -196,35 +196,40 @@ class NumpyBertEncoder:
     def _encode_into(self, out: np.ndarray, ids: list[list[int]], order: list[int]) -> None:
         for start in range(0, len(order), _SUB_BATCH_TEXTS * 2):
             rows = order[start:start + _SUB_BATCH_TEXTS * 2]
-            width = len(ids[rows[0]])  # rows are sorted longest first
-            batch = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.float32)
-            for r, i in enumerate(rows):
-                batch[r, : len(ids[i])] = ids[i]
-                mask[r, : len(ids[i])] = 1.0
-            out[rows] = self._forward(batch, mask)
+            out[rows] = self._forward([ids[i] for i in rows])
 
-    def _forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        n, width = ids.shape
+    def _forward(self, texts: list[list[int]]) -> np.ndarray:
+        """Texts packed without padding: every dense layer (most of the work) runs on the
+        real tokens only; attention alone works on a padded (text, position) view, since a
+        token attends only within its text. Texts come longest first."""
+        lengths = np.array([len(t) for t in texts])
+        n, width, total = len(texts), int(lengths[0]), int(lengths.sum())
         hidden, heads = self.dimension, self._heads
-        x = self._word[ids]
-        x += self._position[:width]
+        head_dim = hidden // heads
+        positions = np.arange(width)
+        valid = positions[None, :] < lengths[:, None]  # (text, position): a real token?
+        # Row of each (text, position) in the packed rows; padding points at row 0, masked.
+        packed_row = np.zeros((n, width), dtype=np.int64)
+        packed_row[valid] = np.arange(total)
+        x = self._word[np.concatenate(texts)]
+        x += self._position[np.concatenate([positions[:k] for k in lengths])]
         x += self._token_type
-        x = _layer_norm(x.reshape(n * width, hidden), *self._embed_norm, self._eps)
+        x = _layer_norm(x, *self._embed_norm, self._eps)
         # Padding keys get a large negative score: after softmax they weigh exactly 0.
-        key_bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
-        scale = np.float32(1.0 / math.sqrt(hidden // heads))
+        key_bias = np.where(valid, np.float32(0.0), np.float32(-1e9))[:, None, None, :]
+        scale = np.float32(1.0 / math.sqrt(head_dim))
         for layer in self._layers:
             qkv = x @ layer.qkv_w
             qkv += layer.qkv_b
-            q, k, v = qkv.reshape(n, width, 3, heads, hidden // heads).transpose(2, 0, 3, 1, 4)
+            grid = qkv[packed_row]  # (text, position, 3 * hidden)
+            q, k, v = grid.reshape(n, width, 3, heads, head_dim).transpose(2, 0, 3, 1, 4)
             scores = q @ k.transpose(0, 1, 3, 2)
             scores *= scale
             scores += key_bias
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            attended = (scores @ v).transpose(0, 2, 1, 3).reshape(n * width, hidden)
+            attended = (scores @ v).transpose(0, 2, 1, 3)[valid].reshape(total, hidden)
             y = attended @ layer.attn_out_w
             y += layer.attn_out_b
             y += x
@@ -235,7 +240,7 @@ class NumpyBertEncoder:
             y += layer.out_b
             y += x
             x = _layer_norm(y, layer.norm2_g, layer.norm2_b, self._eps)
-        tokens = x.reshape(n, width, hidden)
-        pooled = np.einsum("nwh,nw->nh", tokens, mask) / mask.sum(axis=1, keepdims=True)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        pooled = np.add.reduceat(x, starts, axis=0) / lengths[:, None].astype(np.float32)
         pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return pooled
