@@ -45,9 +45,10 @@ def trace_memories(
             {
                 "content": f"Execution trace of loop {loop_id} for {question!r}:\n"
                 + "\n".join(lines),
-                "key": f"Execution trace of loop {loop_id} for {question!r}: "
-                f"{len(items) - len(failed)} of {len(items)} tool runs succeeded, tools "
-                + ", ".join(sorted({i.tool for i in items})),
+                # Short, and the same for loops with the same outcome: one embedding serves
+                # them (the loop id and tools are in the content, searched lexically).
+                "key": f"Execution trace for {question!r}: "
+                f"{len(items) - len(failed)} of {len(items)} tool runs succeeded",
                 "memory_type": "execution_trace",
                 "importance": TRACE_IMPORTANCE,
                 "session_id": session_id,

@@ -1,0 +1,53 @@
+"""The ExecutionHistory bridge: what one run's history becomes in memory."""
+
+from __future__ import annotations
+
+import pytest
+
+from DeepResearch.src.datatypes.execution import ErrorCategory, ExecutionStatus
+from DeepResearch.src.memory.bridge import history_memories
+from DeepResearch.src.utils.execution_history import ExecutionHistory, ExecutionItem
+
+pytestmark = pytest.mark.unit
+QUESTION = "Which aligner suits RNA-seq reads and how are variants called?"
+
+
+def item(loop: str, tool: str, ok: bool = True, **params: str) -> ExecutionItem:
+    return ExecutionItem(
+        step_name=f"{loop}:{tool}", tool=tool, parameters=params, loop_id=loop,
+        status=ExecutionStatus.SUCCESS if ok else ExecutionStatus.FAILED,
+        error=None if ok else f"{tool}: no document 'x.md'",
+        error_category=None if ok else ErrorCategory.NOT_FOUND,
+    )
+
+
+def test_one_trace_per_loop_with_short_shared_keys_and_a_failure_analysis() -> None:
+    history = ExecutionHistory()
+    history.extend([
+        item("root.1", "search_documents", query="aligner"), item("root.1", "read_document", source="a.md"),
+        item("root.2", "search_documents", query="variants"), item("root.2", "read_document", source="b.md"),
+        item("root", "sub_loop"), item("root", "read_document", ok=False, source="x.md"),
+    ])
+    memories = history_memories(history, QUESTION, "session-1")
+    traces = {m["metadata"]["loop_id"]: m for m in memories if m["memory_type"] == "execution_trace"}
+    assert sorted(traces) == ["root", "root.1", "root.2"]
+    for loop_id, trace in traces.items():  # the content names the loop and every call
+        assert trace["content"].startswith(f"Execution trace of loop {loop_id} for {QUESTION!r}")
+    assert "read_document" in traces["root.1"]["content"] and "a.md" in traces["root.1"]["content"]
+    # Keys are what gets embedded: short, and loops with the same outcome share one.
+    assert traces["root.1"]["key"] == traces["root.2"]["key"] == (
+        f"Execution trace for {QUESTION!r}: 2 of 2 tool runs succeeded")
+    assert traces["root"]["key"] == f"Execution trace for {QUESTION!r}: 1 of 2 tool runs succeeded"
+    assert not traces["root"]["metadata"]["success"] and traces["root.1"]["metadata"]["success"]
+    (analysis,) = [m for m in memories if m["memory_type"] == "failure_analysis"]
+    assert analysis["importance"] > max(t["importance"] for t in traces.values())
+    assert analysis["metadata"]["tool"] == "read_document"
+    assert analysis["metadata"]["failed_calls"] == [
+        {"tool": "read_document", "params": {"source": "x.md"}, "category": "not_found"}]
+
+
+def test_a_run_without_failures_has_no_failure_analysis() -> None:
+    history = ExecutionHistory()
+    history.add(item("root", "search_documents", query="aligner"))
+    kinds = [m["memory_type"] for m in history_memories(history, QUESTION, "s")]
+    assert kinds == ["execution_trace"]
