@@ -68,6 +68,13 @@ def test_other_architectures_are_refused_by_name(tmp_path: Path) -> None:
     shutil.copytree(MODEL_DIR, folder, ignore=shutil.ignore_patterns("model.safetensors"))
     with pytest.raises(UnsupportedModel, match=r"model\.safetensors missing"):
         NumpyBertEncoder(folder)
+    (folder / "model.safetensors").write_bytes((12).to_bytes(8, "little") + b"not a header")
+    with pytest.raises(UnsupportedModel, match="not a safetensors file"):
+        NumpyBertEncoder(folder)
+    bf16 = b'{"w":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}}'
+    (folder / "model.safetensors").write_bytes(len(bf16).to_bytes(8, "little") + bf16 + b"\0" * 4)
+    with pytest.raises(UnsupportedModel, match="tensor w has dtype BF16"):
+        NumpyBertEncoder(folder)
     pooling = folder / "1_Pooling" / "config.json"
     settings = json.loads(pooling.read_text())
     settings.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)

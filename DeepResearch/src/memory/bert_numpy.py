@@ -5,7 +5,7 @@ triton -- ~5 s at start and ~1 s of interpreter shutdown per process, more than 
 `deepresearch` run. This module reads the same model folder (config.json,
 model.safetensors, tokenizer.json, the pooling config) and computes the same vectors
 (cosine >= 0.99999 against sentence-transformers; see tests/test_memory/test_bert_numpy.py)
-with the Rust `tokenizers`, `safetensors` and numpy/OpenBLAS.
+with the Rust `tokenizers` and numpy/OpenBLAS; the weights file is memory-mapped.
 
 Only what all-MiniLM-L6-v2 and its kin use is supported: a BERT encoder, mean pooling,
 absolute positions, GELU; anything else raises UnsupportedModel and the caller falls back to
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -79,6 +80,35 @@ def _check_supported(folder: Path, config: dict) -> None:
             raise UnsupportedModel(f"{name} missing in {folder}")
 
 
+_SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16}
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """The tensors of a .safetensors file as read-only views of one memory map: nothing is
+    read until used, and nothing is freed at exit (the format: an 8-byte little-endian
+    header length, a JSON header of dtype/shape/byte offsets, then the raw data)."""
+    with path.open("rb") as handle:
+        size = int.from_bytes(handle.read(8), "little")
+        try:
+            header = json.loads(handle.read(size))
+        except ValueError as exc:
+            raise UnsupportedModel(f"{path.name}: not a safetensors file ({exc})") from exc
+        data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)  # outlives the handle
+    tensors = {}
+    for name, spec in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = _SAFETENSORS_DTYPES.get(spec["dtype"])
+        if dtype is None:
+            if spec["dtype"] in ("I64", "I32"):  # e.g. position_ids buffers: not weights
+                continue
+            raise UnsupportedModel(f"{path.name}: tensor {name} has dtype {spec['dtype']}")
+        start, end = spec["data_offsets"]
+        count = (end - start) // np.dtype(dtype).itemsize
+        tensors[name] = np.frombuffer(data, dtype, count, 8 + size + start).reshape(spec["shape"])
+    return tensors
+
+
 def _layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
     x -= x.mean(axis=-1, keepdims=True)
     variance = np.mean(np.square(x), axis=-1, keepdims=True)
@@ -120,7 +150,6 @@ class NumpyBertEncoder:
         folder = Path(folder)
         config = _read_json(folder / "config.json")
         _check_supported(folder, config)
-        from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
         self.dimension = int(config["hidden_size"])
@@ -134,7 +163,7 @@ class NumpyBertEncoder:
         self._tokenizer.no_padding()  # padding is per sub-batch, to its longest text
         self._tokenizer.enable_truncation(self.max_length)
 
-        weights = load_file(str(folder / "model.safetensors"))
+        weights = read_safetensors(folder / "model.safetensors")
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
 
         def w(name: str) -> np.ndarray:
