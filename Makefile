@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[dev]"
+	@# Bytecode for the project's own modules: where PYTHONDONTWRITEBYTECODE is set (CI
+	@# images often do), every run would otherwise compile them again (~70 ms per start).
+	$(PY) -m compileall -q DeepResearch >/dev/null
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -180,17 +180,22 @@ async def measure_in_process(runs: int) -> dict[str, dict[str, list[float]]]:
 
 # -- report ------------------------------------------------------------------------------
 def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], float]:
+    """Medians of each column, and the ratio as the median over the pairs (a memory run and
+    the disabled run just before it): this VM's speed drifts by +-15 % over a minute, and a
+    pair sees the same drift."""
     med = statistics.median
     rows, ratios = [], []
     for question, t in times.items():
         off, on, load = med(t.disabled), med(t.enabled), med(t.loading)
-        net = med(t.enabled_without_loading)
-        ratios.append(net / off)
+        pairs = list(zip(t.enabled_without_loading, t.disabled, strict=True))
+        ratio = med(net / base for net, base in pairs)
+        added = med(net - base for net, base in pairs)
+        ratios.append(ratio)
         rows.append(
-            f"| {question} | {off:.2f} | {on:.2f} | {load:.2f} | {net:.2f} | +{(net - off) * 1000:.0f} "
-            f"| **{net / off:.2f}x** |"
+            f"| {question} | {off:.2f} | {on:.2f} | {load:.2f} | {med(t.enabled_without_loading):.2f} "
+            f"| +{added * 1000:.0f} | **{ratio:.2f}x** |"
         )
-        print(f"cli {question}: off {off:.2f} s, on {on:.2f} s, loading {load:.2f} s, {net / off:.2f}x")
+        print(f"cli {question}: off {off:.2f} s, on {on:.2f} s, loading {load:.2f} s, {ratio:.2f}x")
     return rows, statistics.median(ratios)
 
 
@@ -214,7 +219,7 @@ def in_process_table(times: dict[str, dict[str, list[float]]]) -> tuple[list[str
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7, help="in-process runs of each kind")
-    parser.add_argument("--cli-runs", type=int, default=7, help="deepresearch runs of each kind")
+    parser.add_argument("--cli-runs", type=int, default=11, help="deepresearch runs of each kind")
     args = parser.parse_args(argv if argv is not None else [])
     cli_rows, cli_ratio = cli_table(measure_cli(args.cli_runs))
     graph_rows, graph_ratio = in_process_table(asyncio.run(measure_in_process(args.runs)))
@@ -228,8 +233,9 @@ def main(argv: list[str] | None = None) -> None:
             "(the question below as `Case N: ...`): its query vectors, plan and trace keys are "
             "new, while its tool calls on the same documents recur, as between related "
             "questions. A memory run's own report of its model loading (the embedding "
-            "runtime's import, weights, one warm-up encode) is subtracted from its wall time; "
-            "medians in seconds.",
+            "runtime's import, weights, one warm-up encode) is subtracted from its wall time. "
+            "Times are medians in seconds; added time and ratio are medians over the pairs (a "
+            "memory run and the disabled run just before it, which see the same machine speed).",
             "",
             "| question | memory disabled | memory enabled | of which model loading "
             "| enabled, loading excluded | added (ms) | ratio |",
