@@ -63,6 +63,24 @@ def test_large_batches_run_in_parallel_and_keep_the_input_order(encoder, referen
     assert encoder.encode([]).shape == (0, 384)
 
 
+def test_concurrent_large_batches_agree_and_leave_blas_threads_as_found(encoder) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_info
+
+    def blas_threads() -> list[int]:
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    batches = [TEXTS * 10, list(reversed(TEXTS)) * 10, TEXTS[2:] * 12]
+    alone = [encoder.encode(b) for b in batches]
+    with ThreadPoolExecutor(3) as pool:
+        together = list(pool.map(encoder.encode, batches))
+    for a, b in zip(alone, together, strict=True):
+        np.testing.assert_allclose(a, b, atol=2e-6)
+    assert blas_threads() == before
+
+
 def test_other_architectures_are_refused_by_name(tmp_path: Path) -> None:
     folder = tmp_path / "model"
     shutil.copytree(MODEL_DIR, folder, ignore=shutil.ignore_patterns("model.safetensors"))

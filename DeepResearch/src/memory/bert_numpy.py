@@ -18,6 +18,7 @@ import json
 import math
 import mmap
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,6 +195,9 @@ class NumpyBertEncoder:
         self._threads = max(1, min(os.cpu_count() or 1, 4))
         self._pool: ThreadPoolExecutor | None = None
         self._blas = None
+        # The BLAS thread limit is process-wide: two overlapping limits could restore each
+        # other's value and leave BLAS on one thread for good. One parallel encode at a time.
+        self._parallel = threading.Lock()
 
     # -- public ------------------------------------------------------------------------
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -208,7 +212,7 @@ class NumpyBertEncoder:
             return out
         per = min(_SUB_BATCH_TEXTS, -(-len(order) // self._threads))
         chunks = [order[i:i + per] for i in range(0, len(order), per)]
-        with self._one_blas_thread():
+        with self._parallel, self._one_blas_thread():
             list(self._workers().map(lambda chunk: self._encode_into(out, ids, chunk), chunks))
         return out
 
