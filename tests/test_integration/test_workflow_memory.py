@@ -185,8 +185,32 @@ async def test_a_damaged_key_vector_cache_is_set_aside(
     assert not [e for e in outcome.state.errors if e.startswith("memory")]
     async with MemorySystemClient(outcome.state.memory_config) as client:  # all stored
         assert await client.backend.count(MemoryFilter()) > 0
-    assert "key-vector cache" in caplog.text and "starting a new one" in caplog.text
+    assert "key-vector cache" in caplog.text and "damaged" in caplog.text and "starting a new one" in caplog.text
     assert (folder / "key_vectors.damaged").read_bytes().startswith(b"not a database")
     cache = KeyVectorCache(folder, cfg.memory.vector_store.embedding_model, 384)
     assert cache.lookup(["Which aligner suits RNA-seq reads?"]) == {}
     cache.close()
+
+
+async def test_an_unusable_memory_folder_leaves_a_run_without_memory_not_a_crash(
+    make_config: MakeConfig, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A file where the store's folder should be: the run answers, says why memory is off,
+    and the memories it could not write are saved in the working folder, not lost."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("in the way")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    cfg = make_config(f"memory.faiss.path={blocker / 'memory'}")
+    with caplog.at_level("WARNING"):
+        outcome = await run_research(Q1, cfg)
+    assert outcome.state.final_answer and (outcome.run_dir / "report.md").exists()
+    assert "unavailable, running without memory" in caplog.text
+    assert "key-vector cache" in caplog.text and "not reusing key vectors" in caplog.text
+    (spilled,) = (work / "memory-unwritten").glob("unwritten-*.jsonl")
+    lines = spilled.read_text().splitlines()
+    kinds = {json.loads(line)["memory_type"] for line in lines}
+    assert {"tool_execution", "plan", "answer", "execution_trace"} <= kinds
+    assert f"saved to {spilled}" in caplog.text

@@ -4,8 +4,9 @@ Workflow memories are embedded by a short key ("Tool read_document with {...} su
 "Plan for '...' failed"), and the same keys come back run after run: related questions read
 the same documents. The model is deterministic, so a key it has embedded once needs no
 second pass -- at ~10 ms per short text on a 2-core CPU that is most of what memory adds to
-a run. This is a cache and nothing more: deleting the file only costs re-embedding, and a
-damaged file is set aside and started afresh (a warning, never a failed run).
+a run. This is a cache and nothing more: deleting the file only costs re-embedding, a
+damaged file is set aside and started afresh, and a folder that cannot be written turns the
+cache off for the run (a warning each, never a failed run).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class KeyVectorCache:
         self.model, self.dimension = model, dimension
         self._lock = threading.Lock()  # called from worker threads (asyncio.to_thread)
         self._db: sqlite3.Connection | None = None
+        self._off = False  # the folder or file cannot be used: no reuse in this process
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
@@ -88,18 +90,25 @@ class KeyVectorCache:
                 self._db = None
 
     def _guarded(self, operation):  # type: ignore[no-untyped-def]
-        """Run `operation(db)`; on a damaged or unwritable file, set it aside and go on."""
+        """Run `operation(db)`. A damaged file is set aside for a new one; an unusable folder
+        (not writable, not a folder, disk full) turns the cache off. Either way: None."""
         with self._lock:
+            if self._off:
+                return None
             try:
                 return operation(self._connect())
-            except sqlite3.Error as exc:
-                log.warning("memory: key-vector cache %s unusable (%s); starting a new one",
+            except (sqlite3.OperationalError, OSError) as exc:
+                log.warning("memory: key-vector cache %s unusable (%s); not reusing key "
+                            "vectors in this run", self.path, exc)
+                self._off = True
+            except sqlite3.DatabaseError as exc:  # e.g. "file is not a database"
+                log.warning("memory: key-vector cache %s damaged (%s); starting a new one",
                             self.path, exc)
-                if self._db is not None:
-                    self._db.close()
-                    self._db = None
                 try:
                     self.path.replace(self.path.with_suffix(".damaged"))
                 except OSError:
-                    pass
-                return None
+                    self._off = True
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+            return None

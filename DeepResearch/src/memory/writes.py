@@ -16,6 +16,7 @@ import asyncio
 import atexit
 import json
 import logging
+import tempfile
 import threading
 import time
 import weakref
@@ -161,28 +162,48 @@ class WriteQueue:
                 pass
             self._flusher = None
         await self.flush(force=True)
-        self.spill()
+        try:
+            self.spill()
+        except OSError as exc:  # kept in memory: the exit hook tries once more, then says so
+            log.error("memory: %d unwritten memories could not be spilled anywhere (%s)",
+                      len(self.outbox) + len(self.pending), exc)
+            return
         _open_queues.discard(self)
 
     def spill(self) -> Path | None:
-        """Write the outbox (and anything pending) to a JSONL file; warn naming it."""
+        """Write the outbox (and anything pending) to a JSONL file; warn naming it. The file
+        goes beside the FAISS store, or, when that folder cannot be written (the reason the
+        writes failed, often), into the working folder or the system's temp folder. Raises
+        OSError only when none of them can take it."""
         leftover = self.outbox + self.pending
         if not leftover:
             return None
-        folder = Path(self.client.config.faiss.path)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"unwritten-{time.strftime('%Y%m%dT%H%M%S')}-{self.client.session_id[:12]}.jsonl"
-        with path.open("a", encoding="utf-8") as fh:
-            for record in leftover:
-                fh.write(json.dumps(record_to_json(record)) + "\n")
-        self.outbox, self.pending = [], []
-        self.spilled_file = str(path)
-        log.warning(
-            "memory: %d memories could not be written to the %r backend and were saved to %s; "
-            "load them later with `deepresearch-memory import %s`",
-            len(leftover), self.client.config.backend, path, path,
-        )
-        return path
+        name = f"unwritten-{time.strftime('%Y%m%dT%H%M%S')}-{self.client.session_id[:12]}.jsonl"
+        lines = [json.dumps(record_to_json(record)) + "\n" for record in leftover]
+        failures = []
+        for folder in _spill_folders(Path(self.client.config.faiss.path)):
+            path = folder / name
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                with path.open("a", encoding="utf-8") as fh:
+                    fh.writelines(lines)
+            except OSError as exc:
+                failures.append(f"{folder}: {exc}")
+                continue
+            self.outbox, self.pending = [], []
+            self.spilled_file = str(path)
+            log.warning(
+                "memory: %d memories could not be written to the %r backend and were saved to "
+                "%s; load them later with `deepresearch-memory import %s`",
+                len(leftover), self.client.config.backend, path, path,
+            )
+            return path
+        raise OSError("; ".join(failures))
+
+
+def _spill_folders(store: Path) -> list[Path]:
+    return [store, Path.cwd() / "memory-unwritten",
+            Path(tempfile.gettempdir()) / "deepresearch-memory-unwritten"]
 
 
 def _flush_at_exit() -> None:
