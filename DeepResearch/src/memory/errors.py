@@ -9,6 +9,10 @@ class MemoryConfigError(MemorySubsystemError, ValueError):
     """A configuration value is invalid (message names key, value and the choices)."""
 
 
+class EmbeddingModelError(MemoryConfigError):
+    """The configured embedding model cannot be loaded on the configured runtime."""
+
+
 class MemoryInputError(MemorySubsystemError, ValueError):
     """Content, metadata, filters or vectors given to the client are invalid."""
 
