@@ -53,3 +53,11 @@ def test_model_load_is_timed_and_reported_once(caplog: pytest.LogCaptureFixture)
     lines = [r.getMessage() for r in caplog.records if "loaded in" in r.getMessage()]
     assert lines == [f"embedding model all-MiniLM-L6-v2 loaded in {embedder.load_seconds:.2f} s "
                      "(numpy runtime: import, weights, warm-up)"]
+
+
+def test_lone_surrogates_reach_the_model_as_replacement_characters() -> None:
+    """A workflow key may carry a file name decoded with surrogateescape; tokenizers refuse
+    such text, so the model reads U+FFFD in its place instead of failing the run."""
+    embedder = get_embedder()
+    smuggled, replaced = embedder.embed(["read \udce9t\udc80.md", "read \ufffdt\ufffd.md"])
+    np.testing.assert_allclose(smuggled, replaced, atol=1e-6)

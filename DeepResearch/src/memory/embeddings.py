@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -164,7 +165,7 @@ class Embedder:
         """Embeddings of `texts` as a C-contiguous float32 array (n, dimension), unit norm."""
         if len(texts) == 0:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = self.model.encode(list(texts), self.batch_size)
+        vectors = self.model.encode([_encodable(t) for t in texts], self.batch_size)
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     def embed_reusing(self, texts: Sequence[str]) -> np.ndarray:
@@ -204,6 +205,16 @@ class Embedder:
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return vector
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(text: str) -> str:
+    """`text` with each lone surrogate (an undecodable byte smuggled in by surrogateescape,
+    e.g. in a file name) replaced by U+FFFD: tokenizers refuse such text outright. Stored
+    contents are validated apart (inputs.py); this only concerns what the model reads."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def load_sentence_transformer(path: str, device: str = "cpu") -> Any:
