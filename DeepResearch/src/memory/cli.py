@@ -223,7 +223,8 @@ def _rebuild(config: MemoryConfig, reembed: bool) -> int:
     changed = stored.get("model", config.vector_store.embedding_model) != config.vector_store.embedding_model or stored.get(
         "dimension", str(config.vector_store.embedding_dimension)
     ) != str(config.vector_store.embedding_dimension)
-    embed = get_embedder(config.vector_store.embedding_model).embed if (reembed or changed) else None
+    store = config.vector_store
+    embed = get_embedder(store.embedding_model, store.embedding_runtime).embed if (reembed or changed) else None
     n = backend.rebuild(reembed=embed)
     how = "re-embedded and re-indexed" if embed else "re-indexed"
     print(f"{how} {n} memories in {config.faiss.path}")
