@@ -88,10 +88,14 @@ class SentenceTransformersRuntime:
         )
 
 
-def load_runtime(model: str, runtime: Runtime = "auto", device: str = "cpu") -> EmbeddingRuntime:
-    """The runtime for `model`; `auto` is numpy when the model folder allows it."""
+def _check_runtime(runtime: str) -> None:
     if runtime not in RUNTIMES:
         raise ValueError(f"embedding runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
+
+
+def load_runtime(model: str, runtime: Runtime = "auto", device: str = "cpu") -> EmbeddingRuntime:
+    """The runtime for `model`; `auto` is numpy when the model folder allows it."""
+    _check_runtime(runtime)
     path = resolve_model_path(model)
     if runtime != "sentence-transformers":
         from DeepResearch.src.memory.bert_numpy import UnsupportedModel
@@ -121,8 +125,7 @@ class Embedder:
         query_cache_size: int = 1024,
         device: str = "cpu",
     ) -> None:
-        if runtime not in RUNTIMES:
-            raise ValueError(f"embedding runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
+        _check_runtime(runtime)
         self.model_name = model
         self.runtime = runtime
         self.batch_size = batch_size
