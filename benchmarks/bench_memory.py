@@ -13,6 +13,7 @@ Corpus embeddings are cached in outputs/bench-cache. BENCH_SIZES=10000,100000 (d
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import hashlib
 import os
@@ -79,15 +80,11 @@ def cached_vectors(texts: list[str], tag: str) -> np.ndarray:
     return vectors
 
 
-_RAW_MODEL = []
-
-
+@functools.cache
 def raw_model():  # type: ignore[no-untyped-def]
     """The raw-library baseline: sentence-transformers' SentenceTransformer for the same
     model folder (the client embeds with its own runtime, numpy by default)."""
-    if not _RAW_MODEL:
-        _RAW_MODEL.append(load_sentence_transformer(resolve_model_path(DEFAULT_MODEL)))
-    return _RAW_MODEL[0]
+    return load_sentence_transformer(resolve_model_path(DEFAULT_MODEL))
 
 
 def rss_mib() -> float:

@@ -138,10 +138,10 @@ class ModelClock:
         self.seconds, self.texts, self.calls = 0.0, 0, 0
 
 
-EXECUTE_NODES: list[int] = []  # Execute node runs of the last timed run (nested loops too)
-
-
-async def timed_run(question: str, cfg: DictConfig, clock: ModelClock | None = None) -> float:
+async def timed_run(
+    question: str, cfg: DictConfig, clock: ModelClock | None = None
+) -> tuple[float, int]:
+    """(seconds, Execute node runs, nested loops included) of one run."""
     # A CLI run starts with no cached query vectors: drop the ones earlier runs left.
     get_embedder(str(cfg.memory.vector_store.embedding_model)).clear_cache()
     services = create_run_services(cfg)
@@ -150,8 +150,7 @@ async def timed_run(question: str, cfg: DictConfig, clock: ModelClock | None = N
     started = time.perf_counter()
     outcome = await run_research(question, cfg, services)
     elapsed = time.perf_counter() - started
-    EXECUTE_NODES[:] = [sum(1 for r in outcome.state.phase_log if r.phase == "execute")]
-    return elapsed
+    return elapsed, sum(1 for r in outcome.state.phase_log if r.phase == "execute")
 
 
 async def measure_in_process(runs: int) -> dict[str, dict[str, list[float]]]:
@@ -168,10 +167,12 @@ async def measure_in_process(runs: int) -> dict[str, dict[str, list[float]]]:
             times[question] = {"disabled": [], "enabled": [], "model": [], "texts": [], "calls": [],
                                "steps_off": [], "steps_on": []}
             for run in range(1, runs + 1):
-                times[question]["disabled"].append(await timed_run(asked(question, run), off))
-                times[question]["steps_off"].append(EXECUTE_NODES[0])
-                times[question]["enabled"].append(await timed_run(asked(question, run), on, clock))
-                times[question]["steps_on"].append(EXECUTE_NODES[0])
+                seconds, steps = await timed_run(asked(question, run), off)
+                times[question]["disabled"].append(seconds)
+                times[question]["steps_off"].append(steps)
+                seconds, steps = await timed_run(asked(question, run), on, clock)
+                times[question]["enabled"].append(seconds)
+                times[question]["steps_on"].append(steps)
                 times[question]["model"].append(clock.seconds)
                 times[question]["texts"].append(clock.texts)
                 times[question]["calls"].append(clock.calls)

@@ -4,7 +4,7 @@ Strictly offline: the default all-MiniLM-L6-v2 comes from the installed `gt-all-
 wheel; another model may be named by a local folder or an already-cached name, never
 fetched from a hub. Two runtimes compute the same vectors:
 
-- `numpy` (bert_numpy.py): loads in ~0.3 s and adds nothing to interpreter shutdown; the
+- `numpy` (bert_numpy.py): loads in ~0.1 s and adds little to interpreter shutdown; the
   default whenever the model is a mean-pooled BERT (all-MiniLM-L6-v2 is).
 - `sentence-transformers`: any model it can load, at the price of importing torch (~5 s at
   start, ~1 s at exit). `auto` picks numpy when it can and this otherwise.
