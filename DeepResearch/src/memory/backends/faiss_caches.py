@@ -89,7 +89,9 @@ def rows_gone(cached: np.ndarray, db: SQLiteRecords, watermark: int) -> np.ndarr
     """Seqs a cache holds (all <= watermark) whose records were deleted since it was saved."""
     if len(cached) == 0:
         return cached
-    return np.setdiff1d(cached, db.all_seqs_upto(watermark))
+    # isin with assume_unique (both hold each seq once), not setdiff1d: its np.unique makes
+    # numpy import numpy.ma (~6 ms at every store open).
+    return cached[~np.isin(cached, db.all_seqs_upto(watermark), assume_unique=True)]
 
 
 def rebuild_hint(root: Path) -> str:
