@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from DeepResearch.src.datatypes.agents import AgentType
 from DeepResearch.src.memory import MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter
-from DeepResearch.src.memory.embeddings import get_embedder
+from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryConfigError
 from DeepResearch.src.memory.integration import memory_plugins
 from DeepResearch.src.memory.key_vectors import KeyVectorCache
@@ -132,17 +132,26 @@ async def test_state_and_agent_deps_carry_client_session_and_profile(
     assert kinds == ["answer", "execution_trace", "plan", "tool_execution"]
 
 
+def watch_the_model(
+    cfg: DictConfig, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Embedder, list[str], Callable[[list[str]], np.ndarray]]:
+    """The run's shared embedder, a list that collects every text it runs through the model,
+    and its real `embed`."""
+    embedder = get_embedder(cfg.memory.vector_store.embedding_model,
+                            cfg.memory.vector_store.embedding_runtime)
+    seen: list[str] = []
+    real_embed = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts: seen.extend(texts) or real_embed(texts))
+    return embedder, seen, real_embed
+
+
 async def test_keys_embedded_by_an_earlier_run_skip_the_model(
     make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Tool runs, plans and traces that recur in a related run reuse the first run's
     vectors (key_vectors.sqlite beside the store); only new keys reach the model."""
     cfg = make_config()
-    embedder = get_embedder(cfg.memory.vector_store.embedding_model,
-                            cfg.memory.vector_store.embedding_runtime)
-    seen: list[str] = []
-    real_embed = embedder.embed
-    monkeypatch.setattr(embedder, "embed", lambda texts: seen.extend(texts) or real_embed(texts))
+    embedder, seen, real_embed = watch_the_model(cfg, monkeypatch)
     first = await run_research(Q1, cfg)
     first_keys = set(seen)
     assert any(k.startswith("Tool read_document with") for k in first_keys)
@@ -151,7 +160,10 @@ async def test_keys_embedded_by_an_earlier_run_skip_the_model(
     second = await run_research("Briefly: " + Q1, cfg)
     reused = [k for k in first_keys if k.startswith("Tool read_document with")]
     assert reused and not set(reused) & set(seen)  # same tool calls, no second pass
-    assert any(k.startswith("Plan for") for k in seen)  # the new question's keys were embedded
+    # The new question goes through the model once: its recalls, plan, answer and trace
+    # all use that one vector.
+    assert seen.count("Briefly: " + Q1) == 1
+    assert all(k == "Briefly: " + Q1 or k.startswith("Tool ") for k in seen)
 
     # The reused vectors are the model's own: run 2's tool memories carry run 1's vectors.
     async with MemorySystemClient(second.state.memory_config) as client:
@@ -171,6 +183,25 @@ async def test_keys_embedded_by_an_earlier_run_skip_the_model(
     known = cache.lookup(reused)
     np.testing.assert_allclose(np.stack([known[k] for k in reused]), fresh, atol=1e-6)
     cache.close()
+
+
+async def test_a_question_asked_again_reaches_the_model_not_at_all(
+    make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run 2 asks run 1's question in a new process: its recalls take the question's vector
+    from key_vectors.sqlite (run 1 stored its plan under it), its tool calls recur, so the
+    model embeds nothing -- yet run 2 recalls run 1 as usual."""
+    cfg = make_config()
+    embedder, seen, real_embed = watch_the_model(cfg, monkeypatch)
+    first = await run_research(Q1, cfg)
+    assert Q1 in seen
+    seen.clear()
+    embedder.clear_cache()  # a new process: no query vectors in memory
+    second = await run_research(Q1, cfg)
+    assert seen == []
+    recalled = (second.run_dir / "report.md").read_text().split("### Recalled from memory")[1]
+    assert re.search(rf"plan \(session {first.state.memory_session_id[:8]}\): Plan for", recalled)
+    np.testing.assert_allclose(embedder.cached(Q1), real_embed([Q1])[0], atol=1e-6)
 
 
 async def test_a_damaged_key_vector_cache_is_set_aside(

@@ -43,6 +43,17 @@ def test_embed_reusing_runs_only_new_texts_through_the_model() -> None:
     assert embedder.embed_reusing([]).shape == (0, 384)
 
 
+def test_a_primed_vector_is_served_as_the_query_vector_without_the_model() -> None:
+    embedder = CountingEmbedder()
+    known = embedder.embed(["asked in an earlier run"])[0]
+    embedder.seen.clear()
+    embedder.prime("asked in an earlier run", known)
+    known[:] = 0  # the cache holds its own copy
+    served = embedder.embed_query("asked in an earlier run")
+    assert embedder.seen == [] and not served.flags.writeable
+    np.testing.assert_allclose(served, embedder.embed(["asked in an earlier run"])[0], atol=1e-6)
+
+
 def test_model_load_is_timed_and_reported_once(caplog: pytest.LogCaptureFixture) -> None:
     embedder = Embedder()
     assert embedder.load_seconds is None

@@ -1,5 +1,5 @@
-"""Deduplicate: near-identical memories (cosine >= dedup_threshold, or the same text) keep
-only their best; without MMR it stops once `limit` are kept."""
+"""Deduplicate: near-identical memories of one type (cosine >= dedup_threshold, or the same
+text) keep only their best; without MMR it stops once `limit` are kept."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from DeepResearch.src.memory.ranking.diversity import Deduplicate
 from DeepResearch.src.memory.ranking.types import RankingContext, ScoredMemory
 
 
-def _item(rid: str, score: float, vector: list[float] | None, text: str | None = None) -> ScoredMemory:
+def _item(
+    rid: str, score: float, vector: list[float] | None, text: str | None = None, kind: str = "note"
+) -> ScoredMemory:
     v = None if vector is None else np.asarray(vector, dtype=np.float32) / np.linalg.norm(vector)
-    return ScoredMemory(MemoryRecord(rid, "s", "note", text or rid, 0.0, vector=v), 0.0, score)
+    return ScoredMemory(MemoryRecord(rid, "s", kind, text or rid, 0.0, vector=v), 0.0, score)
 
 
 def _ctx(limit: int, **retrieval: object) -> RankingContext:
@@ -46,3 +48,15 @@ async def test_stops_at_limit_unless_mmr_needs_the_pool() -> None:
     items = [_item(str(i), 1.0 - i / 10, [np.cos(i), np.sin(i)]) for i in range(3)]
     assert [m.record.id for m in await Deduplicate()(items, _ctx(2))] == ["0", "1"]
     assert len(await Deduplicate()(items, _ctx(2, mmr_enabled=True))) == 3
+
+
+async def test_memories_of_different_types_are_never_duplicates() -> None:
+    """A loop's plan, answer and trace share its question's vector; each is kept once."""
+    items = [
+        _item("answer", 1.0, [1, 0], kind="answer"),
+        _item("plan", 0.9, [1, 0], kind="plan"),
+        _item("plan-again", 0.8, [1, 0.01], kind="plan"),  # a duplicate of "plan"
+        _item("trace", 0.7, [1, 0], text="answer", kind="execution_trace"),  # same text too
+    ]
+    out = await Deduplicate()(items, _ctx(10))
+    assert [m.record.id for m in out] == ["answer", "plan", "trace"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from DeepResearch.src.datatypes.execution import ExecutionStatus
@@ -29,9 +30,14 @@ def _line(item: ExecutionItem) -> str:
 
 
 def trace_memories(
-    history: ExecutionHistory, question: str, session_id: str
+    history: ExecutionHistory,
+    question: str,
+    session_id: str,
+    loop_questions: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """One `execution_trace` memory per loop that ran anything."""
+    """One `execution_trace` memory per loop that ran anything, keyed by the loop's question
+    (`loop_questions`: loop id -> question; the run's question for a loop not named)."""
+    loop_questions = loop_questions or {}
     by_loop: dict[str, list[ExecutionItem]] = {}
     for item in history.items:
         by_loop.setdefault(item.loop_id, []).append(item)
@@ -45,10 +51,9 @@ def trace_memories(
             {
                 "content": f"Execution trace of loop {loop_id} for {question!r}:\n"
                 + "\n".join(lines),
-                # Short, and the same for loops with the same outcome: one embedding serves
-                # them (the loop id and tools are in the content, searched lexically).
-                "key": f"Execution trace for {question!r}: "
-                f"{len(items) - len(failed)} of {len(items)} tool runs succeeded",
+                # The loop's question, embedded already for its recalls: no model call (the
+                # loop id, tools and outcomes are in the content, searched lexically).
+                "key": loop_questions.get(loop_id, question),
                 "memory_type": "execution_trace",
                 "importance": TRACE_IMPORTANCE,
                 "session_id": session_id,
@@ -109,9 +114,12 @@ def failure_analysis_memory(
 
 
 def history_memories(
-    history: ExecutionHistory, question: str, session_id: str
+    history: ExecutionHistory,
+    question: str,
+    session_id: str,
+    loop_questions: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Everything the bridge stores for one run's history (store_many items)."""
-    memories = trace_memories(history, question, session_id)
+    memories = trace_memories(history, question, session_id, loop_questions)
     analysis = failure_analysis_memory(history, question, session_id)
     return memories + ([analysis] if analysis is not None else [])

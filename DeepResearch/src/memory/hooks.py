@@ -207,7 +207,7 @@ def plan_memory(draft: _PlanDraft, state: ResearchState, succeeded: bool) -> dic
     return {
         "id": draft.memory_id,
         "content": content,
-        "key": f"Plan for {draft.question!r} {outcome}",
+        "key": draft.question,  # see MemoryRun.store: a loop's memories share its question's vector
         "memory_type": "plan",
         "agent_type": "planner",
         "importance": PLAN_IMPORTANCE,

@@ -71,6 +71,7 @@ class MemoryIntegration(RunHook):
         run = MemoryRun(client, self.config, self.settings, root_session=client.session_id,
                         key_vectors=key_vector_cache(self.config))
         run.sessions[state.loop_id] = client.session_id
+        run.questions[state.loop_id] = state.question
         self.run = run
         self.tracker.start(run)
         self.node_hook.start(run)
@@ -97,7 +98,7 @@ class MemoryIntegration(RunHook):
         try:
             self.tracker.stop()
             run.pending += history_memories(
-                state.execution_history, state.question, run.root_session
+                state.execution_history, state.question, run.root_session, run.questions
             )
             await run.write_pending(state)  # the last batch: root loop + history bridge
         finally:

@@ -35,6 +35,7 @@ class NestedMemoryContexts(LoopHook):
         session = run.client.create_nested_context(parent.memory_session_id, child.loop_id)
         child.memory_session_id = session
         run.sessions[child.loop_id] = session
+        run.questions[child.loop_id] = child.question
 
     async def on_loop_end(
         self, parent: ResearchState, child: ResearchState, result: SubLoopResult

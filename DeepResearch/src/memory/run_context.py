@@ -107,6 +107,7 @@ class MemoryRun:
     settings: WorkflowMemorySettings
     root_session: str
     sessions: dict[str, str] = field(default_factory=dict)  # loop id -> session id
+    questions: dict[str, str] = field(default_factory=dict)  # loop id -> the loop's question
     recalls: list[Recall] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     stored: dict[str, int] = field(default_factory=dict)  # memory type -> count
@@ -134,9 +135,12 @@ class MemoryRun:
         self, items: Sequence[dict[str, Any]], what: str, state: ResearchState | None = None
     ) -> list[str]:
         """Store workflow memories in one batch. Each item may carry a `key`: a short text
-        (question, tool and outcome, ...) that is embedded instead of the whole content -- it
-        is what later recalls match on, and it keeps the embedding cost of a run small. The
-        content itself is stored whole (and searched lexically)."""
+        that is embedded instead of the whole content -- it is what later recalls match on,
+        and it keeps the embedding cost of a run small. The content itself is stored whole
+        (and searched lexically). A loop's plan, answer and execution trace are keyed by the
+        loop's question, whose vector its recalls have already computed: they are found by
+        related questions, and cost no model call. Tool runs are keyed by tool, parameters
+        and outcome."""
         if not items:
             return []
         keys = [str(item.get("key") or item["content"]) for item in items]
@@ -167,6 +171,18 @@ class MemoryRun:
             known.update(zip(missing, fresh, strict=True))
         return np.ascontiguousarray(np.stack([known[key] for key in keys]), dtype=np.float32)
 
+    async def _known_vector(self, text: str) -> np.ndarray | None:
+        """`text`'s vector without the model, or None: from this process's query cache, else
+        from a key an earlier run stored (a question asked again; it is then cached for this
+        run's later recalls and keys)."""
+        embedder = self.client.embedder
+        vector = embedder.cached(text)
+        if vector is None and self.key_vectors is not None:
+            vector = (await asyncio.to_thread(self.key_vectors.lookup, [text])).get(text)
+            if vector is not None:
+                embedder.prime(text, vector)
+        return vector
+
     def degrade(self, what: str, exc: Exception, state: ResearchState | None = None) -> None:
         """A memory operation failed: one warning per kind of operation, the run goes on."""
         message = f"memory: {what} failed, continuing without it: {type(exc).__name__}: {exc}"
@@ -192,10 +208,11 @@ class MemoryRun:
         report. `vector_of`: search densely by this text's (cached) vector instead of
         embedding the query, whose words still drive lexical search and pattern matching."""
         try:
-            query_vector = None
-            if vector_of is not None:
+            query_vector = await self._known_vector(vector_of if vector_of is not None else query)
+            if query_vector is None and vector_of is not None:
                 embedder = self.client.embedder
                 query_vector = await asyncio.to_thread(embedder.embed_query, vector_of)
+            # else the client embeds the query, overlapping its lexical search
             found = await self.client.retrieve(
                 query,
                 top_k=self.settings.top_k,

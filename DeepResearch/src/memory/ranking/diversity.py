@@ -14,10 +14,14 @@ def _sim(a: ScoredMemory, b: ScoredMemory) -> float:
 
 
 class Deduplicate(BaseStep):
-    """Keep the best of near-identical memories (cosine >= dedup_threshold or same text).
+    """Keep the best of near-identical memories of one type (cosine >= dedup_threshold or
+    same text).
 
-    Greedy over the items best first, comparing each with the kept ones as one matrix-vector
-    product. Without MMR the list is cut to `limit` next, so it stops once `limit` are kept."""
+    Memories of different types are never duplicates: a loop's plan, answer and execution
+    trace are all indexed under its question's vector, and each says something else. Greedy
+    over the items best first, comparing each with the kept ones of its type as one
+    matrix-vector product. Without MMR the list is cut to `limit` next, so it stops once
+    `limit` are kept."""
 
     name = "deduplicate"
 
@@ -28,25 +32,26 @@ class Deduplicate(BaseStep):
         enough = len(items) if ctx.retrieval.mmr_enabled else ctx.limit
         threshold = ctx.retrieval.dedup_threshold
         kept: list[ScoredMemory] = []
-        kept_texts: set[tuple[str, bytes | None]] = set()
-        matrix: np.ndarray | None = None  # kept vectors, one row each, filled in order
-        rows = 0
+        kept_texts: set[tuple[str, str, bytes | None]] = set()
+        matrices: dict[str, np.ndarray] = {}  # memory type -> its kept vectors, one per row
+        rows: dict[str, int] = {}
         for m in by_score(items):
             if len(kept) >= enough:
                 break
-            text = (m.record.content, m.record.content_blob)
+            kind = m.record.memory_type
+            text = (kind, m.record.content, m.record.content_blob)
             if text in kept_texts:
                 continue
-            vector = m.record.vector
-            if vector is not None and rows and float(np.max(matrix[:rows] @ vector)) >= threshold:
+            vector, n = m.record.vector, rows.get(kind, 0)
+            if vector is not None and n and float(np.max(matrices[kind][:n] @ vector)) >= threshold:
                 continue
             kept.append(m)
             kept_texts.add(text)
             if vector is not None:
-                if matrix is None:
-                    matrix = np.empty((enough, len(vector)), dtype=np.float32)
-                matrix[rows] = vector
-                rows += 1
+                if kind not in matrices:
+                    matrices[kind] = np.empty((enough, len(vector)), dtype=np.float32)
+                matrices[kind][n] = vector
+                rows[kind] = n + 1
         return kept
 
 
