@@ -8,7 +8,16 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig, OmegaConf
 from pydantic_ai import RunContext
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.models.test import TestModel
@@ -16,6 +25,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from DeepResearch.agents import ExecutorAgent, PlannerAgent, SynthesizerAgent, build_agents
 from DeepResearch.src.agents.models import ModelConfigError, build_model
+from DeepResearch.src.agents.offline_model import OfflineModel
 from DeepResearch.src.agents.prompts import (
     PlanStep,
     cited_sources,
@@ -156,6 +166,34 @@ async def test_offline_planner_splits_compound_questions(
         "search_documents",
         "read_document",
     ]
+
+
+def test_offline_planner_reads_the_sources_recalled_answers_cited_in_one_step() -> None:
+    question = "Which aligner suits RNA-seq reads, as compared in lab_aligner_notes.md?"
+    tools = default_registry().names()
+    recalled = {"memories": [
+        {"score": 2.0, "metadata": {"question": "earlier one", "sources": ["rna_seq_aligners.md"]}},
+        {"score": 1.5, "metadata": {"question": "earlier two", "sources": [
+            "variant_calling.md", "rna_seq_aligners.md", "lab_aligner_notes.md"]}},
+    ]}
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[UserPromptPart(planner_prompt(question, tools, 0))]),
+        ModelResponse(parts=[ToolCallPart("retrieve_memory", {"query": question})]),
+        ModelRequest(parts=[ToolReturnPart("retrieve_memory", recalled)]),
+    ]
+    info = AgentInfo(function_tools=[], allow_text_output=True, output_tools=[],
+                     model_settings=None, model_request_parameters=ModelRequestParameters(),
+                     instructions=None)
+    response = OfflineModel().plan(messages, info)
+    text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
+    assert [s.line() for s in parse_plan(text, tools)] == [
+        f"1. search_documents: {question}",
+        "2. read_document: lab_aligner_notes.md",  # named by the question: not read twice
+        "3. read_document: rna_seq_aligners.md, variant_calling.md",
+        "4. read_document: the top results of step 1",
+    ]
+    assert "# memory: the earlier answer to 'earlier one' (recalled, score 2.000) cited it: " \
+        "reading rna_seq_aligners.md" in text
 
 
 async def test_offline_executor_makes_real_tool_calls(

@@ -3,7 +3,8 @@
 One function per agent role reads the labelled prompt (see prompts.py):
 - planner: turns the question into numbered plan steps (sub-questions for compound ones);
   documents the question names are read; with memory it first calls `retrieve_memory` for
-  earlier answers and reads the documents they cited (its plan says so in `#` lines);
+  earlier answers and reads the documents they cited, in one step (its plan says why in `#`
+  lines);
 - executor: makes real tool calls (ToolCallPart) for the tool its step names, then reports
   the sentences of the results that best match the question, citing their sources; a call
   the MEMORY section flags as failed before with `not_found` is skipped and reported;
@@ -137,11 +138,13 @@ class OfflineModel:
             lines = [f"search_documents: {part}" for part in parts]
             named = list(dict.fromkeys(_FILE.findall(question)))
             lines += [f"read_document: {source}" for source in named]
+            recalled: list[str] = []
             for source, note in _recalled_sources(returns):
-                if source not in named:
-                    named.append(source)
-                    lines.append(f"read_document: {source}")
+                if source not in named and source not in recalled:
+                    recalled.append(source)
                     comments.append(f"# memory: {note}: reading {source}")
+            if recalled:  # one step for all of them: each step is a model call
+                lines.append(f"read_document: {', '.join(recalled)}")
             searches = ", ".join(str(i) for i in range(1, len(parts) + 1))
             lines.append(
                 f"read_document: the top results of step{'s' if len(parts) > 1 else ''} {searches}"
