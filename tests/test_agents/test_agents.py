@@ -21,6 +21,7 @@ from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 from DeepResearch.agents import ExecutorAgent, PlannerAgent, SynthesizerAgent, build_agents
@@ -168,6 +169,41 @@ async def test_offline_planner_splits_compound_questions(
     ]
 
 
+def agent_info(*tools: str) -> AgentInfo:
+    """What a FunctionModel is told about its agent: here only the names of its tools."""
+    return AgentInfo(
+        function_tools=[ToolDefinition(name=name) for name in tools], allow_text_output=True,
+        output_tools=[], model_settings=None, model_request_parameters=ModelRequestParameters(),
+        instructions=None,
+    )
+
+
+def test_offline_planner_uses_its_memory_section_before_searching_memory_itself() -> None:
+    question = "Which aligner suits RNA-seq reads?"
+    tools = default_registry().names()
+    briefing = (
+        "- [plan, succeeded, score 2.100] Plan for 'Which aligner?' succeeded: 3 of 3 steps done\n"
+        "- [answer, score 1.900] Question: Which aligner? Answer: STAR. [rna_seq_aligners.md] "
+        "(cited: rna_seq_aligners.md)"
+    )
+    model = OfflineModel()
+    briefed = model.plan(
+        [ModelRequest(parts=[UserPromptPart(planner_prompt(question, tools, 0, briefing))])],
+        agent_info("retrieve_memory"),
+    )
+    assert not [p for p in briefed.parts if isinstance(p, ToolCallPart)]  # no extra turn
+    text = "".join(p.content for p in briefed.parts if isinstance(p, TextPart))
+    assert "read_document: rna_seq_aligners.md" in text
+    assert "# memory: the earlier answer to 'Which aligner?' (recalled, score 1.900) cited it" in text
+    # A MEMORY section that names no cited documents: the planner asks memory itself.
+    unbriefed = model.plan(
+        [ModelRequest(parts=[UserPromptPart(planner_prompt(question, tools, 0, briefing[:70]))])],
+        agent_info("retrieve_memory"),
+    )
+    (call,) = unbriefed.parts
+    assert isinstance(call, ToolCallPart) and call.tool_name == "retrieve_memory"
+
+
 def test_offline_planner_reads_the_sources_recalled_answers_cited_in_one_step() -> None:
     question = "Which aligner suits RNA-seq reads, as compared in lab_aligner_notes.md?"
     tools = default_registry().names()
@@ -181,10 +217,7 @@ def test_offline_planner_reads_the_sources_recalled_answers_cited_in_one_step() 
         ModelResponse(parts=[ToolCallPart("retrieve_memory", {"query": question})]),
         ModelRequest(parts=[ToolReturnPart("retrieve_memory", recalled)]),
     ]
-    info = AgentInfo(function_tools=[], allow_text_output=True, output_tools=[],
-                     model_settings=None, model_request_parameters=ModelRequestParameters(),
-                     instructions=None)
-    response = OfflineModel().plan(messages, info)
+    response = OfflineModel().plan(messages, agent_info())
     text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
     assert [s.line() for s in parse_plan(text, tools)] == [
         f"1. search_documents: {question}",

@@ -2,9 +2,9 @@
 
 One function per agent role reads the labelled prompt (see prompts.py):
 - planner: turns the question into numbered plan steps (sub-questions for compound ones);
-  documents the question names are read; with memory it first calls `retrieve_memory` for
-  earlier answers and reads the documents they cited, in one step (its plan says why in `#`
-  lines);
+  documents the question names are read; with memory it reads, in one step, the documents
+  that earlier answers cited -- as listed in its MEMORY section, or, when that names none,
+  as found by calling `retrieve_memory` (its plan says why in `#` lines);
 - executor: makes real tool calls (ToolCallPart) for the tool its step names, then reports
   the sentences of the results that best match the question, citing their sources; a call
   the MEMORY section flags as failed before with `not_found` is skipped and reported;
@@ -48,6 +48,11 @@ _STEP = re.compile(r"^STEP \d+/\d+:\s*([\w-]+):\s*(.*)$", re.MULTILINE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _FILE = re.compile(r"[\w./-]+\.(?:md|txt)")
 _FLAG = re.compile(r"^- FAILED BEFORE: ([\w-]+) (\{.*?\}) -> (\w+): (.*)$", re.MULTILINE)
+# An answer's line in the MEMORY section: `- [answer, score S] Question: Q Answer: ... (cited: a.md)`.
+_BRIEFED_ANSWER = re.compile(
+    r"^- \[answer[^\]]*score (-?[\d.]+)\] Question: (.*?)(?: Answer:.*)? \(cited: ([^)]*)\)$",
+    re.MULTILINE,
+)
 MEMORY_TOOL = "retrieve_memory"
 
 
@@ -124,14 +129,18 @@ class OfflineModel:
         prompt = _prompt(messages)
         question = field_value(prompt, "QUESTION") or prompt.strip()
         returns = _tool_returns(messages)
-        if not returns and MEMORY_TOOL in {tool.name for tool in info.function_tools}:
+        memory = section(prompt, "MEMORY")
+        briefed = _briefed_sources(memory)
+        # The workflow's MEMORY section usually names the earlier answers and what they
+        # cited; only when it does not is memory searched directly (one more model turn).
+        if not returns and not briefed and MEMORY_TOOL in {t.name for t in info.function_tools}:
             query = {"query": question, "top_k": 3, "filters": {"memory_type": "answer"}}
             return ModelResponse(parts=[ToolCallPart(MEMORY_TOOL, {**query, "scope": "all"})])
         allowed = field_value(prompt, "SUBQUESTIONS") or "not allowed"
         limit_match = re.search(r"at most (\d+)", allowed)
         limit = int(limit_match.group(1)) if limit_match and allowed.startswith("allowed") else 0
         parts = split_question(question)
-        comments = _memory_comments(section(prompt, "MEMORY"))
+        comments = _memory_comments(memory)
         if len(parts) > 1 and limit > 0:
             lines = [f"{SUBQUESTION}: {part}" for part in parts[:limit]]
         else:
@@ -139,7 +148,7 @@ class OfflineModel:
             named = list(dict.fromkeys(_FILE.findall(question)))
             lines += [f"read_document: {source}" for source in named]
             recalled: list[str] = []
-            for source, note in _recalled_sources(returns):
+            for source, note in briefed + _recalled_sources(returns):
                 if source not in named and source not in recalled:
                     recalled.append(source)
                     comments.append(f"# memory: {note}: reading {source}")
@@ -247,6 +256,15 @@ def _recalled_sources(returns: list[ToolReturnPart]) -> list[tuple[str, str]]:
             found += [
                 (source, why) for source in meta.get("sources", []) if _FILE.fullmatch(source)
             ]
+    return found
+
+
+def _briefed_sources(memory: str) -> list[tuple[str, str]]:
+    """(source, why) for each document an answer in the MEMORY section cited."""
+    found: list[tuple[str, str]] = []
+    for score, question, sources in _BRIEFED_ANSWER.findall(memory):
+        why = f"the earlier answer to {question!r} (recalled, score {float(score):.3f}) cited it"
+        found += [(s.strip(), why) for s in sources.split(",") if _FILE.fullmatch(s.strip())]
     return found
 
 

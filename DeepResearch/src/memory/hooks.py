@@ -37,6 +37,7 @@ log = logging.getLogger("DeepResearch.memory")
 PLAN_IMPORTANCE = 0.6
 ANSWER_IMPORTANCE = 0.7
 FLAG_PREFIX = "FAILED BEFORE:"
+CITED = "cited"  # an answer's briefing line ends with the documents it cited
 
 
 def _score(memory: RetrievedMemory) -> str:
@@ -44,12 +45,15 @@ def _score(memory: RetrievedMemory) -> str:
 
 
 def briefing_line(memory: RetrievedMemory) -> str:
+    """`- [<type>[, succeeded|failed], score S] <excerpt>[ (cited: a.md, b.md)]`."""
     doc = memory.document
     meta = doc.metadata
     outcome = meta.get("success")
     status = "" if not isinstance(outcome, bool) else (", succeeded" if outcome else ", failed")
     text = doc.content.split("\n", 1)[0] if doc.memory_type == "plan" else doc.content
-    return f"- [{doc.memory_type}{status}, {_score(memory)}] {excerpt(text, 400)}"
+    sources = meta.get("sources") if doc.memory_type == "answer" else None
+    cited = f" ({CITED}: {', '.join(sources)})" if sources else ""
+    return f"- [{doc.memory_type}{status}, {_score(memory)}] {excerpt(text, 400)}{cited}"
 
 
 def flag_line(memory: RetrievedMemory) -> str:
