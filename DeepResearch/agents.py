@@ -1,9 +1,8 @@
 """The agents: BaseAgent over pydantic-ai `Agent[AgentDependencies, str]`, and the Planner,
 Executor and Synthesizer of the workflow.
 
-Every agent takes extra pydantic-ai toolsets (`toolsets=`) and capabilities (`capabilities=`),
-e.g. the memory capability; the
-Executor also gets the registry toolset, whose calls all go through `deps.tool_runner`.
+Every agent takes extra pydantic-ai toolsets (`toolsets=`, e.g. the memory toolset) and
+capabilities (`capabilities=`); the Executor also gets the registry toolset, whose calls all go through `deps.tool_runner`.
 """
 
 from __future__ import annotations
@@ -141,8 +140,8 @@ def build_agents(
     toolsets: Toolsets = (),
     capabilities: Capabilities = (),
 ) -> WorkflowAgents:
-    """The three agents on the models of `cfg.llm`; `toolsets` and `capabilities` (e.g. the
-    memory capability) go to every agent.
+    """The three agents on the models of `cfg.llm`; `toolsets` (e.g. the memory toolset) and
+    `capabilities` go to every agent.
 
     Model errors (unknown provider, missing API key) propagate: an agent is never silently
     left out.

@@ -1,4 +1,4 @@
-"""The memory toolset / capability on a pydantic-ai agent driven by a FunctionModel."""
+"""The memory toolset on a pydantic-ai agent driven by a FunctionModel."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from DeepResearch.src.datatypes.agents import AgentDependencies
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
-from DeepResearch.src.memory.capability import memory_capability
+from DeepResearch.src.memory.toolset import memory_toolset
 
 pytestmark = pytest.mark.integration
 FACT = "The lab standardised on STAR 2.7 for RNA-seq alignment in March."
@@ -66,7 +66,7 @@ def make_agent(fn: Any) -> Agent[AgentDependencies, str]:
     return Agent(
         FunctionModel(fn),
         deps_type=AgentDependencies,
-        capabilities=[memory_capability()],
+        toolsets=[memory_toolset()],
         name="planner",
     )
 

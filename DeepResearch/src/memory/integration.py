@@ -7,7 +7,7 @@
   group (`memory.session_id` continues a session, default a new one), puts it in the root
   `ResearchState` (client, session id, config, agent profiles), and at the end writes the
   pending tool runs, bridges the ExecutionHistory, and closes (flushes) the client;
-- agents: the memory capability (toolset + instructions) for Planner, Executor, Synthesizer;
+- agents: the memory toolset (tools + instructions) for Planner, Executor, Synthesizer;
 - nodes: `MemoryNodeHook`; nested loops: `NestedMemoryContexts`; tool runs:
   `ToolExecutionTracker`; after the outputs are written, a "Memory" section is appended to
   report.md and WORKFLOW_SUMMARY.md.
@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 
 from DeepResearch.src.memory.bridge import history_memories
-from DeepResearch.src.memory.capability import memory_capability
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemorySubsystemError
@@ -38,6 +37,7 @@ from DeepResearch.src.memory.run_context import (
     describe,
     resolve_memory,
 )
+from DeepResearch.src.memory.toolset import memory_toolset
 from DeepResearch.src.memory.tracking import ToolExecutionTracker
 from DeepResearch.src.workflow.flows import resolve_flow
 from DeepResearch.src.workflow.hooks import RunHook
@@ -172,7 +172,7 @@ class MemoryPlugins:
     def services_kwargs(self) -> dict[str, Any]:
         integration = self.integration
         return {
-            "capabilities": [memory_capability()],
+            "toolsets": [memory_toolset()],
             "node_hooks": [integration.node_hook],
             "loop_hooks": [integration.loop_hook],
             "run_hooks": [integration],
