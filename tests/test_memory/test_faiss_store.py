@@ -309,3 +309,25 @@ def test_faiss_work_leaves_torch_its_threads_on_the_shared_workers() -> None:
                          cwd=REPO, timeout=300, check=True).stdout.split()
     workers, main_thread = out[:-1], out[-1]
     assert workers == [f"[{main_thread}]"]
+
+
+async def test_rows_another_process_wrote_meanwhile_are_found_after_reopening(
+    tmp_path: Path,
+) -> None:
+    """Two runs on one folder at once: each cache holds only its own writes, and the one saved
+    last has a watermark past the other's rows. The next open must still index every row."""
+    records = _worded(103)
+    first, second = await _backend(tmp_path), await _backend(tmp_path)
+    await first.upsert(records[:100])  # enough rows for close to write the cache files
+    await second.upsert(records[100:101])  # r100, while `first` is open
+    await first.upsert(records[101:103])  # r101, r102: past r100 in `first`'s caches
+    await first.close()
+    await second.close()
+
+    backend = await _backend(tmp_path)
+    hit = await backend.vector_search(records[100].vector, 1, MemoryFilter())
+    assert [c.record.id for c in hit] == ["r100"]
+    words = await backend.text_search("r100", 5, MemoryFilter())
+    assert "r100" in [c.record.id for c in words]
+    assert backend._vectors.index.ntotal == 103 and len(backend._lexical.index) == 103
+    await backend.close()

@@ -27,12 +27,13 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import MemoryFilter
+from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.backends.lexical import LexicalIndex
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError
+from DeepResearch.src.memory.text import tokenize
 
 INDEX_FILE = "index.faiss"
 Reembed = Callable[[list[str]], np.ndarray]
@@ -85,13 +86,27 @@ def read_header_and_body(path: Path) -> tuple[dict, bytes]:
     return header, body
 
 
-def rows_gone(cached: np.ndarray, db: SQLiteRecords, watermark: int) -> np.ndarray:
-    """Seqs a cache holds (all <= watermark) whose records were deleted since it was saved."""
-    if len(cached) == 0:
-        return cached
-    # isin with assume_unique (both hold each seq once), not setdiff1d: its np.unique makes
+def reconcile(
+    cached: np.ndarray, db: SQLiteRecords, watermark: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(gone, missed) for a cache holding `cached` seqs, all <= `watermark`: seqs whose records
+    were deleted since it was saved, and live seqs <= watermark it never held. The latter are
+    rows another process wrote while this cache's process had the store open: that process
+    then wrote rows of its own past them, and saved its watermark beyond them."""
+    if watermark <= 0:
+        return cached[:0], cached[:0]
+    live = db.all_seqs_upto(watermark)
+    # isin with assume_unique (each side holds a seq once), not setdiff1d: its np.unique makes
     # numpy import numpy.ma (~6 ms at every store open).
-    return cached[~np.isin(cached, db.all_seqs_upto(watermark), assume_unique=True)]
+    gone = cached[~np.isin(cached, live, assume_unique=True)]
+    missed = live[~np.isin(live, cached, assume_unique=True)]
+    return gone, missed
+
+
+def missed_records(db: SQLiteRecords, missed: np.ndarray) -> list[tuple[int, MemoryRecord]]:
+    """The records of `missed` seqs (see reconcile), in seq order."""
+    found = db.by_seqs([int(s) for s in missed], MemoryFilter())
+    return sorted(found.items())
 
 
 def rebuild_hint(root: Path) -> str:
@@ -166,7 +181,12 @@ class VectorCache(SavedCache):
         in_index = np.zeros(0, dtype=np.int64)
         if self.index.ntotal:
             in_index = faiss.vector_to_array(self.index.id_map).astype(np.int64)
-            self.remove(rows_gone(in_index, db, self.watermark), db)
+        gone, missed = reconcile(in_index, db, self.watermark)
+        self.remove(gone, db)
+        if len(missed):
+            found = missed_records(db, missed)
+            self.add(np.array([s for s, _ in found], dtype=np.int64),
+                     np.stack([r.vector for _, r in found]))
         seqs, vectors = db.vectors_after(self.watermark)
         fresh = ~np.isin(seqs, in_index)
         self.add(seqs[fresh], vectors[fresh] if len(seqs) else vectors)
@@ -222,7 +242,10 @@ class LexicalCache(SavedCache):
             except Exception as exc:  # a cache: rebuild it from the stored tokens
                 log.warning("lexical index %s unusable (%s); rebuilding it", self.path, exc)
                 self.index, self.watermark = LexicalIndex(), 0
-        self.remove(rows_gone(self.index.live_rows(), db, self.watermark))
+        gone, missed = reconcile(self.index.live_rows(), db, self.watermark)
+        self.remove(gone)
+        for seq, record in missed_records(db, missed):
+            self.add(seq, tokenize(record.content))  # the tokens upsert gave FTS5
         for seq, tokens in db.tokens_after(self.watermark):
             if seq not in self.index:
                 self.add(seq, tokens.split())
