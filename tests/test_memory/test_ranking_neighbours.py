@@ -1,5 +1,6 @@
 """Neighbour smoothing: session neighbours along the FOLLOWS chain (every backend), the step's
-arithmetic, and its effect through the client."""
+arithmetic, and its effect through the client; the filtered, batched relation walk
+(`related_many`) the neighbour and cross-reference steps fetch with."""
 
 from __future__ import annotations
 
@@ -9,10 +10,17 @@ import numpy as np
 import pytest
 
 from DeepResearch.src.memory import MemorySystemClient
-from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, RelatedRecord
-from DeepResearch.src.memory.config import RetrievalConfig
+from DeepResearch.src.memory.backends.base import (
+    MemoryBackend,
+    MemoryFilter,
+    MemoryRecord,
+    RelatedRecord,
+)
+from DeepResearch.src.memory.backends.filtering import record_matches
+from DeepResearch.src.memory.config import ProfileConfig, RetrievalConfig
+from DeepResearch.src.memory.ranking.expansion import EXPANSION_TYPES, CrossReferenceExpansion
 from DeepResearch.src.memory.ranking.neighbours import NeighbourSmoothing
-from DeepResearch.src.memory.ranking.types import RankingContext, ScoredMemory
+from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory
 
 MakeClient = Callable[..., MemorySystemClient]
 
@@ -141,3 +149,159 @@ async def test_only_the_best_candidates_neighbourhoods_are_fetched() -> None:
     assert asked == [str(i) for i in range(20)]  # max(20, 2 x limit 5)
     assert out["20"] > 0.8  # linked to 19, whose neighbourhood was fetched
     assert out["25"] == pytest.approx(0.75)  # no fetched neighbour: unchanged
+
+
+# --- the filtered, batched walk (related_many / session_neighbours with a filter) -------------
+async def _graph(client: MemorySystemClient) -> dict[str, str]:
+    """One session a, b, c, d (each FOLLOWS the one before: the client links them), plus
+    b -references-> a and c -caused_by-> b. b is the only tool_execution (kind "drop"); the
+    others pass the filters the tests use, so a filter that is ignored shows up as b."""
+    g = {name: f"{client.session_id}-{name}" for name in "abcd"}
+    keep, drop = {"kind": "keep"}, {"kind": "drop"}
+    await client.store_many(
+        [
+            {"id": g["a"], "content": "plan the alignment", "metadata": keep},
+            {"id": g["b"], "content": "ran the aligner", "memory_type": "tool_execution",
+             "metadata": drop, "relations": [("references", g["a"])]},
+            {"id": g["c"], "content": "the reads aligned well", "memory_type": "answer",
+             "metadata": keep, "relations": [("caused_by", g["b"])]},
+            {"id": g["d"], "content": "variants were called next", "memory_type": "answer",
+             "metadata": keep},
+        ],
+    )
+    await client.flush()
+    return g
+
+
+def _found(result: dict[str, list[RelatedRecord]], names: dict[str, str]) -> dict[str, list]:
+    """{start name: [(name, relation, depth), ...]} in the order the backend gave them."""
+    name = {v: k for k, v in names.items()}
+    return {
+        name.get(start, start): [(name.get(r.record.id, r.record.id), r.relation, r.depth)
+                                 for r in found]
+        for start, found in result.items()
+    }
+
+
+ANSWERS = MemoryFilter(memory_types=("answer",))
+KEEP = MemoryFilter(metadata={"kind": ("keep",)}, live_at=1.0)
+
+
+async def test_the_filtered_walk_passes_through_records_it_does_not_return(
+    make_client: MakeClient,
+) -> None:
+    client = make_client()
+    g = await _graph(client)
+    backend = client.backend
+    unfiltered = _found(await backend.session_neighbours([g["a"]], 2), g)
+    assert unfiltered == {"a": [("b", "follows", 1), ("c", "follows", 2)]}
+    for flt in (ANSWERS, KEEP):  # b is refused: c is still found, two steps away, through it
+        assert _found(await backend.session_neighbours([g["a"]], 2, flt), g) == {
+            "a": [("c", "follows", 2)]
+        }
+        assert _found(await backend.related_many([g["a"]], ["follows"], 2, flt), g) == {
+            "a": [("c", "follows", 2)]
+        }
+    # A start whose every neighbour is refused is left out (or maps to nothing).
+    nothing = await backend.related_many([g["a"]], ["follows"], 1, ANSWERS)
+    assert not nothing.get(g["a"])
+    none_pass = await backend.related_many([g["a"]], ["follows"], 2, MemoryFilter(ids=()))
+    assert not none_pass.get(g["a"])
+
+
+async def test_relation_types_restrict_the_walk(make_client: MakeClient) -> None:
+    client = make_client()
+    g = await _graph(client)
+    backend = client.backend
+    assert _found(await backend.related_many([g["a"]], ["references"], 3), g) == {
+        "a": [("b", "references", 1)]
+    }
+    assert _found(await backend.related_many([g["a"]], ["references", "caused_by"], 3), g) == {
+        "a": [("b", "references", 1), ("c", "caused_by", 2)]  # d is linked by FOLLOWS only
+    }
+    answers = await backend.related_many([g["a"]], ["references", "caused_by"], 3, ANSWERS)
+    assert _found(answers, g) == {"a": [("c", "caused_by", 2)]}
+    assert not (await backend.related_many([g["a"]], ["caused_by"], 3)).get(g["a"])
+    assert not (await backend.related_many([g["a"]], [], 3)).get(g["a"])
+
+
+@pytest.mark.parametrize("flt", [None, ANSWERS, KEEP], ids=["unfiltered", "answers", "metadata"])
+async def test_related_many_equals_related_per_start(
+    make_client: MakeClient, flt: MemoryFilter | None
+) -> None:
+    """The batched walk over several starts answers what `related` answers for each start,
+    filtered; so does the base class's default (a loop over `related`)."""
+    client = make_client()
+    g = await _graph(client)
+    backend = client.backend
+    starts = [g["c"], g["a"], g["d"], g["b"], "no-such-memory", g["a"]]
+    compared = 0
+    for types in (None, ["follows"], ["references", "caused_by"]):
+        for depth in (1, 2, 3):
+            expected = {}
+            for start in dict.fromkeys(starts):
+                found = [r for r in await backend.related(start, types, depth)
+                         if flt is None or record_matches(r.record, flt)]
+                if found:
+                    expected[start] = found
+            batched = await backend.related_many(starts, types, depth, flt)
+            default = await MemoryBackend.related_many(backend, starts, types, depth, flt)
+            want = _found(expected, g)
+            assert _found({k: v for k, v in batched.items() if v}, g) == want, (types, depth)
+            assert _found(default, g) == want, (types, depth)
+            compared += sum(map(len, expected.values()))
+    assert compared >= 20  # the walks found something to compare
+
+
+async def test_retrieve_binds_its_filter_to_the_ranking_fetches(make_client: MakeClient) -> None:
+    """The fetches a ranking step gets return only what the retrieve's filter passes."""
+    seen: dict[str, object] = {}
+
+    class Probe(BaseStep):
+        name = "probe"
+
+        async def __call__(
+            self, items: list[ScoredMemory], ctx: RankingContext
+        ) -> list[ScoredMemory]:
+            assert ctx.fetch_neighbours is not None and ctx.fetch_related is not None
+            seen["neighbours"] = await ctx.fetch_neighbours([seen["a"]], 2)
+            seen["related"] = await ctx.fetch_related([seen["a"]], ["references", "caused_by"], 2)
+            return items
+
+    client = make_client()
+    g = await _graph(client)
+    seen["a"] = g["a"]
+    client.steps = [*client.steps, Probe()]
+    await client.retrieve("aligned reads", filters={"memory_type": "answer"}, all_sessions=True)
+    assert _found(seen["neighbours"], g) == {"a": [("c", "follows", 2)]}
+    assert _found(seen["related"], g) == {"a": [("c", "caused_by", 2)]}
+
+
+def test_a_backend_must_walk_relations_one_way_or_the_other() -> None:
+    with pytest.raises(TypeError, match="related or related_many"):
+        type("NoWalk", (MemoryBackend,), {})
+
+
+async def test_cross_reference_expansion_asks_once_for_all_top_items() -> None:
+    items = [_item("a", 1.0), _item("b", 0.8), _item("c", 0.6)]
+    shared = MemoryRecord("x", "s", "note", "x", 0.0, vector=np.array([1.0, 0.0], dtype=np.float32))
+    only_b = MemoryRecord("y", "s", "note", "y", 0.0, vector=np.array([0.0, 1.0], dtype=np.float32))
+    calls: list[tuple[list[str], list[str] | None, int]] = []
+
+    async def fetch(
+        ids: list[str], types: list[str] | None, depth: int
+    ) -> dict[str, list[RelatedRecord]]:
+        calls.append((list(ids), types, depth))
+        return {
+            "a": [RelatedRecord(shared, "references", 1)],
+            "b": [RelatedRecord(shared, "references", 1), RelatedRecord(only_b, "caused_by", 1)],
+            "c": [RelatedRecord(only_b, "references", 1)],
+        }
+
+    ctx = _ctx(["a", "b", "c"], {m.record.id: m for m in items})
+    ctx.limit, ctx.fetch_related = 2, fetch
+    ctx.profile = ProfileConfig(cross_reference_expansion=True)
+    out = {m.record.id: m for m in await CrossReferenceExpansion()(items, ctx)}
+    assert calls == [(["a", "b"], EXPANSION_TYPES, 1)]  # one call, the top `limit` items
+    assert out["x"].score == pytest.approx(0.5)  # from a, the better referrer
+    assert out["y"].score == pytest.approx(0.4) and out["y"].similarity == 0.0

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -346,11 +347,18 @@ class MemorySystemClient(NestedContexts, Maintenance):
         ctx = RankingContext(
             query=query, query_vector=_PENDING_VECTOR, query_tokens=frozenset(tokenize(query)), now=now,
             limit=limit, retrieval=self.config.retrieval, profile=prof,
-            accept=lambda record: record_matches(record, flt), fetch_related=self.backend.related,
+            accept=lambda record: record_matches(record, flt),
+            fetch_related=self.backend.related_many,
             fetch_neighbours=self.backend.session_neighbours,
         )
         flt = narrow_filter(self.steps, flt, ctx)
+        # Bound only now, to the narrowed filter (the unbound fetches above just show the
+        # steps' enabled() that fetching is possible): steps that add records get only those
+        # the filter passes, filtered where the backend reads them (most graph neighbours of a
+        # candidate fail a type filter).
         ctx.accept = lambda record: record_matches(record, flt)
+        ctx.fetch_related = partial(self.backend.related_many, flt=flt)
+        ctx.fetch_neighbours = partial(self.backend.session_neighbours, flt=flt)
         n = max(20, limit * self.config.retrieval.candidate_multiplier)
         try:
             pool = await gather_candidates(

@@ -129,28 +129,50 @@ class MemoryBackend(ABC):
     @abstractmethod
     async def count(self, flt: MemoryFilter) -> int: ...
 
-    @abstractmethod
+    # A backend implements `related` or `related_many` (each default calls the other; the
+    # backends here implement `related_many`, one batched walk).
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.related is MemoryBackend.related and cls.related_many is MemoryBackend.related_many:
+            raise TypeError(f"{cls.__name__} must implement related or related_many")
+
     async def related(
         self, record_id: str, relation_types: Sequence[str] | None, depth: int
     ) -> list[RelatedRecord]:
-        """Records reachable from `record_id` over the given relation types (both
-        directions), up to `depth` hops, nearest first, the start record excluded."""
+        """Records reachable from `record_id` over the given relation types (None: all; both
+        directions), up to `depth` hops, nearest first, the start record excluded; `relation`
+        is the type of the edge that reached a record, `depth` its distance in hops."""
+        return (await self.related_many([record_id], relation_types, depth)).get(record_id, [])
 
-    async def session_neighbours(
-        self, record_ids: Sequence[str], radius: int
+    async def related_many(
+        self, record_ids: Sequence[str], relation_types: Sequence[str] | None, depth: int,
+        flt: MemoryFilter | None = None,
     ) -> dict[str, list[RelatedRecord]]:
-        """For each id, the memories within `radius` steps of it along its session's
-        FOLLOWS chain (each memory FOLLOWS the previous one of its session), both directions,
-        with `depth` = the distance. Ids without neighbours may be left out.
+        """For each start id, what `related` finds from it, keeping only the records that
+        match `flt`: the walk itself still passes through the others (a -> b -> c with b
+        filtered out still finds c at depth 2). Starts with nothing found may be left out.
 
-        This default walks `related` once per id; backends override it with one batched
-        query per step, since the ranking pipeline asks for a whole candidate list at once."""
+        This default walks `related` once per id and filters in Python; the backends here
+        override it with one batched walk that filters where the records are read, since the
+        ranking pipeline asks about a whole candidate list at once and keeps few records."""
+        from DeepResearch.src.memory.backends.filtering import record_matches  # imports this module
+
         out: dict[str, list[RelatedRecord]] = {}
         for record_id in dict.fromkeys(record_ids):
-            found = await self.related(record_id, [FOLLOWS], radius)
+            found = await self.related(record_id, relation_types, depth)
+            if flt is not None:
+                found = [r for r in found if record_matches(r.record, flt)]
             if found:
                 out[record_id] = found
         return out
+
+    async def session_neighbours(
+        self, record_ids: Sequence[str], radius: int, flt: MemoryFilter | None = None
+    ) -> dict[str, list[RelatedRecord]]:
+        """For each id, the memories matching `flt` within `radius` steps of it along its
+        session's FOLLOWS chain (each memory FOLLOWS the previous one of its session), both
+        directions, with `depth` = the distance. Ids without neighbours may be left out."""
+        return await self.related_many(record_ids, [FOLLOWS], radius, flt)
 
     @abstractmethod
     async def health(self) -> BackendHealth: ...

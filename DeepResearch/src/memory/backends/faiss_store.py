@@ -44,7 +44,7 @@ from DeepResearch.src.memory.backends.faiss_caches import (
     rebuild_hint,
     reembed_records,
 )
-from DeepResearch.src.memory.backends.sqlite_graph import walk_related, walk_session_neighbours
+from DeepResearch.src.memory.backends.sqlite_graph import walk
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
@@ -346,19 +346,12 @@ class FaissBackend(MemoryBackend):
     async def count(self, flt: MemoryFilter) -> int:
         return await run_faiss(self._require().count, flt)
 
-    async def related(
-        self, record_id: str, relation_types: Sequence[str] | None, depth: int
-    ) -> list[RelatedRecord]:
-        return await run_faiss(
-            walk_related, self._require(), record_id, relation_types, depth
-        )
-
-    async def session_neighbours(
-        self, record_ids: Sequence[str], radius: int
+    async def related_many(
+        self, record_ids: Sequence[str], relation_types: Sequence[str] | None, depth: int,
+        flt: MemoryFilter | None = None,
     ) -> dict[str, list[RelatedRecord]]:
-        return await run_faiss(
-            walk_session_neighbours, self._require(), list(record_ids), radius
-        )
+        """One pool hop: the batched walk of sqlite_graph.py, records filtered in SQL."""
+        return await run_faiss(walk, self._require(), list(record_ids), relation_types, depth, flt)
 
     async def health(self) -> BackendHealth:
         if self._db is None or self._vectors is None:

@@ -10,7 +10,6 @@ from typing import ClassVar
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
-    FOLLOWS,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -139,51 +138,33 @@ class InMemoryBackend(MemoryBackend):
         self._check_open()
         return sum(1 for r in self._records.values() if record_matches(r, flt))
 
-    async def related(
-        self, record_id: str, relation_types: Sequence[str] | None, depth: int
-    ) -> list[RelatedRecord]:
+    async def related_many(
+        self, record_ids: Sequence[str], relation_types: Sequence[str] | None, depth: int,
+        flt: MemoryFilter | None = None,
+    ) -> dict[str, list[RelatedRecord]]:
         self._check_open()
         wanted = None if relation_types is None else set(relation_types)
         neighbours: dict[str, list[tuple[str, str]]] = {}
         for record in self._records.values():
             for rel_type, target in record.relations:
-                if wanted is not None and rel_type not in wanted:
-                    continue
-                neighbours.setdefault(record.id, []).append((rel_type, target))
-                neighbours.setdefault(target, []).append((rel_type, record.id))
-        seen = {record_id}
-        frontier = [record_id]
-        out: list[RelatedRecord] = []
-        for level in range(1, depth + 1):
-            next_frontier = []
-            for node in frontier:
-                for rel_type, other in neighbours.get(node, []):
-                    if other in seen or other not in self._records:
-                        continue
-                    seen.add(other)
-                    next_frontier.append(other)
-                    out.append(RelatedRecord(copy.deepcopy(self._records[other]), rel_type, level))
-            frontier = next_frontier
-        return out
-
-    async def session_neighbours(
-        self, record_ids: Sequence[str], radius: int
-    ) -> dict[str, list[RelatedRecord]]:
-        self._check_open()
-        adjacent: dict[str, list[str]] = {}
-        for record in self._records.values():
-            for rel_type, target in record.relations:
-                if rel_type == FOLLOWS and target in self._records:
-                    adjacent.setdefault(record.id, []).append(target)
-                    adjacent.setdefault(target, []).append(record.id)
+                if wanted is None or rel_type in wanted:
+                    neighbours.setdefault(record.id, []).append((rel_type, target))
+                    neighbours.setdefault(target, []).append((rel_type, record.id))
         out: dict[str, list[RelatedRecord]] = {}
         for start in dict.fromkeys(record_ids):
             seen, frontier, found = {start}, [start], []
-            for level in range(1, radius + 1):
-                frontier = [o for node in frontier for o in adjacent.get(node, []) if o not in seen]
-                frontier = list(dict.fromkeys(frontier))
-                seen.update(frontier)
-                found += [RelatedRecord(copy.deepcopy(self._records[o]), FOLLOWS, level) for o in frontier]
+            for level in range(1, depth + 1):
+                next_frontier = []
+                for node in frontier:
+                    for rel_type, other in neighbours.get(node, []):
+                        if other in seen or other not in self._records:
+                            continue
+                        seen.add(other)
+                        next_frontier.append(other)
+                        record = self._records[other]
+                        if flt is None or record_matches(record, flt):  # walked through either way
+                            found.append(RelatedRecord(copy.deepcopy(record), rel_type, level))
+                frontier = next_frontier
             if found:
                 out[start] = found
         return out

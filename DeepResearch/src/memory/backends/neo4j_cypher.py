@@ -333,24 +333,16 @@ class Queries:
         return f"MATCH (p:{self._pending_sql}) WHERE NOT (p)--() DELETE p"
 
     def related(self, depth: int) -> str:
+        """For every start id in $ids at once: the memories within `depth` hops over the
+        relationship types in $types (both directions), with the hop count and the type of
+        the edge that reached each."""
         _check_depth(depth)
         L = self._label_sql
         return (
-            f"MATCH p = ANY SHORTEST (s:{L} {{id: $id}})"
-            f"(()-[r WHERE type(r) IN $types]-(:{L})){{1,{depth}}}(t:{L}) WHERE t <> s "
-            f"WITH t AS m, length(p) AS depth, type(last(relationships(p))) AS rel "
-            f"RETURN {PROJECTION} AS m, depth, rel ORDER BY depth, m.created_at, m.id"
-        )
-
-    def session_neighbours(self, radius: int) -> str:
-        """For every start id in $ids at once: the memories within `radius` FOLLOWS steps."""
-        _check_depth(radius)
-        L = self._label_sql
-        return (
             f"UNWIND $ids AS start MATCH p = ANY SHORTEST (s:{L} {{id: start}})"
-            f"(()-[:FOLLOWS]-(:{L})){{1,{radius}}}(t:{L}) WHERE t <> s "
-            f"WITH start, t AS m, length(p) AS depth "
-            f"RETURN start, {PROJECTION} AS m, depth ORDER BY start, depth, m.created_at, m.id"
+            f"(()-[r WHERE type(r) IN $types]-(:{L})){{1,{depth}}}(t:{L}) WHERE t <> s "
+            f"WITH start, t AS m, length(p) AS depth, type(last(relationships(p))) AS rel "
+            f"RETURN start, {PROJECTION} AS m, depth, rel ORDER BY start, depth, m.created_at, m.id"
         )
 
 

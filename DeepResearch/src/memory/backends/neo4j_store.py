@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
-    FOLLOWS,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -30,6 +29,7 @@ from DeepResearch.src.memory.backends.base import (
     MemoryRecord,
     RelatedRecord,
 )
+from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.backends.neo4j_connection import (
     Neo4jConnection,
     Neo4jSettings,
@@ -262,37 +262,28 @@ class Neo4jBackend(MemoryBackend):
         rows = await self.conn.read("counting memories", self.q.count(where), params)
         return int(rows[0]["n"]) if rows else 0
 
-    async def related(
-        self, record_id: str, relation_types: Sequence[str] | None, depth: int
-    ) -> list[RelatedRecord]:
-        if depth <= 0:
-            return []
-        types = ALL_REL_TYPES if relation_types is None else [rel_type(t) for t in relation_types]
-        if not types:
-            return []
-        rows = await self.conn.read(
-            "walking relations", self.q.related(depth), {"id": record_id, "types": types}
-        )
-        return [
-            RelatedRecord(record_from_props(r["m"]), REL_VALUES[r["rel"]], int(r["depth"]))
-            for r in rows
-        ]
-
-    async def session_neighbours(
-        self, record_ids: Sequence[str], radius: int
+    async def related_many(
+        self, record_ids: Sequence[str], relation_types: Sequence[str] | None, depth: int,
+        flt: MemoryFilter | None = None,
     ) -> dict[str, list[RelatedRecord]]:
         """One query for all starts (the base class walks `related` once per id: a round
-        trip each, for the ~20 candidates neighbour smoothing asks about)."""
+        trip each, for the ~20 candidates neighbour smoothing asks about). `flt` is applied
+        here, to the rows the walk returns."""
         starts = list(dict.fromkeys(record_ids))
-        if radius <= 0 or not starts:
+        if depth <= 0 or not starts:
+            return {}
+        types = ALL_REL_TYPES if relation_types is None else [rel_type(t) for t in relation_types]
+        if not types:
             return {}
         rows = await self.conn.read(
-            "walking session neighbours", self.q.session_neighbours(radius), {"ids": starts}
+            "walking relations", self.q.related(depth), {"ids": starts, "types": types}
         )
         out: dict[str, list[RelatedRecord]] = {}
         for r in rows:
-            record = RelatedRecord(record_from_props(r["m"]), FOLLOWS, int(r["depth"]))
-            out.setdefault(r["start"], []).append(record)
+            record = record_from_props(r["m"])
+            if flt is None or record_matches(record, flt):
+                found = RelatedRecord(record, REL_VALUES[r["rel"]], int(r["depth"]))
+                out.setdefault(r["start"], []).append(found)
         return out
 
     async def health(self) -> BackendHealth:

@@ -26,9 +26,13 @@ class CrossReferenceExpansion(BaseStep):
         assert ctx.fetch_related is not None
         present = {m.record.id for m in items}
         added: list[ScoredMemory] = []
-        for m in by_score(items)[: ctx.limit]:
-            for rel in await ctx.fetch_related(m.record.id, EXPANSION_TYPES, 1):
+        top = by_score(items)[: ctx.limit]
+        found = await ctx.fetch_related([m.record.id for m in top], EXPANSION_TYPES, 1)
+        for m in top:  # best first: a record referenced by several joins at the best share
+            for rel in found.get(m.record.id, ()):
                 record = rel.record
+                # The client's fetch already applies the filter; accept() is a cheap guard
+                # for contexts whose fetch does not.
                 if record.id in present or not ctx.accept(record):
                     continue
                 present.add(record.id)

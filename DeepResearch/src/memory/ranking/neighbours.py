@@ -45,6 +45,9 @@ class NeighbourSmoothing(BaseStep):
             for rel in related:
                 other = rel.record.id
                 if other not in pool:
+                    # The client's fetch returns only records its filter passes; accept()
+                    # stays as a cheap guard for contexts whose fetch does not (tests, callers
+                    # building their own RankingContext).
                     if not cfg.expand or not ctx.accept(rel.record):
                         continue
                     similarity = (

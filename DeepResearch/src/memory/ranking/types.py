@@ -26,8 +26,12 @@ class ScoredMemory:
     signals: dict[str, float] = field(default_factory=dict)
 
 
-FetchRelated = Callable[[str, list[str] | None, int], Awaitable[list[RelatedRecord]]]
-FetchNeighbours = Callable[[list[str], int], Awaitable[dict[str, list[RelatedRecord]]]]
+# Both return, per start id, the related records that pass the retrieve's (narrowed) filter,
+# which the client binds: backend.related_many(ids, relation_types, depth, flt) and
+# backend.session_neighbours(ids, radius, flt).
+Related = dict[str, list[RelatedRecord]]  # start id -> what was found from it
+FetchRelated = Callable[[list[str], list[str] | None, int], Awaitable[Related]]
+FetchNeighbours = Callable[[list[str], int], Awaitable[Related]]
 
 
 def _unseen_zero(similarity: float) -> float:
@@ -44,8 +48,8 @@ class RankingContext:
     retrieval: RetrievalConfig
     profile: ProfileConfig | None
     accept: Callable[[MemoryRecord], bool]  # the retrieve's filter, for records steps add
-    fetch_related: FetchRelated | None = None
-    fetch_neighbours: FetchNeighbours | None = None  # backend.session_neighbours
+    fetch_related: FetchRelated | None = None  # backend.related_many, filter bound
+    fetch_neighbours: FetchNeighbours | None = None  # backend.session_neighbours, filter bound
     # the candidate stage's fused score for a memory it did not return, from its cosine
     score_unseen: Callable[[float], float] = _unseen_zero
 
