@@ -204,7 +204,7 @@ def test_offline_planner_uses_its_memory_section_before_searching_memory_itself(
     assert isinstance(call, ToolCallPart) and call.tool_name == "retrieve_memory"
 
 
-def test_offline_planner_reads_the_sources_recalled_answers_cited_in_one_step() -> None:
+def test_offline_planner_reads_the_sources_recalled_answers_cited_with_the_top_results() -> None:
     question = "Which aligner suits RNA-seq reads, as compared in lab_aligner_notes.md?"
     tools = default_registry().names()
     recalled = {"memories": [
@@ -222,8 +222,7 @@ def test_offline_planner_reads_the_sources_recalled_answers_cited_in_one_step() 
     assert [s.line() for s in parse_plan(text, tools)] == [
         f"1. search_documents: {question}",
         "2. read_document: lab_aligner_notes.md",  # named by the question: not read twice
-        "3. read_document: rna_seq_aligners.md, variant_calling.md",
-        "4. read_document: the top results of step 1",
+        "3. read_document: rna_seq_aligners.md, variant_calling.md, the top results of step 1",
     ]
     assert "# memory: the earlier answer to 'earlier one' (recalled, score 2.000) cited it: " \
         "reading rna_seq_aligners.md" in text
@@ -241,6 +240,20 @@ async def test_offline_executor_makes_real_tool_calls(
     findings = parse_findings(result.data)
     assert {f.source for f in findings} == {"rna_seq_aligners.md", "dna_aligners.md"}
     assert any("STAR" in f.text for f in findings)
+
+
+async def test_offline_executor_reads_named_documents_and_the_top_results_once(
+    deps: AgentDependencies, make_config: MakeConfig
+) -> None:
+    agents = build_agents(make_config(), default_registry())
+    step = PlanStep(2, "tool", "rna_seq_aligners.md, the top results of step 1",
+                    tool="read_document")
+    found = ["rna_seq_aligners.md", "dna_aligners.md", "file_formats.md"]
+    prompt = executor_prompt("Which aligner suits RNA-seq reads?", step, 2, found, [])
+    result = await agents.executor.execute(prompt, deps)
+    # The named document, then the best found not read yet: two calls, none twice.
+    assert result.metadata["tool_calls"] == ["read_document", "read_document"]
+    assert {f.source for f in parse_findings(result.data)} == {"rna_seq_aligners.md", "dna_aligners.md"}
 
 
 async def test_offline_synthesizer_cites_and_says_it_is_offline(

@@ -2,9 +2,10 @@
 
 One function per agent role reads the labelled prompt (see prompts.py):
 - planner: turns the question into numbered plan steps (sub-questions for compound ones);
-  documents the question names are read; with memory it reads, in one step, the documents
-  that earlier answers cited -- as listed in its MEMORY section, or, when that names none,
-  as found by calling `retrieve_memory` (its plan says why in `#` lines);
+  documents the question names are read; with memory it reads the documents that earlier
+  answers cited along with the top search results, in the same step -- as listed in its
+  MEMORY section, or, when that names none, as found by calling `retrieve_memory` (its plan
+  says why in `#` lines);
 - executor: makes real tool calls (ToolCallPart) for the tool its step names, then reports
   the sentences of the results that best match the question, citing their sources; a call
   the MEMORY section flags as failed before with `not_found` is skipped and reported;
@@ -54,6 +55,7 @@ _BRIEFED_ANSWER = re.compile(
     re.MULTILINE,
 )
 MEMORY_TOOL = "retrieve_memory"
+TOP_RESULTS = "the top results"
 
 
 def _prompt(messages: list[ModelMessage]) -> str:
@@ -152,12 +154,11 @@ class OfflineModel:
                 if source not in named and source not in recalled:
                     recalled.append(source)
                     comments.append(f"# memory: {note}: reading {source}")
-            if recalled:  # one step for all of them: each step is a model call
-                lines.append(f"read_document: {', '.join(recalled)}")
             searches = ", ".join(str(i) for i in range(1, len(parts) + 1))
-            lines.append(
-                f"read_document: the top results of step{'s' if len(parts) > 1 else ''} {searches}"
-            )
+            top = f"{TOP_RESULTS} of step{'s' if len(parts) > 1 else ''} {searches}"
+            # Read with the top results, in the same step: each step is a model call, and
+            # the documents an earlier answer cited are often among the top results.
+            lines.append(f"read_document: {', '.join([*recalled, top])}")
         plan = "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))
         return ModelResponse(parts=[TextPart("\n".join([plan, *comments]))])
 
@@ -211,9 +212,11 @@ class OfflineModel:
         if tool == "search_documents":
             return [(tool, {"query": argument, "top_k": 3})]
         if tool == "read_document":
-            named = _FILE.findall(argument)
-            found = [s.strip() for s in (field_value(prompt, "SOURCES FOUND") or "").split(",")]
-            sources = named or [s for s in found if _FILE.fullmatch(s)][:2]
+            sources = list(dict.fromkeys(_FILE.findall(argument)))
+            if not sources or TOP_RESULTS in argument:  # the 2 best found (once each)
+                found = [s.strip() for s in (field_value(prompt, "SOURCES FOUND") or "").split(",")]
+                top = [s for s in found if _FILE.fullmatch(s)][:2]
+                sources += [s for s in top if s not in sources]
             if not sources:  # nothing to read: let the tool report it properly
                 sources = [argument]
             return [(tool, {"source": source}) for source in sources]
