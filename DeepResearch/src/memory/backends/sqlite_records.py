@@ -323,9 +323,12 @@ class SQLiteRecords:
             ).fetchall()
 
     def all_seqs_upto(self, watermark: int) -> np.ndarray:
+        """The seqs of all records up to `watermark`, in no particular order."""
+        # From the narrowest index, which holds every seq: the table's own rows carry vectors
+        # and contents, so walking them read ~10x the pages (2.2 vs 0.3 ms at 1.3k records).
         with self._lock:
             rows = self._conn.execute(
-                "SELECT seq FROM records WHERE seq <= ?", (watermark,)
+                "SELECT seq FROM records INDEXED BY records_type WHERE seq <= ?", (watermark,)
             ).fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
