@@ -220,7 +220,7 @@ def in_process_table(times: dict[str, dict[str, list[float]]]) -> tuple[list[str
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7, help="in-process runs of each kind")
-    parser.add_argument("--cli-runs", type=int, default=11, help="deepresearch runs of each kind")
+    parser.add_argument("--cli-runs", type=int, default=15, help="deepresearch runs of each kind")
     args = parser.parse_args(argv if argv is not None else [])
     cli_rows, cli_ratio = cli_table(measure_cli(args.cli_runs))
     graph_rows, graph_ratio = in_process_table(asyncio.run(measure_in_process(args.runs)))
@@ -261,13 +261,14 @@ def main(argv: list[str] | None = None) -> None:
             "",
             f"Median of the ratios: {graph_ratio:.2f}x. The offline graph itself does no "
             "inference and runs in tens of milliseconds, so here memory's own work -- one "
-            "query embedding per loop, the embedding of the loop's new memory keys (keys "
-            "embedded by earlier runs are reused), three recalls, one SQLite commit -- is "
-            "measured against almost nothing; all-MiniLM-L6-v2 needs ~10 ms for one short "
-            "text on this CPU. Against a run with a real language model (seconds per agent "
-            "call) the same added milliseconds are far below 1 %. A memory run also does more "
-            "work of its own: its planner reads the documents that earlier answers cited (the "
-            "last column), part of what memory is for, and counted here as added time.",
+            "query embedding per new question (a loop's plan, answer and trace share it; "
+            "tool-run keys embedded by earlier runs are reused), three recalls per loop, one "
+            "SQLite commit per write -- is measured against almost nothing; all-MiniLM-L6-v2 "
+            "needs ~7-13 ms for one short text on this CPU. Against a run with a real "
+            "language model (seconds per agent call) the same added milliseconds are far "
+            "below 1 %. The last column counts the Execute steps: a memory run's planner "
+            "reads the documents earlier answers cited along with the top search results, "
+            "in the same step, so it takes as many steps as a run without memory.",
         ]
     )
     path = write_section(
