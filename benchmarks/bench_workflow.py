@@ -5,10 +5,10 @@ hits both alike), both on a store that already holds earlier runs (so the hooks 
 recall, flag and merge):
 
 - **`deepresearch` runs** (the target's measure): the command as a user runs it, one process
-  per run, from start to exit. Model loading is excluded: each memory run reports how long
+  per run, from start to exit. Model loading is excluded: each memory run reports what
   loading the embedding model took (the runtime's import, weights, one warm-up encode; the
-  "embedding model ... loaded in" line) and that is subtracted. Every measured run asks a
-  question no run asked before (see `asked`).
+  "embedding model ... loaded in" line), and the CPU time of that load is subtracted (see
+  LOADED). Every measured run asks a question no run asked before (see `asked`).
 - **In-process graph runs**: `run_research` only (state, graph, outputs), with the model
   loaded and warmed before timing and its query cache emptied before each run, as at the
   start of a process. This isolates what memory adds to the workflow itself.
@@ -52,7 +52,11 @@ def asked(question: str, run: int) -> str:
     its query vectors, plan and trace keys are new to the store, while its tool calls (the
     same documents) recur, as between related questions."""
     return question if run == 0 else f"Case {run}: {question}"  # a prefix: no new sub-question
-LOADED = re.compile(r"embedding model \S+ loaded in ([0-9.]+) s")
+# "... loaded in 0.10 s (numpy runtime: import, weights, warm-up; 0.08 s of CPU)": the CPU
+# time of the loading thread is subtracted. A memory run loads the model while it opens the
+# store, so the load's wall time includes waits for a core or the GIL that the overlap
+# causes; they are memory's cost, not loading.
+LOADED = re.compile(r"embedding model \S+ loaded in [0-9.]+ s \(.*; ([0-9.]+) s of CPU\)")
 
 
 def overrides(work: Path, memory: bool) -> list[str]:
@@ -66,7 +70,7 @@ def overrides(work: Path, memory: bool) -> list[str]:
 
 # -- deepresearch runs -------------------------------------------------------------------
 def cli_run(question: str, work: Path, memory: bool) -> tuple[float, float]:
-    """(wall seconds, seconds the process spent loading the embedding model)."""
+    """(wall seconds, CPU seconds the process spent loading the embedding model)."""
     command = [str(Path(sys.executable).with_name("deepresearch")), f"question='{question}'"]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     started = time.perf_counter()
@@ -224,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv if argv is not None else [])
     cli_rows, cli_ratio = cli_table(measure_cli(args.cli_runs))
     graph_rows, graph_ratio = in_process_table(asyncio.run(measure_in_process(args.runs)))
-    verdict = "meets" if cli_ratio < TARGET else "misses"
+    verdict = "meets" if round(cli_ratio, 2) < TARGET else "misses"  # as printed
     body = "\n".join(
         [
             f"### `deepresearch` runs, model loading excluded ({args.cli_runs} of each kind)",
@@ -233,8 +237,11 @@ def main(argv: list[str] | None = None) -> None:
             "share `outputs/memory`). Each measured run asks a question no earlier run asked "
             "(the question below as `Case N: ...`): its query vectors, plan and trace keys are "
             "new, while its tool calls on the same documents recur, as between related "
-            "questions. A memory run's own report of its model loading (the embedding "
-            "runtime's import, weights, one warm-up encode) is subtracted from its wall time. "
+            "questions. Model loading (the embedding runtime's import, weights, one warm-up "
+            "encode) is subtracted from a memory run's wall time as the CPU time of the "
+            "thread that loaded it, from the run's own report: a memory run loads the model "
+            "while it opens the store, and waits for a core or the GIL caused by that overlap "
+            "count as memory's cost, not as loading. "
             "Times are medians in seconds; added time and ratio are medians over the pairs (a "
             "memory run and the disabled run just before it, which see the same machine speed).",
             "",

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
+from DeepResearch.src.memory.errors import EmbeddingModelError
 
 pytestmark = pytest.mark.integration
 
@@ -54,6 +55,25 @@ def test_a_primed_vector_is_served_as_the_query_vector_without_the_model() -> No
     np.testing.assert_allclose(served, embedder.embed(["asked in an earlier run"])[0], atol=1e-6)
 
 
+def test_a_model_that_cannot_load_is_tried_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workflow starts loading in the background; the first use then reports the same
+    error instead of loading (and failing, and logging) again."""
+    from DeepResearch.src.memory import embeddings
+
+    attempts: list[str] = []
+
+    def broken(model: str, runtime: str, device: str) -> None:
+        attempts.append(model)
+        raise EmbeddingModelError(f"cannot load embedding model {model!r}")
+
+    monkeypatch.setattr(embeddings, "load_runtime", broken)
+    embedder = Embedder("/no/such/model")
+    for _ in range(2):
+        with pytest.raises(EmbeddingModelError, match="/no/such/model"):
+            embedder.embed(["x"])
+    assert attempts == ["/no/such/model"] and not embedder.loaded
+
+
 def test_model_load_is_timed_and_reported_once(caplog: pytest.LogCaptureFixture) -> None:
     embedder = Embedder()
     assert embedder.load_seconds is None
@@ -61,9 +81,11 @@ def test_model_load_is_timed_and_reported_once(caplog: pytest.LogCaptureFixture)
         embedder.embed(["first"])
         embedder.embed(["second"])
     assert embedder.load_seconds is not None and embedder.load_seconds > 0
+    assert embedder.load_cpu_seconds is not None and 0 < embedder.load_cpu_seconds
     lines = [r.getMessage() for r in caplog.records if "loaded in" in r.getMessage()]
     assert lines == [f"embedding model all-MiniLM-L6-v2 loaded in {embedder.load_seconds:.2f} s "
-                     "(numpy runtime: import, weights, warm-up)"]
+                     "(numpy runtime: import, weights, warm-up; "
+                     f"{embedder.load_cpu_seconds:.2f} s of CPU)"]
 
 
 def test_lone_surrogates_reach_the_model_as_replacement_characters() -> None:

@@ -132,7 +132,9 @@ class Embedder:
         self.device = device
         self._model: EmbeddingRuntime | None = None
         self.load_seconds: float | None = None  # import + load + warm-up, once loaded
+        self.load_cpu_seconds: float | None = None  # the same, CPU time of the loading thread
         self._load_lock = threading.Lock()
+        self._load_error: EmbeddingModelError | None = None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_size = query_cache_size
         self._cache_lock = threading.Lock()
@@ -141,22 +143,36 @@ class Embedder:
     def model(self) -> EmbeddingRuntime:
         if self._model is None:
             with self._load_lock:
+                if self._load_error is not None:  # reported once, not retried per call
+                    raise self._load_error
                 if self._model is None:
-                    started = time.perf_counter()
-                    model = load_runtime(self.model_name, self.runtime, self.device)
+                    started, cpu_started = time.perf_counter(), time.thread_time()
+                    try:
+                        model = load_runtime(self.model_name, self.runtime, self.device)
+                    except EmbeddingModelError as exc:
+                        self._load_error = exc
+                        raise
                     # The first call pays one-off set-up (torch kernels, BLAS buffers): part
                     # of loading, not of the first memory operation that needs the model.
                     model.encode(["warm-up"], self.batch_size)
                     self.load_seconds = time.perf_counter() - started
+                    # This thread's CPU time: the load's own work, without the time it
+                    # waited for a core or the GIL while the run did other things meanwhile.
+                    self.load_cpu_seconds = time.thread_time() - cpu_started
                     self._model = model
                     log.info(
                         "embedding model %s loaded in %.2f s (%s runtime: import, weights, "
-                        "warm-up)",
+                        "warm-up; %.2f s of CPU)",
                         self.model_name,
                         self.load_seconds,
                         model.name,
+                        self.load_cpu_seconds,
                     )
         return self._model
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
 
     @property
     def dimension(self) -> int:
