@@ -52,10 +52,9 @@ def asked(question: str, run: int) -> str:
     its query vectors, plan and trace keys are new to the store, while its tool calls (the
     same documents) recur, as between related questions."""
     return question if run == 0 else f"Case {run}: {question}"  # a prefix: no new sub-question
-# "... loaded in 0.10 s (numpy runtime: import, weights, warm-up; 0.08 s of CPU)": the CPU
-# time of the loading thread is subtracted. A memory run loads the model while it opens the
-# store, so the load's wall time includes waits for a core or the GIL that the overlap
-# causes; they are memory's cost, not loading.
+# "... loaded in 0.07 s (numpy runtime: import, weights, warm-up; 0.07 s of CPU)": the CPU
+# time of the loading thread is subtracted, never more than the load's own work (a wait for
+# a core or the GIL while something else ran would be memory's cost, not loading).
 LOADED = re.compile(r"embedding model \S+ loaded in [0-9.]+ s \(.*; ([0-9.]+) s of CPU\)")
 
 
@@ -238,10 +237,9 @@ def main(argv: list[str] | None = None) -> None:
             "(the question below as `Case N: ...`): its query vectors, plan and trace keys are "
             "new, while its tool calls on the same documents recur, as between related "
             "questions. Model loading (the embedding runtime's import, weights, one warm-up "
-            "encode) is subtracted from a memory run's wall time as the CPU time of the "
-            "thread that loaded it, from the run's own report: a memory run loads the model "
-            "while it opens the store, and waits for a core or the GIL caused by that overlap "
-            "count as memory's cost, not as loading. "
+            "encode) is subtracted from a memory run's wall time, as the CPU time of the "
+            "thread that loaded it (from the run's own report): never more than the load's "
+            "own work. "
             "Times are medians in seconds; added time and ratio are medians over the pairs (a "
             "memory run and the disabled run just before it, which see the same machine speed).",
             "",

@@ -12,11 +12,11 @@ import pytest
 from omegaconf import DictConfig
 
 from DeepResearch.src.datatypes.agents import AgentType
-from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
+from DeepResearch.src.memory import MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryConfigError
-from DeepResearch.src.memory.integration import memory_plugins, start_loading_model
+from DeepResearch.src.memory.integration import memory_plugins
 from DeepResearch.src.memory.key_vectors import KeyVectorCache
 from DeepResearch.src.memory.run_context import resolve_memory
 from DeepResearch.src.workflow.run import create_run_services, create_services, run_research
@@ -202,26 +202,6 @@ async def test_a_question_asked_again_reaches_the_model_not_at_all(
     recalled = (second.run_dir / "report.md").read_text().split("### Recalled from memory")[1]
     assert re.search(rf"plan \(session {first.state.memory_session_id[:8]}\): Plan for", recalled)
     np.testing.assert_allclose(embedder.cached(Q1), real_embed([Q1])[0], atol=1e-6)
-
-
-async def test_the_model_loads_while_the_store_opens_unless_the_question_is_known(
-    tmp_path: Path,
-) -> None:
-    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "memory")})
-    cache = KeyVectorCache(tmp_path / "memory", config.vector_store.embedding_model, 384)
-    fresh = MemorySystemClient(config, embedder=Embedder())  # as in a new process
-    loading = start_loading_model(fresh, cache, "Which aligner suits RNA-seq reads?")
-    assert loading is not None
-    await loading
-    assert fresh.embedder.loaded and fresh.embedder.load_seconds is not None
-    assert start_loading_model(fresh, cache, "another question") is None  # loaded already
-
-    vector = fresh.embedder.embed(["Which aligner suits RNA-seq reads?"])
-    cache.remember(["Which aligner suits RNA-seq reads?"], vector)  # as an earlier run did
-    again = MemorySystemClient(config, embedder=Embedder())
-    assert start_loading_model(again, cache, "Which aligner suits RNA-seq reads?") is None
-    assert not again.embedder.loaded  # this run may never need the model
-    cache.close()
 
 
 async def test_a_damaged_key_vector_cache_is_set_aside(

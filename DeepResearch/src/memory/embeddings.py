@@ -171,10 +171,6 @@ class Embedder:
         return self._model
 
     @property
-    def loaded(self) -> bool:
-        return self._model is not None
-
-    @property
     def dimension(self) -> int:
         if self.model_name in _DEFAULT_ALIASES and self._model is None:
             return DEFAULT_DIMENSION  # known without paying for the model load

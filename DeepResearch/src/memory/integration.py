@@ -17,7 +17,6 @@ With memory off nothing here is created, and the workflow runs exactly as withou
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +59,6 @@ class MemoryIntegration(RunHook):
         self.loop_hook = NestedMemoryContexts()
         self.run: MemoryRun | None = None
         self._finished: MemoryRun | None = None  # until its outputs are written
-        self._model_loading: asyncio.Future[Any] | None = None
 
     async def on_run_start(self, state: ResearchState) -> None:
         if self.run is not None:
@@ -69,11 +67,9 @@ class MemoryIntegration(RunHook):
                 "create new services (create_services) for a concurrent run"
             )
         client = MemorySystemClient(self.config)
-        key_vectors = key_vector_cache(self.config)
-        self._model_loading = start_loading_model(client, key_vectors, state.question)
         await client.open()
         run = MemoryRun(client, self.config, self.settings, root_session=client.session_id,
-                        key_vectors=key_vectors)
+                        key_vectors=key_vector_cache(self.config))
         run.sessions[state.loop_id] = client.session_id
         run.questions[state.loop_id] = state.question
         self.run = run
@@ -106,7 +102,7 @@ class MemoryIntegration(RunHook):
             )
             await run.write_pending(state)  # the last batch: root loop + history bridge
         finally:
-            self.run, self._finished, self._model_loading = None, run, None
+            self.run, self._finished = None, run
             self.loop_hook.run = None
             self.node_hook.run = None
             if run.key_vectors is not None:
@@ -128,22 +124,6 @@ class MemoryIntegration(RunHook):
             if path is not None:
                 with path.open("a", encoding="utf-8") as handle:
                     handle.write("\n" + section)
-
-
-def start_loading_model(
-    client: MemorySystemClient, key_vectors: KeyVectorCache | None, question: str
-) -> asyncio.Future[Any] | None:
-    """Start loading the embedding model in a worker thread, so that it loads while the store
-    opens (importing FAISS, reading its index files) instead of after: the first recall
-    needs both. Not when the model is loaded already, nor when an earlier run stored this
-    question's vector (a question asked again may never need the model). A failed load is
-    left for the first use of the model to report."""
-    embedder = client.embedder
-    if embedder.loaded or (key_vectors is not None and key_vectors.lookup([question])):
-        return None
-    loading = asyncio.ensure_future(asyncio.to_thread(lambda: embedder.model))
-    loading.add_done_callback(lambda done: done.cancelled() or done.exception())
-    return loading
 
 
 def key_vector_cache(config: MemoryConfig) -> KeyVectorCache | None:
