@@ -183,7 +183,7 @@ async def measure_in_process(runs: int) -> dict[str, dict[str, list[float]]]:
 
 
 # -- report ------------------------------------------------------------------------------
-def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], float]:
+def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], list[float]]:
     """Medians of each column, and the ratio as the median over the pairs (a memory run and
     the disabled run just before it): this VM's speed drifts by +-15 % over a minute, and a
     pair sees the same drift."""
@@ -200,7 +200,18 @@ def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], float]:
             f"| +{added * 1000:.0f} | **{ratio:.2f}x** |"
         )
         print(f"cli {question}: off {off:.2f} s, on {on:.2f} s, loading {load:.2f} s, {ratio:.2f}x")
-    return rows, statistics.median(ratios)
+    return rows, ratios
+
+
+def verdict(ratios: list[float]) -> str:
+    """Against the target, as printed (2 decimals): every question must be under it."""
+    worst, overall = round(max(ratios), 2), round(statistics.median(ratios), 2)
+    if worst < TARGET:
+        return f"which meets the target of < {TARGET:.2f}x for every question"
+    if overall < TARGET:
+        return (f"under the target of < {TARGET:.2f}x, but not for every question (worst "
+                f"{worst:.2f}x): not met yet")
+    return f"which misses the target of < {TARGET:.2f}x"
 
 
 def in_process_table(times: dict[str, dict[str, list[float]]]) -> tuple[list[str], float]:
@@ -225,9 +236,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=7, help="in-process runs of each kind")
     parser.add_argument("--cli-runs", type=int, default=15, help="deepresearch runs of each kind")
     args = parser.parse_args(argv if argv is not None else [])
-    cli_rows, cli_ratio = cli_table(measure_cli(args.cli_runs))
+    cli_rows, cli_ratios = cli_table(measure_cli(args.cli_runs))
+    cli_ratio = statistics.median(cli_ratios)
     graph_rows, graph_ratio = in_process_table(asyncio.run(measure_in_process(args.runs)))
-    verdict = "meets" if round(cli_ratio, 2) < TARGET else "misses"  # as printed
     body = "\n".join(
         [
             f"### `deepresearch` runs, model loading excluded ({args.cli_runs} of each kind)",
@@ -248,8 +259,7 @@ def main(argv: list[str] | None = None) -> None:
             "|---|---|---|---|---|---|---|",
             *cli_rows,
             "",
-            f"Overall (median of the ratios): **{cli_ratio:.2f}x**, which {verdict} the target "
-            f"of < {TARGET:.2f}x.",
+            f"Overall (median of the ratios): **{cli_ratio:.2f}x**, {verdict(cli_ratios)}.",
             "",
             f"### In-process graph runs ({args.runs} of each kind)",
             "",
