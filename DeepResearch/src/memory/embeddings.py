@@ -213,20 +213,19 @@ class Embedder:
             if cached is not None:
                 self._cache.move_to_end(text)
                 return cached
-        vector = self.embed([text])[0]
-        self.prime(text, vector)
-        return vector
+        return self.prime(text, self.embed([text])[0])
 
-    def prime(self, text: str, vector: np.ndarray) -> None:
+    def prime(self, text: str, vector: np.ndarray) -> np.ndarray:
         """Put `text`'s vector, computed by this model (here or by an earlier run), in the
-        query cache."""
-        vector = np.array(vector, dtype=np.float32)  # a private, read-only copy
+        query cache; returns the cached, read-only copy."""
+        vector = np.array(vector, dtype=np.float32)
         vector.setflags(write=False)
         with self._cache_lock:
             self._cache[text] = vector
             self._cache.move_to_end(text)
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
+        return vector
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
