@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -18,6 +19,7 @@ from DeepResearch.src.memory import IndexMismatchError, MemoryConfig, MemorySyst
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
 from DeepResearch.src.memory.backends.faiss_caches import LEXICAL_FILE
 from DeepResearch.src.memory.backends.faiss_store import INDEX_FILE, FaissBackend
+from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords, filter_sql
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -331,3 +333,29 @@ async def test_rows_another_process_wrote_meanwhile_are_found_after_reopening(
     assert "r100" in [c.record.id for c in words]
     assert backend._vectors.index.ntotal == 103 and len(backend._lexical.index) == 103
     await backend.close()
+
+
+def test_filter_counts_read_only_indexes_and_older_stores_are_migrated(tmp_path: Path) -> None:
+    """Every read filter carries the TTL condition; a count by memory type or session must not
+    read the table's rows (vectors, contents). A store made with the older indexes gets the
+    new ones on open."""
+    path = tmp_path / "memory.sqlite3"
+    SQLiteRecords(path).close()
+    old = sqlite3.connect(path)
+    old.executescript(
+        "DROP INDEX records_type_live; DROP INDEX records_session_live;"
+        "CREATE INDEX records_type ON records (memory_type);"
+        "CREATE INDEX records_session ON records (session_id, created_at);"
+    )
+    old.close()
+    db = SQLiteRecords(path)
+    indexes = {row[0] for row in db._conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"records_type_live", "records_session_live"} <= indexes
+    assert not {"records_type", "records_session"} & indexes
+    for flt in (MemoryFilter(memory_types=("plan", "answer"), live_at=1.0),
+                MemoryFilter(session_ids=("s",), live_at=1.0)):
+        where, params = filter_sql(flt)
+        plan = db._conn.execute(f"EXPLAIN QUERY PLAN SELECT count(*) FROM records WHERE {where}",
+                                params).fetchall()
+        assert "COVERING INDEX" in plan[0][3], plan
+    db.close()

@@ -41,9 +41,15 @@ CREATE TABLE IF NOT EXISTS records (
     metadata TEXT NOT NULL,
     vector BLOB NOT NULL
 );
-CREATE INDEX IF NOT EXISTS records_session ON records (session_id, created_at);
+-- expires_at rides along in the session and type indexes: every read filter carries the TTL
+-- condition, and with it in the index a count or a seq list for a session or a memory type
+-- never reads the table's rows (vectors and contents): 2.0 -> 0.1 ms at 3.5k records.
+-- Stores made before get these on their first open (the old indexes are dropped).
+DROP INDEX IF EXISTS records_session;
+DROP INDEX IF EXISTS records_type;
+CREATE INDEX IF NOT EXISTS records_session_live ON records (session_id, created_at, expires_at);
 CREATE INDEX IF NOT EXISTS records_created ON records (created_at, id);
-CREATE INDEX IF NOT EXISTS records_type ON records (memory_type);
+CREATE INDEX IF NOT EXISTS records_type_live ON records (memory_type, expires_at);
 CREATE INDEX IF NOT EXISTS records_expires ON records (expires_at) WHERE expires_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS relations (
     src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, pos INTEGER NOT NULL,
@@ -324,11 +330,12 @@ class SQLiteRecords:
 
     def all_seqs_upto(self, watermark: int) -> np.ndarray:
         """The seqs of all records up to `watermark`, in no particular order."""
-        # From the narrowest index, which holds every seq: the table's own rows carry vectors
-        # and contents, so walking them read ~10x the pages (2.2 vs 0.3 ms at 1.3k records).
+        # From a narrow index, which holds every seq: the table's own rows carry vectors and
+        # contents, so walking them read ~10x the pages (2.2 vs 0.3 ms at 1.3k records).
         with self._lock:
             rows = self._conn.execute(
-                "SELECT seq FROM records INDEXED BY records_type WHERE seq <= ?", (watermark,)
+                "SELECT seq FROM records INDEXED BY records_type_live WHERE seq <= ?",
+                (watermark,),
             ).fetchall()
         return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
