@@ -171,16 +171,17 @@ class MemoryRun:
             known.update(zip(missing, fresh, strict=True))
         return np.ascontiguousarray(np.stack([known[key] for key in keys]), dtype=np.float32)
 
-    async def _known_vector(self, text: str) -> np.ndarray | None:
+    def _known_vector(self, text: str) -> np.ndarray | None:
         """`text`'s vector without the model, or None: from this process's query cache, else
         from a key an earlier run stored (a question asked again; it is then cached for this
         run's later recalls and keys)."""
         embedder = self.client.embedder
         vector = embedder.cached(text)
         if vector is None and self.key_vectors is not None:
-            vector = (await asyncio.to_thread(self.key_vectors.lookup, [text])).get(text)
+            # One primary-key read (~50 us): cheaper in this thread than a worker's hand-off.
+            vector = self.key_vectors.lookup([text]).get(text)
             if vector is not None:
-                embedder.prime(text, vector)
+                vector = embedder.prime(text, vector)
         return vector
 
     def degrade(self, what: str, exc: Exception, state: ResearchState | None = None) -> None:
@@ -208,7 +209,7 @@ class MemoryRun:
         report. `vector_of`: search densely by this text's (cached) vector instead of
         embedding the query, whose words still drive lexical search and pattern matching."""
         try:
-            query_vector = await self._known_vector(vector_of if vector_of is not None else query)
+            query_vector = self._known_vector(vector_of if vector_of is not None else query)
             if query_vector is None and vector_of is not None:
                 embedder = self.client.embedder
                 query_vector = await asyncio.to_thread(embedder.embed_query, vector_of)
