@@ -76,8 +76,10 @@ def related_to_dict(memory: RelatedMemory) -> dict[str, Any]:
     }
 
 
-def _instructions(ctx: RunContext[AgentDependencies]) -> str:
+async def _instructions(ctx: RunContext[AgentDependencies]) -> str:
     # Only when this run has memory: a model is never told about tools that cannot work.
+    # Async although it never awaits: pydantic-ai runs a sync instruction function in a
+    # worker thread, a hand-off that cost ~1 ms per agent run (measured).
     return INSTRUCTIONS if ctx.deps.memory_client is not None else ""
 
 
