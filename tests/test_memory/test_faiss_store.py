@@ -93,11 +93,21 @@ def _records(n: int, seed: int = 0, sessions: int = 1) -> list[MemoryRecord]:
                          content=f"record {i}", created_at=1000.0 + i, vector=vecs[i]) for i in range(n)]
 
 
-async def test_corrupt_index_is_detected_and_rebuilt(tmp_path: Path) -> None:
+@pytest.mark.parametrize("damage", ["garbage body", "truncated body", "no header"])
+async def test_corrupt_index_is_detected_and_rebuilt(tmp_path: Path, damage: str) -> None:
     backend = await _backend(tmp_path)
     await backend.upsert(_records(50))
     await backend.close()
-    (tmp_path / INDEX_FILE).write_bytes(b'{"watermark": 50}\ngarbage')
+    path = tmp_path / INDEX_FILE
+    saved = path.read_bytes()
+    header, body = saved.split(b"\n", 1)
+    assert b'"watermark": 50' in header and len(body) > 50 * 8 * 4  # the vectors are in it
+    damaged = {
+        "garbage body": header + b"\ngarbage",
+        "truncated body": saved[: len(header) + 1 + len(body) // 2],
+        "no header": body,
+    }[damage]
+    path.write_bytes(damaged)
     with pytest.raises(IndexMismatchError, match="rebuild"):
         await _backend(tmp_path)
     rebuilt = FaissBackend(MemoryConfig(faiss={"path": str(tmp_path)}).faiss, dimension=8, metric="cosine",

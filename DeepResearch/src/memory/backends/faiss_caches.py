@@ -23,6 +23,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import faiss
 import numpy as np
@@ -38,6 +39,7 @@ from DeepResearch.src.memory.text import tokenize
 INDEX_FILE = "index.faiss"
 Reembed = Callable[[list[str]], np.ndarray]
 LEXICAL_FILE = "lexical.npz"
+READ_CHUNK = 1 << 20  # FAISS reads the index file straight into the index, in chunks of this
 # Replaying a row on open costs ~40 us (lexical postings), rewriting a cache ~3 us per row
 # it holds plus an fsync: rewrite once the rows changed since the last write pass this.
 SAVE_MIN_CHANGES = 64
@@ -68,26 +70,40 @@ class SavedCache:
             self.save()
 
 
-def write_atomically(path: Path, header: dict, body: bytes) -> None:
+def write_atomically(path: Path, header: dict, write_body: Callable[[BinaryIO], object]) -> None:
+    """The header line, then what `write_body` writes to the file, swapped in atomically."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
         fh.write(json.dumps(header).encode() + b"\n")
-        fh.write(body)
+        write_body(fh)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
-def read_header_and_body(path: Path) -> tuple[dict, bytes]:
-    head, _, body = path.read_bytes().partition(b"\n")
-    header = json.loads(head)
+def read_header(fh: BinaryIO) -> dict:
+    """A cache file's header line; `fh` is left at the start of the body."""
+    header = json.loads(fh.readline())
     if not isinstance(header, dict) or not isinstance(header.get("watermark"), int):
         raise ValueError("header line has no integer watermark")
-    return header, body
+    return header
+
+
+class LiveSeqs:
+    """The seqs of the records table, read once per open (both caches reconcile with them)."""
+
+    def __init__(self, db: SQLiteRecords) -> None:
+        self.db = db
+        self._all: np.ndarray | None = None
+
+    def upto(self, watermark: int) -> np.ndarray:
+        if self._all is None:
+            self._all = self.db.all_seqs_upto(self.db.max_seq())
+        return self._all[self._all <= watermark]
 
 
 def reconcile(
-    cached: np.ndarray, db: SQLiteRecords, watermark: int
+    cached: np.ndarray, live_seqs: LiveSeqs, watermark: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """(gone, missed) for a cache holding `cached` seqs, all <= `watermark`: seqs whose records
     were deleted since it was saved, and live seqs <= watermark it never held. The latter are
@@ -95,7 +111,7 @@ def reconcile(
     then wrote rows of its own past them, and saved its watermark beyond them."""
     if watermark <= 0:
         return cached[:0], cached[:0]
-    live = db.all_seqs_upto(watermark)
+    live = live_seqs.upto(watermark)
     # isin with assume_unique (each side holds a seq once), not setdiff1d: its np.unique makes
     # numpy import numpy.ma (~6 ms at every store open).
     gone = cached[~np.isin(cached, live, assume_unique=True)]
@@ -150,14 +166,17 @@ class VectorCache(SavedCache):
             inner = faiss.IndexFlatIP(self.dimension)
         return faiss.IndexIDMap(inner)
 
-    def load(self, db: SQLiteRecords) -> None:
+    def load(self, db: SQLiteRecords, live: LiveSeqs | None = None) -> None:
         """Read the saved index (if any), check it, and catch it up with the records."""
         self.index, self.watermark, self.stale, self.unsaved = self._new_index(), 0, 0, 0
         root = self.path.parent
         if self.path.exists():
             try:
-                saved, body = read_header_and_body(self.path)
-                index = faiss.deserialize_index(np.frombuffer(body, dtype=np.uint8))
+                # Read through a callback, not as one bytes object: the file's bytes are
+                # copied once, into the index (0.35 GB/s -> ~2 GB/s, measured at 13k rows).
+                with self.path.open("rb") as fh:
+                    saved = read_header(fh)
+                    index = faiss.read_index(faiss.PyCallbackIOReader(fh.read, READ_CHUNK))
                 if not isinstance(index, faiss.IndexIDMap):
                     raise ValueError(f"expected an IndexIDMap, found {type(index).__name__}")
             except Exception as exc:
@@ -181,7 +200,7 @@ class VectorCache(SavedCache):
         in_index = np.zeros(0, dtype=np.int64)
         if self.index.ntotal:
             in_index = faiss.vector_to_array(self.index.id_map).astype(np.int64)
-        gone, missed = reconcile(in_index, db, self.watermark)
+        gone, missed = reconcile(in_index, live or LiveSeqs(db), self.watermark)
         self.remove(gone, db)
         if len(missed):
             found = missed_records(db, missed)
@@ -216,8 +235,11 @@ class VectorCache(SavedCache):
         self.add(*db.vectors_after(0))
 
     def save(self) -> None:
-        body = faiss.serialize_index(self.index).tobytes()
-        write_atomically(self.path, {"watermark": self.watermark, **self._header()}, body)
+        write_atomically(
+            self.path,
+            {"watermark": self.watermark, **self._header()},
+            lambda fh: faiss.write_index(self.index, faiss.PyCallbackIOWriter(fh.write)),
+        )
         self.unsaved = 0
 
 
@@ -231,18 +253,20 @@ class LexicalCache(SavedCache):
     def __len__(self) -> int:
         return len(self.index)
 
-    def load(self, db: SQLiteRecords) -> None:
+    def load(self, db: SQLiteRecords, live: LiveSeqs | None = None) -> None:
         self.index, self.watermark, self.unsaved = LexicalIndex(), 0, 0
         if self.path.exists():
             try:
-                saved, body = read_header_and_body(self.path)
+                with self.path.open("rb") as fh:
+                    saved = read_header(fh)
+                    body = fh.read()
                 if db.max_seq() < saved["watermark"]:
                     raise ValueError(f"watermark {saved['watermark']} > last record {db.max_seq()}")
                 self.index, self.watermark = LexicalIndex.from_bytes(body), saved["watermark"]
             except Exception as exc:  # a cache: rebuild it from the stored tokens
                 log.warning("lexical index %s unusable (%s); rebuilding it", self.path, exc)
                 self.index, self.watermark = LexicalIndex(), 0
-        gone, missed = reconcile(self.index.live_rows(), db, self.watermark)
+        gone, missed = reconcile(self.index.live_rows(), live or LiveSeqs(db), self.watermark)
         self.remove(gone)
         for seq, record in missed_records(db, missed):
             self.add(seq, tokenize(record.content))  # the tokens upsert gave FTS5
@@ -260,7 +284,8 @@ class LexicalCache(SavedCache):
         self.unsaved += len(seqs)
 
     def save(self) -> None:
-        write_atomically(self.path, {"watermark": self.watermark}, self.index.to_bytes())
+        body = self.index.to_bytes()
+        write_atomically(self.path, {"watermark": self.watermark}, lambda fh: fh.write(body))
         self.unsaved = 0
 
 

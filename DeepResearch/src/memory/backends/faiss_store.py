@@ -38,6 +38,7 @@ from DeepResearch.src.memory.backends.base import (
 from DeepResearch.src.memory.backends.faiss_caches import (
     INDEX_FILE,
     LexicalCache,
+    LiveSeqs,
     Reembed,
     VectorCache,
     rebuild_caches,
@@ -140,10 +141,11 @@ class FaissBackend(MemoryBackend):
             self._vectors = self._lexical = None
 
     def _load_caches(self, db: SQLiteRecords) -> None:
+        live = LiveSeqs(db)
         self._vectors = VectorCache(self.config, self.root, self.dimension, self.metric)
-        self._vectors.load(db)
+        self._vectors.load(db, live)
         self._lexical = LexicalCache(self.root)
-        self._lexical.load(db)
+        self._lexical.load(db, live)
 
     def rebuild(self, reembed: Reembed | None = None, batch_size: int = 256) -> int:
         """Rebuild index (and, with `reembed`, every vector) from the records; store the

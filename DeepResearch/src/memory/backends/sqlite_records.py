@@ -332,12 +332,15 @@ class SQLiteRecords:
         """The seqs of all records up to `watermark`, in no particular order."""
         # From a narrow index, which holds every seq: the table's own rows carry vectors and
         # contents, so walking them read ~10x the pages (2.2 vs 0.3 ms at 1.3k records).
+        # As one string, not a row per seq: at 13k records the rows' tuples took 5-18 ms, the
+        # string ~2.5 ms (the tuples' allocations also set off garbage collections).
         with self._lock:
-            rows = self._conn.execute(
-                "SELECT seq FROM records INDEXED BY records_type_live WHERE seq <= ?",
+            (text,) = self._conn.execute(
+                "SELECT group_concat(seq) FROM records INDEXED BY records_type_live "
+                "WHERE seq <= ?",
                 (watermark,),
-            ).fetchall()
-        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            ).fetchone()
+        return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, np.int64)
 
     def max_seq(self) -> int:
         with self._lock:
