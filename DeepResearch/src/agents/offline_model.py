@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -110,6 +110,19 @@ def rank_sentences(candidates: list[Finding], query: str, limit: int) -> list[Fi
     return best
 
 
+def _in_event_loop(
+    respond: Callable[[list[ModelMessage], AgentInfo], ModelResponse],
+) -> Callable[[list[ModelMessage], AgentInfo], Awaitable[ModelResponse]]:
+    """`respond` as a coroutine function. FunctionModel runs a plain function in a worker
+    thread; these answer in well under a millisecond, and the hand-off cost more than that
+    (more still while an embedding holds the GIL in another thread)."""
+
+    async def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return respond(messages, info)
+
+    return answer
+
+
 class OfflineModel:
     """Factory of the deterministic FunctionModels, one per agent role."""
 
@@ -124,7 +137,7 @@ class OfflineModel:
             AgentType.EXECUTOR: self.execute,
             AgentType.SYNTHESIZER: self.synthesize,
         }
-        return FunctionModel(functions[role], model_name=f"offline-{role.value}")
+        return FunctionModel(_in_event_loop(functions[role]), model_name=f"offline-{role.value}")
 
     # -- planner -----------------------------------------------------------------------
     def plan(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
