@@ -346,24 +346,27 @@ async def test_rows_another_process_wrote_meanwhile_are_found_after_reopening(
 
 
 def test_filter_counts_read_only_indexes_and_older_stores_are_migrated(tmp_path: Path) -> None:
-    """Every read filter carries the TTL condition; a count by memory type or session must not
-    read the table's rows (vectors, contents). A store made with the older indexes gets the
-    new ones on open."""
+    """Every read filter carries the TTL condition; a count by memory type or session, or by
+    type and metadata, must not read the table's rows (vectors, contents). A store made with
+    the older indexes gets the new ones on open."""
     path = tmp_path / "memory.sqlite3"
     SQLiteRecords(path).close()
     old = sqlite3.connect(path)
     old.executescript(
         "DROP INDEX records_type_live; DROP INDEX records_session_live;"
+        "DROP INDEX records_type_meta;"
         "CREATE INDEX records_type ON records (memory_type);"
         "CREATE INDEX records_session ON records (session_id, created_at);"
     )
     old.close()
     db = SQLiteRecords(path)
     indexes = {row[0] for row in db._conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-    assert {"records_type_live", "records_session_live"} <= indexes
+    assert {"records_type_live", "records_session_live", "records_type_meta"} <= indexes
     assert not {"records_type", "records_session"} & indexes
+    failures = MemoryFilter(memory_types=("tool_execution",), live_at=1.0,
+                            metadata={"tool": ("read_document",), "success": (False,)})
     for flt in (MemoryFilter(memory_types=("plan", "answer"), live_at=1.0),
-                MemoryFilter(session_ids=("s",), live_at=1.0)):
+                MemoryFilter(session_ids=("s",), live_at=1.0), failures):
         where, params = filter_sql(flt)
         plan = db._conn.execute(f"EXPLAIN QUERY PLAN SELECT count(*) FROM records WHERE {where}",
                                 params).fetchall()

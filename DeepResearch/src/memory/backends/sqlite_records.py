@@ -50,6 +50,10 @@ DROP INDEX IF EXISTS records_type;
 CREATE INDEX IF NOT EXISTS records_session_live ON records (session_id, created_at, expires_at);
 CREATE INDEX IF NOT EXISTS records_created ON records (created_at, id);
 CREATE INDEX IF NOT EXISTS records_type_live ON records (memory_type, expires_at);
+-- A metadata filter within a type (the workflow's "failed runs of these tools") reads the
+-- metadata of every row of the type: from this index, not from rows that carry vectors
+-- (8.2 -> 1.7 ms at 13k records, for 3 % more file).
+CREATE INDEX IF NOT EXISTS records_type_meta ON records (memory_type, expires_at, metadata);
 CREATE INDEX IF NOT EXISTS records_expires ON records (expires_at) WHERE expires_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS relations (
     src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, pos INTEGER NOT NULL,
