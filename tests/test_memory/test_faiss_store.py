@@ -17,6 +17,7 @@ import pytest
 
 from DeepResearch.src.memory import IndexMismatchError, MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
+from DeepResearch.src.memory.backends.base import EMBEDDING_KEY
 from DeepResearch.src.memory.backends.faiss_caches import LEXICAL_FILE
 from DeepResearch.src.memory.backends.faiss_store import INDEX_FILE, FaissBackend
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords, filter_sql
@@ -78,9 +79,9 @@ async def test_acknowledged_store_survives_sigkill_and_restart(tmp_path: Path, e
         await client.close()
 
 
-async def _backend(path: Path, **faiss: object) -> FaissBackend:
+async def _backend(path: Path, dimension: int = 8, **faiss: object) -> FaissBackend:
     cfg = MemoryConfig(backend="faiss", faiss={"path": str(path), **faiss})
-    backend = create_backend(cfg, 8)
+    backend = create_backend(cfg, dimension)
     await backend.open()
     return backend  # type: ignore[return-value]
 
@@ -116,6 +117,35 @@ async def test_corrupt_index_is_detected_and_rebuilt(tmp_path: Path, damage: str
     backend = await _backend(tmp_path)
     assert await backend.count(MemoryFilter()) == 50
     await backend.close()
+
+
+async def test_reembedding_embeds_the_key_a_record_was_embedded_from(tmp_path: Path, embedder) -> None:
+    """`rebuild --reembed` (a new model, say) recomputes each vector from the text it stood
+    for: a record embedded from a key (the workflow's loop question) gets the key's vector,
+    not its content's; any other record gets its content's."""
+    question = "Which aligner suits RNA-seq reads?"
+    content = "Tool read_document succeeded with rna_seq_aligners.md: STAR and HISAT2 ..."
+    plain = "HISAT2 aligns spliced RNA-seq reads against a reference genome"
+    rng = np.random.default_rng(3)
+    old = rng.normal(size=(2, 384)).astype(np.float32)  # vectors of a model gone
+    old /= np.linalg.norm(old, axis=1, keepdims=True)
+    backend = await _backend(tmp_path, dimension=384)
+    await backend.upsert([
+        MemoryRecord(id="keyed", session_id="s", memory_type="tool_execution", content=content,
+                     created_at=1.0, metadata={EMBEDDING_KEY: question}, vector=old[0]),
+        MemoryRecord(id="plain", session_id="s", memory_type="note", content=plain,
+                     created_at=2.0, vector=old[1]),
+    ])
+    await backend.close()
+    rebuilt = FaissBackend(MemoryConfig(faiss={"path": str(tmp_path)}).faiss, dimension=384,
+                           metric="cosine", model="all-MiniLM-L6-v2")
+    assert rebuilt.rebuild(reembed=embedder.embed) == 2
+    backend = await _backend(tmp_path, dimension=384)
+    stored = {r.id: r.vector for r in await backend.scan(MemoryFilter())}
+    await backend.close()
+    expected = embedder.embed([question, plain])
+    np.testing.assert_allclose(stored["keyed"], expected[0], atol=1e-5)
+    np.testing.assert_allclose(stored["plain"], expected[1], atol=1e-5)
 
 
 async def test_other_model_dimension_or_metric_is_refused(tmp_path: Path) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import MemoryRecord
+from DeepResearch.src.memory.backends.base import EMBEDDING_KEY, MemoryRecord
 from DeepResearch.src.memory.config import RetrievalConfig
-from DeepResearch.src.memory.ranking.diversity import Deduplicate
+from DeepResearch.src.memory.ranking.diversity import Deduplicate, MaximalMarginalRelevance
 from DeepResearch.src.memory.ranking.types import RankingContext, ScoredMemory
 
 
@@ -60,3 +60,37 @@ async def test_memories_of_different_types_are_never_duplicates() -> None:
     ]
     out = await Deduplicate()(items, _ctx(10))
     assert [m.record.id for m in out] == ["answer", "plan", "trace"]
+
+
+def _keyed(rid: str, score: float, text: str, key: str = "the loop's question") -> ScoredMemory:
+    item = _item(rid, score, [1, 0], text=text, kind="tool_execution")
+    item.record.metadata[EMBEDDING_KEY] = key
+    return item
+
+
+async def test_memories_embedded_from_a_key_are_compared_by_text_only() -> None:
+    """A loop's tool runs all carry its question's vector: each says something else, so
+    only the same text makes a duplicate. A memory whose vector stands for its content
+    is still a duplicate of one with a near-identical vector."""
+    items = [
+        _keyed("search", 1.0, "Tool search_documents succeeded with {...}"),
+        _keyed("read-a", 0.9, "Tool read_document succeeded with a.md"),
+        _keyed("read-a-again", 0.8, "Tool read_document succeeded with a.md"),  # same text
+        _keyed("read-b", 0.7, "Tool read_document succeeded with b.md"),
+        _item("by-content", 0.6, [1, 0.01], kind="tool_execution"),  # cosine ~1 with all
+    ]
+    out = await Deduplicate()(items, _ctx(10))
+    assert [m.record.id for m in out] == ["search", "read-a", "read-b", "by-content"]
+    assert [m.record.id for m in await Deduplicate()(items[::-1], _ctx(10))] == [
+        "search", "read-a", "read-b", "by-content"
+    ]
+
+
+async def test_mmr_counts_keyed_memories_redundant_only_when_their_text_is_the_same() -> None:
+    items = [
+        _keyed("search", 1.0, "Tool search_documents succeeded"),
+        _keyed("search-again", 0.99, "Tool search_documents succeeded"),
+        _keyed("read", 0.98, "Tool read_document succeeded"),
+    ]
+    out = await MaximalMarginalRelevance()(items, _ctx(2, mmr_enabled=True, mmr_lambda=0.5))
+    assert [m.record.id for m in out] == ["search", "read"]

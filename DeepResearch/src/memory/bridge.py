@@ -96,8 +96,7 @@ def failure_analysis_memory(
     return {
         "content": f"Failure analysis of the run for {question!r}: {len(failures)} of "
         f"{len(history)} tool runs failed.\n" + "\n".join(lines),
-        "key": f"Failure analysis for {question!r}: "
-        + "; ".join(f"{p.category} in {', '.join(p.tools)}" for p in patterns),
+        "key": question,  # like the run's other memories: found by related questions
         "memory_type": "failure_analysis",
         "importance": FAILURE_ANALYSIS_IMPORTANCE,
         "session_id": session_id,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from DeepResearch.src.memory.backends.base import EMBEDDING_KEY
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryConfigError, MemorySubsystemError
 from DeepResearch.src.memory.key_vectors import KeyVectorCache
@@ -137,14 +138,17 @@ class MemoryRun:
         """Store workflow memories in one batch. Each item may carry a `key`: a short text
         that is embedded instead of the whole content -- it is what later recalls match on,
         and it keeps the embedding cost of a run small. The content itself is stored whole
-        (and searched lexically). A loop's plan, answer and execution trace are keyed by the
-        loop's question, whose vector its recalls have already computed: they are found by
-        related questions, and cost no model call. Tool runs are keyed by tool, parameters
-        and outcome."""
+        (and searched lexically), the key in its metadata (`embedding_key`). A loop's plan,
+        answer, execution trace and tool runs are keyed by the loop's question, whose vector
+        its recalls have already computed: they are found by related questions, and cost no
+        model call."""
         if not items:
             return []
         keys = [str(item.get("key") or item["content"]) for item in items]
         batch = [{k: v for k, v in item.items() if k != "key"} for item in items]
+        for item, key in zip(batch, keys, strict=True):
+            if key != item["content"]:  # the vector is the key's: say so (see EMBEDDING_KEY)
+                item["metadata"] = {**(item.get("metadata") or {}), EMBEDDING_KEY: key}
         try:
             vectors = await asyncio.to_thread(self._vectors_of, keys)
             for item, vector in zip(batch, vectors, strict=True):

@@ -3,8 +3,8 @@
 This listener is the only layer that writes tool runs to memory (the agents' tools, the
 nodes and the history bridge do not), and it remembers which runs it has taken, so a run
 is never stored twice -- not even when a nested loop's history is merged into its parent's.
-Runs join the run's pending batch (`MemoryRun.pending`), written with `store_many` and one
-embedding batch when a nested loop ends and when the run ends.
+Runs join the run's pending batch (`MemoryRun.pending`), written with `store_many` when a
+nested loop ends and when the run ends, keyed (embedded) by their loop's question.
 """
 
 from __future__ import annotations
@@ -35,8 +35,11 @@ def _summary(data: Any, limit: int = 300) -> str:
     return excerpt(json.dumps(data, default=str), limit)
 
 
-def tool_memory(event: ToolRunEvent, session_id: str) -> dict[str, Any]:
-    """The store_many item of one tool run (`key` is what gets embedded)."""
+def tool_memory(event: ToolRunEvent, session_id: str, question: str | None = None) -> dict[str, Any]:
+    """The store_many item of one tool run. `key` (what gets embedded) is the question of the
+    loop the tool ran for: a tool run is found by the questions it served, and the loop's
+    recalls have already embedded that question (a new search query would otherwise cost a
+    model call per loop). Without a question: tool, parameters and outcome."""
     item = event.item
     ok = item.status is ExecutionStatus.SUCCESS
     params = json.dumps(item.parameters, sort_keys=True, default=str)
@@ -48,7 +51,7 @@ def tool_memory(event: ToolRunEvent, session_id: str) -> dict[str, Any]:
     outcome = "succeeded" if ok else f"failed ({category}): {(item.error or '')[:60]}"
     return {
         "content": content,
-        "key": f"Tool {item.tool} with {params[:80]} {outcome}",
+        "key": question or f"Tool {item.tool} with {params[:80]} {outcome}",
         "memory_type": "tool_execution",
         "agent_type": "executor",
         "importance": SUCCESS_IMPORTANCE if ok else FAILURE_IMPORTANCE,
@@ -85,4 +88,7 @@ class ToolExecutionTracker:
         if self.run is None or id(event.item) in self._seen:
             return
         self._seen.add(id(event.item))
-        self.run.pending.append(tool_memory(event, self.run.session_of(event.loop_id)))
+        run = self.run
+        run.pending.append(
+            tool_memory(event, run.session_of(event.loop_id), run.questions.get(event.loop_id))
+        )

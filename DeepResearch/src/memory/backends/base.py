@@ -19,6 +19,18 @@ JSONScalar = str | int | float | bool | None
 FOLLOWS = "follows"  # RelationType.FOLLOWS: a memory follows the previous one of its session
 
 
+# The metadata key naming the text a record's vector was embedded from, when that is not its
+# content (the workflow keys a loop's memories by the loop's question). Re-embedding uses it,
+# and de-duplication knows that two records sharing that text may still say different things.
+EMBEDDING_KEY = "embedding_key"
+
+
+def embedded_text(record: MemoryRecord, content: str) -> str:
+    """The text `record`'s vector stands for: its embedding key, else its (full) content."""
+    key = record.metadata.get(EMBEDDING_KEY)
+    return key if isinstance(key, str) and key else content
+
+
 @dataclass(slots=True)
 class MemoryRecord:
     """A memory as a backend stores it. Times are UNIX epoch seconds (float, UTC)."""

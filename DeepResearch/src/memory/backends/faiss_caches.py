@@ -28,7 +28,7 @@ from typing import BinaryIO
 import faiss
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, embedded_text
 from DeepResearch.src.memory.backends.lexical import LexicalIndex
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.compression import full_content
@@ -290,14 +290,18 @@ class LexicalCache(SavedCache):
 
 
 def reembed_records(db: SQLiteRecords, reembed: Reembed, dimension: int, batch_size: int) -> None:
-    """Replace every stored vector with `reembed` of the record's full content."""
+    """Replace every stored vector with `reembed` of the text it stands for: the record's
+    embedding key when it has one, else its full content."""
     seqs = db.all_seqs_upto(db.max_seq())
     for start in range(0, len(seqs), batch_size):
         chunk = [int(s) for s in seqs[start : start + batch_size]]
         records = db.by_seqs(chunk, MemoryFilter())
         order = [s for s in chunk if s in records]
         texts = [
-            full_content(records[s].content, records[s].content_codec, records[s].content_blob)
+            embedded_text(
+                records[s],
+                full_content(records[s].content, records[s].content_codec, records[s].content_blob),
+            )
             for s in order
         ]
         vectors = reembed(texts)

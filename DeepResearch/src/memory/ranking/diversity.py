@@ -4,24 +4,35 @@ from __future__ import annotations
 
 import numpy as np
 
+from DeepResearch.src.memory.backends.base import EMBEDDING_KEY
 from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory, by_score
 
 
+def _by_vector(m: ScoredMemory) -> bool:
+    """Whether m's vector stands for its content: not when it was embedded from a key (a
+    loop's memories share its question's vector, and each says something else)."""
+    return m.record.vector is not None and EMBEDDING_KEY not in m.record.metadata
+
+
+def _same_text(a: ScoredMemory, b: ScoredMemory) -> bool:
+    return (a.record.content, a.record.content_blob) == (b.record.content, b.record.content_blob)
+
+
 def _sim(a: ScoredMemory, b: ScoredMemory) -> float:
-    if a.record.vector is None or b.record.vector is None:
-        return 1.0 if a.record.content == b.record.content else 0.0
+    if not (_by_vector(a) and _by_vector(b)):
+        return 1.0 if _same_text(a, b) else 0.0
     return float(np.dot(a.record.vector, b.record.vector))
 
 
 class Deduplicate(BaseStep):
-    """Keep the best of near-identical memories of one type (cosine >= dedup_threshold or
-    same text).
+    """Keep the best of near-identical memories of one type: the same text, or cosine >=
+    dedup_threshold between vectors that stand for their contents.
 
-    Memories of different types are never duplicates: a loop's plan, answer and execution
-    trace are all indexed under its question's vector, and each says something else. Greedy
-    over the items best first, comparing each with the kept ones of its type as one
-    matrix-vector product. Without MMR the list is cut to `limit` next, so it stops once
-    `limit` are kept."""
+    Memories of different types are never duplicates, and a vector embedded from a key (a
+    loop's plan, answer, trace and tool runs all carry its question's) says nothing about
+    the content: those are compared by text alone. Greedy over the items best first,
+    comparing each with the kept ones of its type as one matrix-vector product. Without MMR
+    the list is cut to `limit` next, so it stops once `limit` are kept."""
 
     name = "deduplicate"
 
@@ -42,7 +53,7 @@ class Deduplicate(BaseStep):
             text = (kind, m.record.content, m.record.content_blob)
             if text in kept_texts:
                 continue
-            vector, n = m.record.vector, rows.get(kind, 0)
+            vector, n = m.record.vector if _by_vector(m) else None, rows.get(kind, 0)
             if vector is not None and n and float(np.max(matrices[kind][:n] @ vector)) >= threshold:
                 continue
             kept.append(m)
