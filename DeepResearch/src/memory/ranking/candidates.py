@@ -20,7 +20,7 @@ import numpy as np
 from DeepResearch.src.memory.backends.base import Candidate, MemoryBackend, MemoryFilter
 from DeepResearch.src.memory.config import RetrievalConfig
 from DeepResearch.src.memory.ranking.query import rewrite_query
-from DeepResearch.src.memory.ranking.types import ScoredMemory
+from DeepResearch.src.memory.ranking.types import ScoredMemory, same_memory_key
 
 MAX_WIDENING = 16  # a dense search asks for at most this many times n hits
 
@@ -94,10 +94,11 @@ async def _dense_candidates(
         found = await backend.vector_search(vector, fetch, flt)
         best: dict[tuple[str, str, bytes | None], Candidate] = {}
         for cand in found:
-            record = cand.record
-            key = (record.memory_type, record.content, record.content_blob)
+            key = same_memory_key(cand.record)
             kept = best.get(key)
-            if kept is None or (cand.score, record.created_at) > (kept.score, kept.record.created_at):
+            if kept is None or (cand.score, cand.record.created_at) > (
+                kept.score, kept.record.created_at
+            ):
                 best[key] = cand
         if len(best) >= n or len(found) < fetch or fetch >= n * MAX_WIDENING:
             return sorted(best.values(), key=lambda c: -c.score)[:n]

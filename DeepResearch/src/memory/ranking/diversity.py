@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import EMBEDDING_KEY
-from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory, by_score
+from DeepResearch.src.memory.ranking.types import (
+    BaseStep,
+    RankingContext,
+    ScoredMemory,
+    by_score,
+    same_memory_key,
+)
 
 
 def _by_vector(m: ScoredMemory) -> bool:
@@ -49,8 +55,7 @@ class Deduplicate(BaseStep):
         for m in by_score(items):
             if len(kept) >= enough:
                 break
-            kind = m.record.memory_type
-            text = (kind, m.record.content, m.record.content_blob)
+            kind, text = m.record.memory_type, same_memory_key(m.record)
             if text in kept_texts:
                 continue
             vector, n = m.record.vector if _by_vector(m) else None, rows.get(kind, 0)
