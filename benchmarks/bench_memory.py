@@ -205,7 +205,7 @@ async def bench_retrieve(workdir: Path, size: int, queries: list[str]) -> dict[s
     default_runtime = client.embedder.model.name
     in_session = (await client.stats()).in_session
     await client.close()
-    del index
+    index.reset()  # frees its vectors before the next size
     return {
         "size": size, "raw_p50": pct(raw_t, 50), "raw_p95": pct(raw_t, 95),
         "ours_p50": pct(ours_t, 50), "ours_p95": pct(ours_t, 95),

@@ -180,7 +180,7 @@ class Embedder:
 
         def load() -> None:
             try:
-                self.model
+                _ = self.model
             except EmbeddingModelError:
                 pass  # kept in _load_error for the first caller
 
