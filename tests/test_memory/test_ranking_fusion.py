@@ -29,6 +29,8 @@ class FakeBackend:
     async def vector_search(self, vector: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
         return self.dense[:k]
 
+    distinct_vector_search = vector_search  # the fixed dense list holds no copies
+
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         self.lexical_query = query
         return self.lexical[:k]

@@ -51,6 +51,29 @@ class MemoryRecord:
     vector: np.ndarray | None = None  # float32, shape (dimension,), L2-normalised
 
 
+CopyKey = tuple[str, str, bytes | None]
+MAX_COPY_WIDENING = 16  # a distinct search asks for at most this many times k hits
+
+
+def same_memory_key(record: MemoryRecord) -> CopyKey:
+    """Records with equal keys are copies of one memory: the same type and the same text."""
+    return (record.memory_type, record.content, record.content_blob)
+
+
+def keep_newest_copies(
+    hits: Sequence[tuple[int, float, CopyKey, float]], k: int
+) -> list[tuple[int, float]]:
+    """The k best of (handle, score, copy key, created_at) hits, one per copy key: the best
+    score, the newest copy on a tie. Best first."""
+    best: dict[CopyKey, tuple[int, float, float]] = {}
+    for handle, score, key, created in hits:
+        kept = best.get(key)
+        if kept is None or (score, created) > (kept[1], kept[2]):
+            best[key] = (handle, score, created)
+    chosen = sorted(best.values(), key=lambda kept: -kept[1])[:k]
+    return [(handle, score) for handle, score, _ in chosen]
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryFilter:
     """A conjunction of conditions; None means "no condition on this field".
@@ -127,6 +150,25 @@ class MemoryBackend(ABC):
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[Candidate]:
         """The k records nearest to `vector` among those matching `flt`, best first."""
+
+    async def distinct_vector_search(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter
+    ) -> list[Candidate]:
+        """Like vector_search, but the k nearest *different* memories: of copies (equal
+        same_memory_key, e.g. a nested loop's memories merged into its parent, or the plan
+        every run of a recurring question writes) only the best is kept, the newest on a
+        tie. Copies share a vector, so a few memories could otherwise fill the k nearest.
+        This default widens vector_search (x4, up to MAX_COPY_WIDENING x k) until k differ; a
+        backend that can tell copies apart without reading whole records overrides it."""
+        fetch = k
+        while True:
+            found = await self.vector_search(vector, fetch, flt)
+            hits = [(i, c.score, same_memory_key(c.record), c.record.created_at)
+                    for i, c in enumerate(found)]
+            kept = keep_newest_copies(hits, k)
+            if len(kept) >= k or len(found) < fetch or fetch >= k * MAX_COPY_WIDENING:
+                return [found[i] for i, _ in kept]
+            fetch *= 4
 
     @abstractmethod
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:

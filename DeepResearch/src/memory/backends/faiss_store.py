@@ -28,12 +28,14 @@ import faiss
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
+    MAX_COPY_WIDENING,
     BackendHealth,
     Candidate,
     MemoryBackend,
     MemoryFilter,
     MemoryRecord,
     RelatedRecord,
+    keep_newest_copies,
 )
 from DeepResearch.src.memory.backends.faiss_caches import (
     INDEX_FILE,
@@ -252,18 +254,20 @@ class FaissBackend(MemoryBackend):
 
     def _overfetch(
         self, search: Callable[[int], tuple[np.ndarray, np.ndarray]], db: SQLiteRecords,
-        flt: MemoryFilter, k: int, plan: FilterPlan, total: int,
+        flt: MemoryFilter, k: int, plan: FilterPlan, total: int, distinct: bool = False,
     ) -> list[Candidate]:
-        """Ask `search` for more hits until k pass the filter or the store is exhausted."""
+        """Ask `search` for more hits until k pass the filter (k different memories when
+        `distinct`, widening at most MAX_COPY_WIDENING times) or the store is exhausted."""
         stale = self._caches()[0].stale
         if plan.fraction >= 1.0:  # every row matches (e.g. nothing has expired): no margin
             fetch = min(total, k + stale)
         else:
             fetch = min(total, math.ceil((k + stale) / max(plan.fraction, 1e-9) * 1.5) + 8)
+        widest = fetch * MAX_COPY_WIDENING if distinct else total
         while True:
             ids, scores = search(fetch)
-            found = self._resolve(db, ids, scores, flt, k)
-            if len(found) >= k or fetch >= total or len(ids) < fetch:
+            found = self._resolve(db, ids, scores, flt, k, distinct)
+            if len(found) >= k or fetch >= min(total, widest) or len(ids) < fetch:
                 return found
             fetch = min(total, fetch * 4)
 
@@ -276,7 +280,16 @@ class FaissBackend(MemoryBackend):
     ) -> list[Candidate]:
         return await run_faiss(self._vector_search_sync, vector, k, flt)
 
-    def _vector_search_sync(self, vector: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
+    async def distinct_vector_search(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter
+    ) -> list[Candidate]:
+        # Copies are told apart on their type and text (copy_keys), without reading vectors,
+        # metadata or relations; only the k kept are read whole.
+        return await run_faiss(self._vector_search_sync, vector, k, flt, True)
+
+    def _vector_search_sync(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter, distinct: bool = False
+    ) -> list[Candidate]:
         db = self._require()
         cache = self._caches()[0]
         query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
@@ -295,28 +308,41 @@ class FaissBackend(MemoryBackend):
                 raw, ids = cache.index.search(query, fetch, params=params)
                 return ids[0], self._to_similarity(raw[0])
 
-            return self._overfetch(search, db, flt, k, plan, cache.index.ntotal)
+            return self._overfetch(search, db, flt, k, plan, cache.index.ntotal, distinct)
+        widest = min(len(plan.seqs), k * MAX_COPY_WIDENING if distinct else k)
         if cache.hnsw and len(plan.seqs) <= EXACT_HNSW_LIMIT:
             seqs, vectors = db.vectors_by_filter(flt)
             sims = vectors @ query[0]
-            top = np.argsort(-sims, kind="stable")[:k]
-            return self._resolve(db, seqs[top], sims[top], flt, k)
+            top = np.argsort(-sims, kind="stable")[:widest]
+            return self._resolve(db, seqs[top], sims[top], flt, k, distinct)
         params = (
-            faiss.SearchParametersHNSW(efSearch=max(self.config.hnsw_ef_search, k))
+            faiss.SearchParametersHNSW(efSearch=max(self.config.hnsw_ef_search, k, widest))
             if cache.hnsw
             else faiss.SearchParameters()
         )
         params.sel = faiss.IDSelectorBatch(plan.seqs)
-        raw, ids = cache.index.search(query, min(k, len(plan.seqs)), params=params)
-        return self._resolve(db, ids[0], self._to_similarity(raw[0]), flt, k)
+        fetch = min(k, widest)
+        while True:  # once, unless copies must make room for different memories
+            raw, ids = cache.index.search(query, fetch, params=params)
+            found = self._resolve(db, ids[0], self._to_similarity(raw[0]), flt, k, distinct)
+            if len(found) >= k or fetch >= widest:
+                return found
+            fetch = min(widest, fetch * 4)
 
     def _resolve(
-        self, db: SQLiteRecords, ids: np.ndarray, scores: np.ndarray, flt: MemoryFilter, k: int
+        self, db: SQLiteRecords, ids: np.ndarray, scores: np.ndarray, flt: MemoryFilter, k: int,
+        distinct: bool = False,
     ) -> list[Candidate]:
-        """The first k hits that pass `flt`, as records. Over-fetched hits are filtered on
-        their seqs first, so only the k kept are read whole (vectors, metadata, relations)."""
+        """The first k hits that pass `flt` (the best of each memory's copies when
+        `distinct`), as records. Over-fetched hits are filtered on their seqs (or read as
+        copy keys) first, so only the k kept are read whole (vectors, metadata, relations)."""
         order = [(int(i), float(s)) for i, s in zip(ids, scores, strict=True) if i >= 0]
-        if len(order) > k and flt != MemoryFilter():
+        if distinct:
+            keys = db.copy_keys([i for i, _ in order], flt)
+            order = keep_newest_copies(
+                [(i, s, *keys[i]) for i, s in order if i in keys], k
+            )
+        elif len(order) > k and flt != MemoryFilter():
             passing = db.seqs_matching([i for i, _ in order], flt)
             order = [(i, s) for i, s in order if i in passing]
         order = order[:k]

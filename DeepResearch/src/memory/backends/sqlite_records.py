@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.base import CopyKey, MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.text import token_string
 
@@ -287,6 +287,22 @@ class SQLiteRecords:
                 [*seqs, *params],
             )
         )
+
+    def copy_keys(
+        self, seqs: Sequence[int], flt: MemoryFilter
+    ) -> dict[int, tuple[CopyKey, float]]:
+        """For each of `seqs` that matches `flt`: its same_memory_key (type, text, compressed
+        text) and created_at, to tell copies apart without reading vectors or metadata."""
+        if not seqs:
+            return {}
+        where, params = filter_sql(flt)
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT seq, memory_type, content, content_blob, created_at FROM records "
+                f"WHERE seq IN ({','.join('?' * len(seqs))}) AND {where}",
+                [*seqs, *params],
+            ).fetchall()
+        return {seq: ((kind, text, blob), created) for seq, kind, text, blob, created in rows}
 
     def seqs_matching(self, seqs: Sequence[int], flt: MemoryFilter) -> set[int]:
         """Which of `seqs` match `flt` (reads no vectors)."""

@@ -20,9 +20,7 @@ import numpy as np
 from DeepResearch.src.memory.backends.base import Candidate, MemoryBackend, MemoryFilter
 from DeepResearch.src.memory.config import RetrievalConfig
 from DeepResearch.src.memory.ranking.query import rewrite_query
-from DeepResearch.src.memory.ranking.types import ScoredMemory, same_memory_key
-
-MAX_WIDENING = 16  # a dense search asks for at most this many times n hits
+from DeepResearch.src.memory.ranking.types import ScoredMemory
 
 
 @dataclass(slots=True)
@@ -67,7 +65,8 @@ async def gather_candidates(
         vector = query_vector if isinstance(query_vector, np.ndarray) else await query_vector
         if retrieval.hybrid and lexical_task is None:
             lexical_task = start_lexical()
-        dense = await _dense_candidates(backend, vector, n, flt)
+        # Copies of one memory share a vector: n different memories, not n copies.
+        dense = await backend.distinct_vector_search(vector, n, flt)
     except BaseException:
         if lexical_task is not None:
             lexical_task.cancel()
@@ -79,30 +78,6 @@ async def gather_candidates(
     if retrieval.fusion == "rrf":
         return _rrf(pool, retrieval.rrf_k)
     return _minmax(pool, retrieval.lexical_weight)
-
-
-async def _dense_candidates(
-    backend: MemoryBackend, vector: np.ndarray, n: int, flt: MemoryFilter
-) -> list[Candidate]:
-    """The n nearest different memories. Copies share a vector and a text -- a nested loop's
-    memories merged into its parent's session, the plan every run of a recurring question
-    writes -- and could fill the n nearest with a few memories: the search widens (x4, up
-    to x16) until n differ, and each memory type and text keeps its newest copy (de-
-    duplication would keep one of them anyway, and the newest is the one decay favours)."""
-    fetch = n
-    while True:
-        found = await backend.vector_search(vector, fetch, flt)
-        best: dict[tuple[str, str, bytes | None], Candidate] = {}
-        for cand in found:
-            key = same_memory_key(cand.record)
-            kept = best.get(key)
-            if kept is None or (cand.score, cand.record.created_at) > (
-                kept.score, kept.record.created_at
-            ):
-                best[key] = cand
-        if len(best) >= n or len(found) < fetch or fetch >= n * MAX_WIDENING:
-            return sorted(best.values(), key=lambda c: -c.score)[:n]
-        fetch *= 4
 
 
 def _merge(

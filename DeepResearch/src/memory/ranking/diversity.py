@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import EMBEDDING_KEY
-from DeepResearch.src.memory.ranking.types import (
-    BaseStep,
-    RankingContext,
-    ScoredMemory,
-    by_score,
-    same_memory_key,
-)
+from DeepResearch.src.memory.backends.base import EMBEDDING_KEY, same_memory_key
+from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory, by_score
 
 
 def _by_vector(m: ScoredMemory) -> bool:

@@ -87,8 +87,3 @@ def by_score(items: list[ScoredMemory]) -> list[ScoredMemory]:
     return sorted(
         items, key=lambda m: (-m.score, -m.similarity, -m.record.created_at, m.record.id)
     )
-
-
-def same_memory_key(record: MemoryRecord) -> tuple[str, str, bytes | None]:
-    """Records with equal keys are copies of one memory: the same type and the same text."""
-    return (record.memory_type, record.content, record.content_blob)
