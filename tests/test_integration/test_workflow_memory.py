@@ -55,19 +55,6 @@ async def test_disabled_memory_runs_exactly_the_foundation_workflow(
     assert not (Path(cfg.memory.faiss.path)).exists()  # nothing of memory ran
 
 
-def test_a_memory_run_starts_loading_its_model_before_the_store_opens(
-    make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The load overlaps building the services and opening the store; a run without
-    memory loads nothing."""
-    started: list[str] = []
-    monkeypatch.setattr(Embedder, "start_loading", lambda self: started.append(self.model_name))
-    assert memory_plugins(make_config("memory.enabled=false")) is None
-    assert started == []
-    assert memory_plugins(make_config()) is not None
-    assert started == [get_embedder().model_name]
-
-
 async def test_second_run_recalls_the_first_and_its_failing_tool(make_config: MakeConfig) -> None:
     cfg = make_config()
     first = await run_research(Q1, cfg)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -88,49 +86,6 @@ def test_model_load_is_timed_and_reported_once(caplog: pytest.LogCaptureFixture)
     assert lines == [f"embedding model all-MiniLM-L6-v2 loaded in {embedder.load_seconds:.2f} s "
                      "(numpy runtime: import, weights, warm-up; "
                      f"{embedder.load_cpu_seconds:.2f} s of CPU)"]
-
-
-def test_start_loading_loads_the_model_before_anyone_asks() -> None:
-    """A run starts the load early; the model is then ready without an embedding call, once
-    (a second start while loaded starts nothing), and embeds like one loaded on demand."""
-    embedder = Embedder()
-    embedder.start_loading()
-    deadline = time.monotonic() + 60
-    while embedder.load_seconds is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert embedder.load_seconds is not None, "the background load never finished"
-    before = threading.active_count()
-    embedder.start_loading()
-    assert threading.active_count() == before  # loaded: no second load thread
-    np.testing.assert_allclose(
-        embedder.embed(["ready early"]), get_embedder().embed(["ready early"]), atol=1e-6
-    )
-
-
-def test_a_background_load_that_fails_is_raised_by_the_first_user(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The failure stays with the embedder (no traceback on the loading thread) and the
-    first call that needs the model raises it, without a second attempt."""
-    from DeepResearch.src.memory import embeddings
-
-    attempts: list[str] = []
-
-    def broken(model: str, runtime: str, device: str) -> None:
-        attempts.append(model)
-        raise EmbeddingModelError(f"cannot load embedding model {model!r}")
-
-    monkeypatch.setattr(embeddings, "load_runtime", broken)
-    embedder = Embedder("/no/such/model")
-    thread_errors: list[BaseException | None] = []
-    monkeypatch.setattr(threading, "excepthook", lambda args: thread_errors.append(args.exc_value))
-    embedder.start_loading()
-    deadline = time.monotonic() + 10
-    while not attempts and time.monotonic() < deadline:
-        time.sleep(0.01)
-    with pytest.raises(EmbeddingModelError, match="/no/such/model"):
-        embedder.embed(["x"])
-    assert attempts == ["/no/such/model"] and thread_errors == []
 
 
 def test_lone_surrogates_reach_the_model_as_replacement_characters() -> None:

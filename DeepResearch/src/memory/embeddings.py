@@ -170,22 +170,6 @@ class Embedder:
                     )
         return self._model
 
-    def start_loading(self) -> None:
-        """Load the model on a background thread, unless it is loaded or loading: a run that
-        will need it starts the load before building its services and opening the store, and
-        the first embedding waits only for what is left. A failure is kept and raised by the
-        first call that needs the model, as if that call had loaded it."""
-        if self._model is not None or self._load_error is not None or self._load_lock.locked():
-            return
-
-        def load() -> None:
-            try:
-                _ = self.model
-            except EmbeddingModelError:
-                pass  # kept in _load_error for the first caller
-
-        threading.Thread(target=load, name="embedding-model-load", daemon=True).start()
-
     @property
     def dimension(self) -> int:
         if self.model_name in _DEFAULT_ALIASES and self._model is None:

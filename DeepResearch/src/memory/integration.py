@@ -27,7 +27,6 @@ from omegaconf import DictConfig
 from DeepResearch.src.memory.bridge import history_memories
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
-from DeepResearch.src.memory.embeddings import get_embedder
 from DeepResearch.src.memory.errors import MemorySubsystemError
 from DeepResearch.src.memory.hooks import MemoryNodeHook
 from DeepResearch.src.memory.key_vectors import KeyVectorCache
@@ -186,9 +185,4 @@ def memory_plugins(cfg: DictConfig) -> MemoryPlugins | None:
     resolved = resolve_memory(cfg, resolve_flow(cfg))
     if resolved is None:
         return None
-    # The run's first recall needs the embedding model: its load (~70 ms of CPU) overlaps
-    # building the services, importing FAISS and opening the store instead of starting when
-    # the first recall asks. Measured: ~25 ms less per compound `deepresearch` run.
-    store = resolved[0].vector_store
-    get_embedder(store.embedding_model, store.embedding_runtime).start_loading()
     return MemoryPlugins(MemoryIntegration(*resolved))
