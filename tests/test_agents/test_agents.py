@@ -204,6 +204,28 @@ def test_offline_planner_uses_its_memory_section_before_searching_memory_itself(
     assert isinstance(call, ToolCallPart) and call.tool_name == "retrieve_memory"
 
 
+def test_offline_planner_that_splits_the_question_does_not_search_memory() -> None:
+    """A compound question becomes sub-questions whose own loops read documents (and recall
+    for themselves): searching memory for documents to read here would be a wasted turn."""
+    question = "Which aligner suits RNA-seq reads and how are variants called?"
+    tools = default_registry().names()
+    prompt = planner_prompt(question, tools, 3, "- [plan, succeeded, score 2.100] Plan for 'x'")
+    response = OfflineModel().plan([ModelRequest(parts=[UserPromptPart(prompt)])],
+                                   agent_info("retrieve_memory"))
+    assert not [p for p in response.parts if isinstance(p, ToolCallPart)]
+    text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
+    assert [s.line() for s in parse_plan(text, tools)] == [
+        "1. subquestion: Which aligner suits RNA-seq reads",
+        "2. subquestion: how are variants called?",
+    ]
+    # Not allowed to split, the same question reads documents: memory is searched first.
+    (call,) = OfflineModel().plan(
+        [ModelRequest(parts=[UserPromptPart(planner_prompt(question, tools, 0, ""))])],
+        agent_info("retrieve_memory"),
+    ).parts
+    assert isinstance(call, ToolCallPart) and call.tool_name == "retrieve_memory"
+
+
 def test_offline_planner_reads_the_sources_recalled_answers_cited_with_the_top_results() -> None:
     question = "Which aligner suits RNA-seq reads, as compared in lab_aligner_notes.md?"
     tools = default_registry().names()

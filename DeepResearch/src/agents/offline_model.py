@@ -146,17 +146,20 @@ class OfflineModel:
         returns = _tool_returns(messages)
         memory = section(prompt, "MEMORY")
         briefed = _briefed_sources(memory)
-        # The workflow's MEMORY section usually names the earlier answers and what they
-        # cited; only when it does not is memory searched directly (one more model turn).
-        if not returns and not briefed and MEMORY_TOOL in {t.name for t in info.function_tools}:
-            query = {"query": question, "top_k": 3, "filters": {"memory_type": "answer"}}
-            return ModelResponse(parts=[ToolCallPart(MEMORY_TOOL, {**query, "scope": "all"})])
         allowed = field_value(prompt, "SUBQUESTIONS") or "not allowed"
         limit_match = re.search(r"at most (\d+)", allowed)
         limit = int(limit_match.group(1)) if limit_match and allowed.startswith("allowed") else 0
         parts = split_question(question)
+        splits = len(parts) > 1 and limit > 0  # each sub-question's own loop reads documents
+        # The workflow's MEMORY section usually names the earlier answers and what they
+        # cited; only when it does not, and this plan will read documents, is memory
+        # searched directly (one more model turn).
+        tools = {t.name for t in info.function_tools}
+        if not splits and not returns and not briefed and MEMORY_TOOL in tools:
+            query = {"query": question, "top_k": 3, "filters": {"memory_type": "answer"}}
+            return ModelResponse(parts=[ToolCallPart(MEMORY_TOOL, {**query, "scope": "all"})])
         comments = _memory_comments(memory)
-        if len(parts) > 1 and limit > 0:
+        if splits:
             lines = [f"{SUBQUESTION}: {part}" for part in parts[:limit]]
         else:
             lines = [f"search_documents: {part}" for part in parts]
