@@ -238,7 +238,9 @@ async def run() -> str:
     shutil.rmtree(workdir, ignore_errors=True)
     defaults = MemoryConfig().retrieval
     lines = [
-        "Raw and client calls are interleaved in one process; raw FAISS searches with its "
+        "Raw and client calls are interleaved in one process, in an order that rotates per "
+        "query (raw FAISS's OpenMP threads spin for a few ms after a search and slow whatever "
+        "runs next on 2 cores); raw FAISS searches with its "
         f"default OpenMP threads ({faiss.omp_get_max_threads()}), the backend on its own FAISS "
         "pool limited to one (utils/faiss_threads.py). Default config: faiss flat index, cosine, "
         f"hybrid dense + BM25 (in-process index) candidates fused by {defaults.fusion}, neighbour smoothing "
