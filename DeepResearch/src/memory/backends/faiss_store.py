@@ -56,7 +56,11 @@ from DeepResearch.src.utils.faiss_threads import run_faiss
 
 __all__ = ["DB_FILE", "INDEX_FILE", "FaissBackend"]
 
-SELECTIVE_FRACTION = 0.2
+# Below this share of matching rows a search lists their seqs and searches only those;
+# above it, it over-fetches (~k / share x 1.5 hits) and filters them in SQL. A flat scan
+# reads every vector either way: listing 20k seqs of 100k (0.2, the old limit) cost
+# ~11 ms more than one over-fetched search.
+SELECTIVE_FRACTION = 0.05
 EXACT_HNSW_LIMIT = 50_000  # matching rows up to which a selective HNSW search is exact numpy
 DB_FILE = "memory.sqlite3"
 
@@ -245,7 +249,16 @@ class FaissBackend(MemoryBackend):
             n_match = self._total - db.count_expired(flt.live_at or 0.0)
             if n_match == 0 or n_match > selective:
                 return FilterPlan(n_match, n_match / live)
-        # One query answers a selective filter (a session, say); a broad one is counted.
+        if not flt.metadata:
+            # Index-only conditions (types, sessions, times): a count is cheap (~2 ms at 100k
+            # rows), fetching up to `selective` seqs to find the filter broad was not (~11 ms).
+            n_match = db.count(flt)
+            if n_match == 0 or n_match > selective:
+                return FilterPlan(n_match, n_match / live)
+            seqs = db.matching_seqs(flt)
+            return FilterPlan(len(seqs), len(seqs) / live, seqs if len(seqs) else None)
+        # Metadata is matched row by row (as costly to count as to list) and usually narrows a
+        # lot: one query answers a selective filter; a broad one is counted after it.
         seqs = db.matching_seqs(flt, limit=selective + 1)
         if len(seqs) <= selective:
             return FilterPlan(len(seqs), len(seqs) / live, seqs if len(seqs) else None)
@@ -264,6 +277,8 @@ class FaissBackend(MemoryBackend):
         else:
             fetch = min(total, math.ceil((k + stale) / max(plan.fraction, 1e-9) * 1.5) + 8)
         widest = fetch * MAX_COPY_WIDENING if distinct else total
+        if distinct:  # copy keys are cheap to read, a second search is not (a flat index
+            fetch = min(total, fetch * 4)  # reads every vector, whatever the fetch)
         while True:
             ids, scores = search(fetch)
             found = self._resolve(db, ids, scores, flt, k, distinct)
@@ -321,7 +336,7 @@ class FaissBackend(MemoryBackend):
             else faiss.SearchParameters()
         )
         params.sel = faiss.IDSelectorBatch(plan.seqs)
-        fetch = min(k, widest)
+        fetch = min(k * 4 if distinct else k, widest)
         while True:  # once, unless copies must make room for different memories
             raw, ids = cache.index.search(query, fetch, params=params)
             found = self._resolve(db, ids[0], self._to_similarity(raw[0]), flt, k, distinct)
