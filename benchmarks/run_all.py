@@ -14,6 +14,7 @@ MODULES = [
     "benchmarks.bench_memory",
     "benchmarks.bench_neo4j",
     "benchmarks.bench_workflow",
+    "benchmarks.bench_workflow_scale",
 ]
 
 
