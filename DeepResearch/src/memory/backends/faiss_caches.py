@@ -1,6 +1,7 @@
 """The two rebuildable in-process caches of the faiss backend, both keyed by record `seq`.
 
-- `VectorCache`: a FAISS IndexIDMap (flat or HNSW) in `index.faiss`.
+- `VectorCache`: a FAISS IndexIDMap (flat or HNSW) in `index.faiss`; rows added since it was
+  read wait in a flat delta beside it (faiss_growing.py) until it is written.
 - `LexicalCache`: a `LexicalIndex` (BM25) over the tokens the FTS5 table stores, in
   `lexical.npz`.
 
@@ -29,6 +30,7 @@ import faiss
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, embedded_text
+from DeepResearch.src.memory.backends.faiss_growing import GrowingIndex, flat_index
 from DeepResearch.src.memory.backends.lexical import LexicalIndex
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.compression import full_content
@@ -135,7 +137,7 @@ class VectorCache(SavedCache):
         self.path = root / INDEX_FILE
         self.dimension = dimension
         self.metric = metric
-        self.index = self._new_index()
+        self.index = GrowingIndex(self._new_index(), metric)
         self.watermark = 0
         self.stale = 0  # removed seqs still inside an HNSW index (it cannot remove)
         self.unsaved = 0  # rows added or removed since the file was written
@@ -155,20 +157,18 @@ class VectorCache(SavedCache):
         return {"kind": self.config.index_kind, "metric": self.metric, "dimension": self.dimension}
 
     def _new_index(self) -> faiss.IndexIDMap:
+        if not self.hnsw:
+            return flat_index(self.dimension, self.metric)
         faiss_metric = faiss.METRIC_L2 if self.metric == "euclidean" else faiss.METRIC_INNER_PRODUCT
-        if self.hnsw:
-            inner = faiss.IndexHNSWFlat(self.dimension, self.config.hnsw_m, faiss_metric)
-            inner.hnsw.efConstruction = self.config.hnsw_ef_construction
-            inner.hnsw.efSearch = self.config.hnsw_ef_search
-        elif self.metric == "euclidean":
-            inner = faiss.IndexFlatL2(self.dimension)
-        else:
-            inner = faiss.IndexFlatIP(self.dimension)
+        inner = faiss.IndexHNSWFlat(self.dimension, self.config.hnsw_m, faiss_metric)
+        inner.hnsw.efConstruction = self.config.hnsw_ef_construction
+        inner.hnsw.efSearch = self.config.hnsw_ef_search
         return faiss.IndexIDMap(inner)
 
     def load(self, db: SQLiteRecords, live: LiveSeqs | None = None) -> None:
         """Read the saved index (if any), check it, and catch it up with the records."""
-        self.index, self.watermark, self.stale, self.unsaved = self._new_index(), 0, 0, 0
+        self.index = GrowingIndex(self._new_index(), self.metric)
+        self.watermark, self.stale, self.unsaved = 0, 0, 0
         root = self.path.parent
         if self.path.exists():
             try:
@@ -196,10 +196,8 @@ class VectorCache(SavedCache):
                     f"the FAISS index {self.path} is newer than its records (watermark "
                     f"{saved['watermark']} > last record {db.max_seq()}): run {rebuild_hint(root)}"
                 )
-            self.index, self.watermark = index, saved["watermark"]
-        in_index = np.zeros(0, dtype=np.int64)
-        if self.index.ntotal:
-            in_index = faiss.vector_to_array(self.index.id_map).astype(np.int64)
+            self.index, self.watermark = GrowingIndex(index, self.metric), saved["watermark"]
+        in_index = self.index.ids()
         gone, missed = reconcile(in_index, live or LiveSeqs(db), self.watermark)
         self.remove(gone, db)
         if len(missed):
@@ -213,7 +211,7 @@ class VectorCache(SavedCache):
     def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
         if len(seqs) == 0:
             return
-        self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), seqs)
+        self.index.add(vectors, seqs)
         self.watermark = max(self.watermark, int(seqs.max()))
         self.unsaved += len(seqs)
 
@@ -223,22 +221,29 @@ class VectorCache(SavedCache):
         if len(seqs) == 0:
             return
         self.unsaved += len(seqs)
+        seqs = np.asarray(seqs, dtype=np.int64)
+        in_delta = self.index.remove_from_delta(seqs)
         if not self.hnsw:
-            self.index.remove_ids(np.asarray(seqs, dtype=np.int64))
+            self.index.base.remove_ids(seqs)
             return
-        self.stale += len(seqs)
+        self.stale += len(seqs) - in_delta
         if db is not None and self.stale > max(1000, self.index.ntotal // 4):
             self.rebuild(db)
 
     def rebuild(self, db: SQLiteRecords) -> None:
-        self.index, self.watermark, self.stale = self._new_index(), 0, 0
-        self.add(*db.vectors_after(0))
+        seqs, vectors = db.vectors_after(0)
+        base = self._new_index()
+        if len(seqs):
+            base.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), seqs)
+        self.index, self.stale = GrowingIndex(base, self.metric), 0
+        self.watermark = int(seqs.max()) if len(seqs) else 0
+        self.unsaved += len(seqs)
 
     def save(self) -> None:
         write_atomically(
             self.path,
             {"watermark": self.watermark, **self._header()},
-            lambda fh: faiss.write_index(self.index, faiss.PyCallbackIOWriter(fh.write)),
+            lambda fh: faiss.write_index(self.index.folded(), faiss.PyCallbackIOWriter(fh.write)),
         )
         self.unsaved = 0
 
@@ -323,4 +328,4 @@ def rebuild_caches(
     lexical.path.unlink(missing_ok=True)
     lexical.load(db)
     lexical.save()
-    return int(vectors.index.ntotal)
+    return vectors.index.ntotal

@@ -1,0 +1,104 @@
+"""GrowingIndex: an index read from disk plus a flat delta of the rows added since, searched
+as one; real FAISS throughout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import faiss
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory import MemoryConfig
+from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
+from DeepResearch.src.memory.backends.faiss_growing import GrowingIndex, flat_index
+
+DIM = 16
+
+
+def _vectors(n: int, seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=(n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "euclidean"])
+def test_base_and_delta_search_like_one_index(metric: str) -> None:
+    vectors, ids = _vectors(300, 1), np.arange(1000, 1300, dtype=np.int64)
+    whole = flat_index(DIM, metric)
+    whole.add_with_ids(vectors, ids)
+    base = flat_index(DIM, metric)
+    base.add_with_ids(vectors[:200], ids[:200])
+    grown = GrowingIndex(base, metric)
+    grown.add(vectors[200:], ids[200:])
+    assert grown.ntotal == 300 and base.ntotal == 200  # the base was not copied into
+    queries = _vectors(5, 2)
+    for k in (1, 10, 299, 400):  # 400: more than it holds, padded with -1 like FAISS
+        want_d, want_i = whole.search(queries, k)
+        got_d, got_i = grown.search(queries, k)
+        np.testing.assert_array_equal(got_i, want_i)
+        np.testing.assert_allclose(got_d, want_d, rtol=1e-5)
+    # An id selector applies to both parts.
+    params = faiss.SearchParameters()
+    params.sel = faiss.IDSelectorBatch(ids[::7])
+    want_d, want_i = whole.search(queries, 20, params=params)
+    got_d, got_i = grown.search(queries, 20, params=params)
+    np.testing.assert_array_equal(got_i, want_i)
+
+
+def test_removal_and_folding() -> None:
+    vectors, ids = _vectors(50, 3), np.arange(50, dtype=np.int64)
+    base = flat_index(DIM, "cosine")
+    base.add_with_ids(vectors[:30], ids[:30])
+    grown = GrowingIndex(base, "cosine")
+    grown.add(vectors[30:], ids[30:])
+    assert grown.remove_from_delta(np.array([5, 31, 32])) == 2  # 5 is in the base
+    assert sorted(grown.ids()) == sorted(set(range(50)) - {31, 32})
+    folded = grown.folded()
+    assert folded.ntotal == 48 and grown.delta.ntotal == 0
+    _, found = folded.search(vectors[40:41], 1)
+    assert found[0, 0] == 40  # the delta's rows are searchable in the written index
+
+
+def test_a_large_delta_joins_the_base(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past max(FOLD_MIN, base / FOLD_SHARE) rows the delta is folded in (an HNSW base must
+    not sit beside a large brute-force delta)."""
+    from DeepResearch.src.memory.backends import faiss_growing
+
+    monkeypatch.setattr(faiss_growing, "FOLD_MIN", 10)
+    vectors, ids = _vectors(200, 5), np.arange(200, dtype=np.int64)
+    base = flat_index(DIM, "cosine")
+    base.add_with_ids(vectors[:160], ids[:160])
+    grown = GrowingIndex(base, "cosine")
+    grown.add(vectors[160:180], ids[160:180])  # 20 = 160 / 8: not yet
+    assert (grown.base.ntotal, grown.delta.ntotal) == (160, 20)
+    grown.add(vectors[180:181], ids[180:181])
+    assert (grown.base.ntotal, grown.delta.ntotal) == (181, 0)
+
+
+async def test_a_reopened_store_adds_to_the_delta_and_writes_one_index(tmp_path: Path) -> None:
+    """Rows written after an open go to the delta (the index read from disk is not copied
+    into); a store reopened after its file was written finds every row."""
+    cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)})
+    vectors = _vectors(120, 4)
+    records = [MemoryRecord(id=f"m{i}", session_id="s", memory_type="note", content=f"note {i}",
+                            created_at=1000.0 + i, vector=vectors[i]) for i in range(120)]
+    backend = create_backend(cfg, DIM)
+    await backend.open()
+    await backend.upsert(records[:100])
+    await backend.close()  # first close: the file is written
+    backend = create_backend(cfg, DIM)
+    await backend.open()
+    index = backend._vectors.index
+    assert (index.base.ntotal, index.delta.ntotal) == (100, 0)
+    await backend.upsert(records[100:])
+    assert (index.base.ntotal, index.delta.ntotal) == (100, 20)
+    hits = await backend.vector_search(vectors[110], 3, MemoryFilter())
+    assert hits[0].record.id == "m110"
+    backend._vectors.save()  # what a close does once enough changed
+    assert (index.base.ntotal, index.delta.ntotal) == (120, 0)
+    await backend.close()
+    reopened = create_backend(cfg, DIM)
+    await reopened.open()
+    assert (reopened._vectors.index.base.ntotal, reopened._vectors.index.delta.ntotal) == (120, 0)
+    assert (await reopened.vector_search(vectors[115], 1, MemoryFilter()))[0].record.id == "m115"
+    await reopened.close()
