@@ -103,8 +103,12 @@ def measure_cli(runs: int) -> dict[str, CliTimes]:
         for question in QUESTIONS:
             cli_run(question, work, memory=False)  # warm-ups (file cache), not timed
             cli_run(question, work, memory=True)  # also fills the store
-            t = times[question] = CliTimes()
-            for run in range(1, runs + 1):
+            times[question] = CliTimes()
+        # The questions take turns, so both see the same stretch of the VM's drift and the
+        # same store size.
+        for run in range(1, runs + 1):
+            for question in QUESTIONS:
+                t = times[question]
                 t.disabled.append(cli_run(asked(question, run), work, memory=False)[0])
                 wall, load = cli_run(asked(question, run), work, memory=True)
                 t.enabled.append(wall)
@@ -234,7 +238,7 @@ def in_process_table(times: dict[str, dict[str, list[float]]]) -> tuple[list[str
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7, help="in-process runs of each kind")
-    parser.add_argument("--cli-runs", type=int, default=15, help="deepresearch runs of each kind")
+    parser.add_argument("--cli-runs", type=int, default=21, help="deepresearch runs of each kind")
     args = parser.parse_args(argv if argv is not None else [])
     cli_rows, cli_ratios = cli_table(measure_cli(args.cli_runs))
     cli_ratio = statistics.median(cli_ratios)
@@ -244,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
             f"### `deepresearch` runs, model loading excluded ({args.cli_runs} of each kind)",
             "",
             "One process per run, from start to exit, in one working folder (the memory runs "
-            "share `outputs/memory`). Each measured run asks a question no earlier run asked "
+            "share `outputs/memory`); the two questions take turns. Each measured run asks a question no earlier run asked "
             "(the question below as `Case N: ...`): its query vectors, plan and trace keys are "
             "new, while its tool calls on the same documents recur, as between related "
             "questions. Model loading (the embedding runtime's import, weights, one warm-up "
