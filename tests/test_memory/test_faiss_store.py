@@ -20,7 +20,8 @@ from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_
 from DeepResearch.src.memory.backends.base import EMBEDDING_KEY, MemoryBackend
 from DeepResearch.src.memory.backends.faiss_caches import LEXICAL_FILE
 from DeepResearch.src.memory.backends.faiss_store import INDEX_FILE, FaissBackend
-from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords, filter_sql
+from DeepResearch.src.memory.backends.sqlite_filters import filter_sql
+from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

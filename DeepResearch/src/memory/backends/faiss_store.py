@@ -9,18 +9,16 @@ Layout of `memory.faiss.path`: `memory.sqlite3` (+ WAL), `index.faiss` and `lexi
 - The database remembers model, dimension and metric; opening it with other settings raises
   IndexMismatchError; `rebuild()` (CLI: `deepresearch-memory rebuild`) rebuilds the caches
   from the records, re-embedding them when the model changed.
-- Filtered search (vector and lexical alike): a filter matching most rows over-fetches and
-  post-filters in SQL; a selective one (below SELECTIVE_FRACTION of rows) searches only the
-  matching seqs (an IDSelector on a flat index, exact numpy on HNSW, a row restriction for
-  BM25), so a small session inside a large store still gets its true top-k.
+- Filtered search (vector and lexical alike; faiss_search.py): a filter matching many rows
+  over-fetches and post-filters in SQL; a selective one (below SELECTIVE_FRACTION of rows)
+  searches only the matching seqs (an IDSelector on a flat index, exact numpy on HNSW, a row
+  restriction for BM25), so a small session inside a large store still gets its true top-k.
 """
 
 from __future__ import annotations
 
-import math
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -35,7 +33,6 @@ from DeepResearch.src.memory.backends.base import (
     MemoryFilter,
     MemoryRecord,
     RelatedRecord,
-    keep_newest_copies,
 )
 from DeepResearch.src.memory.backends.faiss_caches import (
     INDEX_FILE,
@@ -47,6 +44,13 @@ from DeepResearch.src.memory.backends.faiss_caches import (
     rebuild_hint,
     reembed_records,
 )
+from DeepResearch.src.memory.backends.faiss_search import (
+    EXACT_HNSW_LIMIT,
+    FilterPlan,
+    make_plan,
+    overfetch,
+    resolve,
+)
 from DeepResearch.src.memory.backends.sqlite_graph import walk
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.config import FaissConfig
@@ -56,23 +60,7 @@ from DeepResearch.src.utils.faiss_threads import run_faiss
 
 __all__ = ["DB_FILE", "INDEX_FILE", "FaissBackend"]
 
-# Below this share of matching rows a search lists their seqs and searches only those;
-# above it, it over-fetches (~k / share x 1.5 hits) and filters them in SQL. A flat scan
-# reads every vector either way: listing 20k seqs of 100k (0.2, the old limit) cost
-# ~11 ms more than one over-fetched search.
-SELECTIVE_FRACTION = 0.05
-EXACT_HNSW_LIMIT = 50_000  # matching rows up to which a selective HNSW search is exact numpy
 DB_FILE = "memory.sqlite3"
-
-
-@dataclass(frozen=True, slots=True)
-class FilterPlan:
-    """How a search honours a filter: nothing matches, over-fetch and post-filter (`fraction`
-    of the rows match), or search only `seqs`."""
-
-    n_match: int
-    fraction: float = 1.0
-    seqs: np.ndarray | None = None
 
 
 class FaissBackend(MemoryBackend):
@@ -234,57 +222,9 @@ class FaissBackend(MemoryBackend):
         with self._plan_lock:
             if self._last_plan is not None and self._last_plan[0] is flt:
                 return self._last_plan[1]
-            plan = self._make_plan(db, flt)
+            plan = make_plan(db, flt, self._caches()[0].live, self._total)
             self._last_plan = (flt, plan)
             return plan
-
-    def _make_plan(self, db: SQLiteRecords, flt: MemoryFilter) -> FilterPlan:
-        live = self._caches()[0].live
-        if live <= 0:
-            return FilterPlan(0)
-        if flt == MemoryFilter():
-            return FilterPlan(live)
-        selective = int(SELECTIVE_FRACTION * live)
-        if flt == MemoryFilter(live_at=flt.live_at):  # the TTL condition alone: two cheap counts
-            n_match = self._total - db.count_expired(flt.live_at or 0.0)
-            if n_match == 0 or n_match > selective:
-                return FilterPlan(n_match, n_match / live)
-        if not flt.metadata:
-            # Index-only conditions (types, sessions, times): a count is cheap (~2 ms at 100k
-            # rows), fetching up to `selective` seqs to find the filter broad was not (~11 ms).
-            n_match = db.count(flt)
-            if n_match == 0 or n_match > selective:
-                return FilterPlan(n_match, n_match / live)
-            seqs = db.matching_seqs(flt)
-            return FilterPlan(len(seqs), len(seqs) / live, seqs if len(seqs) else None)
-        # Metadata is matched row by row (as costly to count as to list) and usually narrows a
-        # lot: one query answers a selective filter; a broad one is counted after it.
-        seqs = db.matching_seqs(flt, limit=selective + 1)
-        if len(seqs) <= selective:
-            return FilterPlan(len(seqs), len(seqs) / live, seqs if len(seqs) else None)
-        n_match = db.count(flt)
-        return FilterPlan(n_match, n_match / live)
-
-    def _overfetch(
-        self, search: Callable[[int], tuple[np.ndarray, np.ndarray]], db: SQLiteRecords,
-        flt: MemoryFilter, k: int, plan: FilterPlan, total: int, distinct: bool = False,
-    ) -> list[Candidate]:
-        """Ask `search` for more hits until k pass the filter (k different memories when
-        `distinct`, widening at most MAX_COPY_WIDENING times) or the store is exhausted."""
-        stale = self._caches()[0].stale
-        if plan.fraction >= 1.0:  # every row matches (e.g. nothing has expired): no margin
-            fetch = min(total, k + stale)
-        else:
-            fetch = min(total, math.ceil((k + stale) / max(plan.fraction, 1e-9) * 1.5) + 8)
-        widest = fetch * MAX_COPY_WIDENING if distinct else total
-        if distinct:  # copy keys are cheap to read, a second search is not (a flat index
-            fetch = min(total, fetch * 4)  # reads every vector, whatever the fetch)
-        while True:
-            ids, scores = search(fetch)
-            found = self._resolve(db, ids, scores, flt, k, distinct)
-            if len(found) >= k or fetch >= min(total, widest) or len(ids) < fetch:
-                return found
-            fetch = min(total, fetch * 4)
 
     def _to_similarity(self, raw: np.ndarray) -> np.ndarray:
         # unit vectors: cosine = inner product = 1 - squared_L2 / 2
@@ -323,13 +263,13 @@ class FaissBackend(MemoryBackend):
                 raw, ids = cache.index.search(query, fetch, params=params)
                 return ids[0], self._to_similarity(raw[0])
 
-            return self._overfetch(search, db, flt, k, plan, cache.index.ntotal, distinct)
+            return overfetch(search, db, flt, k, plan, cache.index.ntotal, cache.stale, distinct)
         widest = min(len(plan.seqs), k * MAX_COPY_WIDENING if distinct else k)
         if cache.hnsw and len(plan.seqs) <= EXACT_HNSW_LIMIT:
             seqs, vectors = db.vectors_by_filter(flt)
             sims = vectors @ query[0]
             top = np.argsort(-sims, kind="stable")[:widest]
-            return self._resolve(db, seqs[top], sims[top], flt, k, distinct)
+            return resolve(db, seqs[top], sims[top], flt, k, distinct)
         params = (
             faiss.SearchParametersHNSW(efSearch=max(self.config.hnsw_ef_search, k, widest))
             if cache.hnsw
@@ -339,30 +279,10 @@ class FaissBackend(MemoryBackend):
         fetch = min(k * 4 if distinct else k, widest)
         while True:  # once, unless copies must make room for different memories
             raw, ids = cache.index.search(query, fetch, params=params)
-            found = self._resolve(db, ids[0], self._to_similarity(raw[0]), flt, k, distinct)
+            found = resolve(db, ids[0], self._to_similarity(raw[0]), flt, k, distinct)
             if len(found) >= k or fetch >= widest:
                 return found
             fetch = min(widest, fetch * 4)
-
-    def _resolve(
-        self, db: SQLiteRecords, ids: np.ndarray, scores: np.ndarray, flt: MemoryFilter, k: int,
-        distinct: bool = False,
-    ) -> list[Candidate]:
-        """The first k hits that pass `flt` (the best of each memory's copies when
-        `distinct`), as records. Over-fetched hits are filtered on their seqs (or read as
-        copy keys) first, so only the k kept are read whole (vectors, metadata, relations)."""
-        order = [(int(i), float(s)) for i, s in zip(ids, scores, strict=True) if i >= 0]
-        if distinct:
-            keys = db.copy_keys([i for i, _ in order], flt)
-            order = keep_newest_copies(
-                [(i, s, *keys[i]) for i, s in order if i in keys], k
-            )
-        elif len(order) > k and flt != MemoryFilter():
-            passing = db.seqs_matching([i for i, _ in order], flt)
-            order = [(i, s) for i, s in order if i in passing]
-        order = order[:k]
-        records = db.by_seqs([i for i, _ in order], flt)
-        return [Candidate(records[i], s) for i, s in order if i in records]
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         return await run_faiss(self._text_search_sync, query, k, flt)
@@ -376,9 +296,10 @@ class FaissBackend(MemoryBackend):
             return []
         if plan.seqs is not None:
             seqs, scores = lexical.search(tokens, k, among=plan.seqs)
-            return self._resolve(db, seqs, scores, flt, k)
-        return self._overfetch(
-            lambda fetch: lexical.search(tokens, fetch), db, flt, k, plan, len(lexical)
+            return resolve(db, seqs, scores, flt, k)
+        return overfetch(
+            lambda fetch: lexical.search(tokens, fetch), db, flt, k, plan, len(lexical),
+            self._caches()[0].stale,
         )
 
     async def scan(

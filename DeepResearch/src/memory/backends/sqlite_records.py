@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import CopyKey, MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.sqlite_filters import filter_sql
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.text import token_string
 
@@ -67,63 +68,6 @@ _COLUMNS = (
     "seq, id, session_id, memory_type, agent_type, content, created_at, importance, "
     "temporal_weight, expires_at, content_codec, content_blob, metadata, vector"
 )
-
-
-def filter_sql(
-    flt: MemoryFilter, alias: str = "", *, use_indexes: bool = True
-) -> tuple[str, list[Any]]:
-    """A WHERE expression (never empty: '1' when unconditional) and its parameters.
-
-    `use_indexes=False` writes each column as `+column`, which keeps SQLite from answering
-    the query through an index on a filter column: for a query that names its rows by key,
-    the key's index is the fast one, but without statistics SQLite prefers, say, the
-    memory_type index for `id IN (...) AND memory_type IN (...)` and reads every row of
-    those types."""
-    a = ("" if use_indexes else "+") + (f"{alias}." if alias else "")
-    parts: list[str] = []
-    params: list[Any] = []
-
-    def one_of(column: str, values: Sequence[Any]) -> None:
-        if not values:
-            parts.append("0")
-            return
-        parts.append(f"{a}{column} IN ({','.join('?' * len(values))})")
-        params.extend(values)
-
-    if flt.ids is not None:
-        one_of("id", flt.ids)
-    if flt.session_ids is not None:
-        one_of("session_id", flt.session_ids)
-    if flt.memory_types is not None:
-        one_of("memory_type", flt.memory_types)
-    if flt.agent_types is not None:
-        one_of("agent_type", flt.agent_types)
-    if flt.live_at is not None:
-        parts.append(f"({a}expires_at IS NULL OR {a}expires_at > ?)")
-        params.append(flt.live_at)
-    if flt.created_after is not None:
-        parts.append(f"{a}created_at >= ?")
-        params.append(flt.created_after)
-    if flt.created_before is not None:
-        parts.append(f"{a}created_at <= ?")
-        params.append(flt.created_before)
-    for key, allowed in flt.metadata.items():
-        if '"' in key or "\\" in key:
-            raise MemoryBackendError(f"metadata filter key {key!r} may not contain quotes")
-        path = f'$."{key}"'
-        scalars = [v for v in allowed if v is not None]
-        cond = []
-        if scalars:
-            cond.append(
-                f"(json_type({a}metadata, ?) NOT IN ('array', 'object') AND "
-                f"json_extract({a}metadata, ?) IN ({','.join('?' * len(scalars))}))"
-            )
-            params.extend([path, path, *scalars])
-        if len(scalars) < len(allowed):
-            cond.append(f"json_extract({a}metadata, ?) IS NULL")
-            params.append(path)
-        parts.append("(" + " OR ".join(cond) + ")" if cond else "0")
-    return (" AND ".join(parts) if parts else "1"), params
 
 
 class SQLiteRecords:
