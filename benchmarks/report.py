@@ -15,7 +15,7 @@ from pathlib import Path
 BENCHMARKS_MD = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 _HEADER = (
     "# Benchmarks\n\n"
-    "Made by `make bench` (memory core, workflow overhead, Neo4j) and `make bench-locomo`\n"
+    "Made by `make bench` (memory core, workflow overhead, large stores, Neo4j) and `make bench-locomo`\n"
     "(retrieval quality). Each section names the command that wrote it and the machine.\n"
     "Machines are noisy: compare the ratios, which are measured against the raw libraries\n"
     "in the same run, and read medians.\n"
