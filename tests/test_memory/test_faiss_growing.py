@@ -102,3 +102,20 @@ async def test_a_reopened_store_adds_to_the_delta_and_writes_one_index(tmp_path:
     assert (reopened._vectors.index.base.ntotal, reopened._vectors.index.delta.ntotal) == (120, 0)
     assert (await reopened.vector_search(vectors[115], 1, MemoryFilter()))[0].record.id == "m115"
     await reopened.close()
+
+
+def test_an_hnsw_base_and_its_flat_delta_take_the_same_search_parameters() -> None:
+    """The faiss backend passes HNSW parameters (efSearch, an id selector) to the search; the
+    flat delta must accept them and honour the selector."""
+    vectors, ids = _vectors(400, 6), np.arange(400, dtype=np.int64)
+    base = faiss.IndexIDMap(faiss.IndexHNSWFlat(DIM, 16, faiss.METRIC_INNER_PRODUCT))
+    base.add_with_ids(vectors[:300], ids[:300])
+    grown = GrowingIndex(base, "cosine")
+    grown.add(vectors[300:], ids[300:])
+    allowed = ids[::3]
+    params = faiss.SearchParametersHNSW(efSearch=200)
+    params.sel = faiss.IDSelectorBatch(allowed)
+    _, found = grown.search(vectors[330:331], 10, params=params)
+    assert set(found[0]) <= set(allowed) and 330 in found[0]  # 330 = 3 x 110: allowed, in delta
+    _, found = grown.search(vectors[12:13], 10, params=params)
+    assert found[0][0] == 12  # in the base, allowed
