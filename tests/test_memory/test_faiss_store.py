@@ -447,6 +447,29 @@ async def test_distinct_search_matches_the_generic_one_and_reads_only_what_it_ke
     await backend.close()
 
 
+async def test_dense_and_lexical_in_one_go_match_the_two_searches(tmp_path: Path) -> None:
+    """The faiss backend runs a retrieve's dense and lexical searches in one worker hand-off;
+    the answers are those of the two separate calls, and of the generic side-by-side one."""
+    backend = await _backend(tmp_path)
+    records = _records(300, seed=8, sessions=10)
+    for i, record in enumerate(records):
+        record.content = f"record {i} about {'aligners' if i % 3 else 'variant callers'}"
+    await backend.upsert(records)
+    for flt in (MemoryFilter(), MemoryFilter(session_ids=("s4",))):
+        together = await backend.dense_and_lexical(records[9].vector, "variant callers", 10, flt)
+        apart = (await backend.distinct_vector_search(records[9].vector, 10, flt),
+                 await backend.text_search("variant callers", 10, flt))
+        generic = await MemoryBackend.dense_and_lexical(
+            backend, records[9].vector, "variant callers", 10, flt
+        )
+        for got in (together, generic):
+            assert [[c.record.id for c in part] for part in got] == [
+                [c.record.id for c in part] for part in apart
+            ]
+        assert together[0] and together[1]
+    await backend.close()
+
+
 def _passes(record: MemoryRecord, flt: MemoryFilter) -> bool:
     return (flt.session_ids is None or record.session_id in flt.session_ids) and (
         flt.memory_types is None or record.memory_type in flt.memory_types

@@ -8,6 +8,7 @@ All backends pass one shared contract suite (tests/test_memory/).
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -173,6 +174,16 @@ class MemoryBackend(ABC):
     @abstractmethod
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         """The k best lexical (BM25-like) matches for `query` among those matching `flt`."""
+
+    async def dense_and_lexical(
+        self, vector: np.ndarray, query: str, k: int, flt: MemoryFilter
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """distinct_vector_search(vector) and text_search(query) of one retrieve, side by
+        side. A backend that computes both in this process may do them in one go instead."""
+        dense, lexical = await asyncio.gather(
+            self.distinct_vector_search(vector, k, flt), self.text_search(query, k, flt)
+        )
+        return dense, lexical
 
     @abstractmethod
     async def scan(

@@ -242,6 +242,17 @@ class FaissBackend(MemoryBackend):
         # metadata or relations; only the k kept are read whole.
         return await run_faiss(self._vector_search_sync, vector, k, flt, True)
 
+    async def dense_and_lexical(
+        self, vector: np.ndarray, query: str, k: int, flt: MemoryFilter
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        # One worker hand-off for both: they share the filter plan and need the GIL in turn
+        # anyway. A compound workflow run came out 6-18 ms faster (three A/B runs of 25-30
+        # alternating runs each, on a loaded machine), where each hand-off can wait.
+        def both() -> tuple[list[Candidate], list[Candidate]]:
+            return self._vector_search_sync(vector, k, flt, True), self._text_search_sync(query, k, flt)
+
+        return await run_faiss(both)
+
     def _vector_search_sync(
         self, vector: np.ndarray, k: int, flt: MemoryFilter, distinct: bool = False
     ) -> list[Candidate]:

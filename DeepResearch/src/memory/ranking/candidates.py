@@ -52,29 +52,35 @@ async def gather_candidates(
 
     `query_vector` may be an awaitable (the query still being embedded). A lexical search
     that runs on a server (`backend.lexical_in_process` false) starts at once and overlaps
-    the embedding. One that runs in this process starts with the dense search instead:
-    it needs the GIL, and so does the model's Python-level forward pass, so overlapping them
-    slowed the embedding by as much as the search took; FAISS releases the GIL."""
+    the embedding. One that runs in this process waits for the vector and runs with the dense
+    search (`backend.dense_and_lexical`; on faiss, in one worker hand-off): it needs the GIL,
+    and so does the model's Python-level forward pass, so overlapping them slowed the
+    embedding by as much as the search took."""
     lexical_query = rewrite_query(query) if retrieval.query_rewrite else query
 
-    def start_lexical() -> asyncio.Future[list[Candidate]]:
-        return asyncio.ensure_future(backend.text_search(lexical_query, n, flt))
-
-    lexical_task = start_lexical() if retrieval.hybrid and not backend.lexical_in_process else None
+    lexical_task = (
+        asyncio.ensure_future(backend.text_search(lexical_query, n, flt))
+        if retrieval.hybrid and not backend.lexical_in_process
+        else None
+    )
+    lexical: list[Candidate] | None = None
     try:
         vector = query_vector if isinstance(query_vector, np.ndarray) else await query_vector
-        if retrieval.hybrid and lexical_task is None:
-            lexical_task = start_lexical()
         # Copies of one memory share a vector: n different memories, not n copies.
-        dense = await backend.distinct_vector_search(vector, n, flt)
+        if retrieval.hybrid and lexical_task is None:
+            dense, lexical = await backend.dense_and_lexical(vector, lexical_query, n, flt)
+        else:
+            dense = await backend.distinct_vector_search(vector, n, flt)
     except BaseException:
         if lexical_task is not None:
             lexical_task.cancel()
         raise
-    if lexical_task is None:
+    if lexical_task is not None:
+        lexical = await lexical_task
+    if lexical is None:
         items = [ScoredMemory(c.record, c.score, c.score, {"dense": c.score}) for c in dense]
         return CandidatePool(items)
-    pool = _merge(dense, await lexical_task, vector)
+    pool = _merge(dense, lexical, vector)
     if retrieval.fusion == "rrf":
         return _rrf(pool, retrieval.rrf_k)
     return _minmax(pool, retrieval.lexical_weight)
