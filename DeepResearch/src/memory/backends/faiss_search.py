@@ -75,8 +75,8 @@ def overfetch(
     else:
         fetch = min(total, math.ceil((k + stale) / max(plan.fraction, 1e-9) * 1.5) + 8)
     widest = fetch * MAX_COPY_WIDENING if distinct else total
-    if distinct:  # copy keys are cheap to read, a second search is not (a flat index
-        fetch = min(total, fetch * 4)  # reads every vector, whatever the fetch)
+    if distinct:  # room for copies: copy keys are cheap to read, a second search is not (a
+        fetch = min(total, max(fetch, 4 * k))  # flat index reads every vector, whatever the fetch)
     while True:
         ids, scores = search(fetch)
         found = resolve(db, ids, scores, flt, k, distinct)
