@@ -49,6 +49,7 @@ from DeepResearch.src.memory.ranking import (
 )
 from DeepResearch.src.memory.records_io import to_document
 from DeepResearch.src.memory.sessions import (
+    NESTED_SEPARATOR,
     NestedContexts,
     ancestor_sessions,
     new_session_id,
@@ -88,7 +89,11 @@ class MemorySystemClient(NestedContexts, Maintenance):
         elif not isinstance(config, MemoryConfig):
             config = MemoryConfig.from_omegaconf(config)
         self.config = config
-        self.session_id = clean_name(session_id or config.session_id or new_session_id(), "session_id")
+        given = session_id or config.session_id
+        self.session_id = clean_name(given or new_session_id(), "session_id")
+        # A session id this client made up holds nothing yet, nor do the nested contexts named
+        # after it: their first memory follows none, with no lookup (two reads per session).
+        self._new_root: str | None = None if given else self.session_id
         self._embedder = embedder
         self._backend = backend
         self.steps: list[RankingStep] = list(steps) if steps is not None else default_steps()
@@ -250,7 +255,12 @@ class MemorySystemClient(NestedContexts, Maintenance):
         """Chain each new memory to the previous memory of its session (FOLLOWS)."""
         for record in records:
             previous = self._last_in_session.get(record.session_id)
-            if previous is None and record.session_id not in self._last_in_session and self.available:
+            if (
+                previous is None
+                and record.session_id not in self._last_in_session
+                and self.available
+                and not self._is_new_session(record.session_id)
+            ):
                 try:
                     previous = await self._latest_in_session(record.session_id)
                 except MemoryBackendError as exc:  # the write itself still goes to the outbox
@@ -260,6 +270,18 @@ class MemorySystemClient(NestedContexts, Maintenance):
             ):
                 record.relations.append((RelationType.FOLLOWS.value, previous))
             self._last_in_session[record.session_id] = record.id
+
+    def _is_new_session(self, session_id: str) -> bool:
+        """Made up by this client (or nested in such a session) and not yet written to."""
+        root = self._new_root
+        return root is not None and (
+            session_id == root or session_id.startswith(root + NESTED_SEPARATOR)
+        )
+
+    def _forget_session_tails(self) -> None:
+        """After deletes: the last memory of any session must be looked up again."""
+        self._last_in_session.clear()
+        self._new_root = None
 
     async def _latest_in_session(self, session_id: str) -> str | None:
         await self.writes.drain_pending()

@@ -40,7 +40,7 @@ class Maintenance:
         if not self.available:
             return 0
         removed = await self.backend.delete(MemoryFilter(**kwargs))
-        self._last_in_session.clear()
+        self._forget_session_tails()
         return removed
 
     async def expire(self: MemorySystemClient, now: float | None = None) -> int:
@@ -65,7 +65,7 @@ class Maintenance:
         for start in range(0, len(doomed), page):
             removed += await self.backend.delete(MemoryFilter(ids=tuple(doomed[start : start + page])))
         if removed:
-            self._last_in_session.clear()
+            self._forget_session_tails()
         return removed
 
     async def stats(self: MemorySystemClient) -> MemoryStats:
