@@ -94,3 +94,35 @@ async def test_mmr_counts_keyed_memories_redundant_only_when_their_text_is_the_s
     ]
     out = await MaximalMarginalRelevance()(items, _ctx(2, mmr_enabled=True, mmr_lambda=0.5))
     assert [m.record.id for m in out] == ["search", "read"]
+
+
+async def test_plans_that_differ_only_in_their_question_are_duplicates() -> None:
+    """A question asked again in other words ("Case 7: ..." / "Case 3: ...") leaves a plan
+    and an answer that quote it: with each memory's key (its question) masked, the rest is
+    the same, so the briefing keeps the best of them and has room for other memories. Tool
+    runs that differ in what is not their key stay apart."""
+
+    aligners, variants = [1.0, 0.0], [0.0, 1.0]  # the keys' vectors: two questions
+
+    def plan(rid: str, score: float, question: str, vector: list[float],
+             outcome: str = "succeeded") -> ScoredMemory:
+        item = _item(rid, score, vector, kind="plan",
+                     text=f"Plan for {question!r} {outcome}: 2 of 2 steps done.\n1. search {question}")
+        item.record.metadata[EMBEDDING_KEY] = question
+        return item
+
+    items = [
+        plan("case-7", 1.0, "Case 7: Which aligner suits RNA-seq reads?", aligners),
+        plan("case-3", 0.9, "Case 3: Which aligner suits RNA-seq reads?", [1.0, 0.05]),  # ~ case 7
+        plan("case-3-failed", 0.85, "Case 3: Which aligner suits RNA-seq reads?", [1.0, 0.05], "failed"),
+        plan("variants", 0.8, "How are variants called?", variants),  # same template, other question
+        _keyed("read-a", 0.7, "Tool read_document failed with a.md", key="Case 7: ..."),
+        _keyed("read-b", 0.6, "Tool read_document failed with b.md", key="Case 3: ..."),
+    ]
+    out = await Deduplicate()(items, _ctx(10))
+    assert [m.record.id for m in out] == ["case-7", "case-3-failed", "variants", "read-a", "read-b"]
+    # Keys less alike than dedup_threshold: not duplicates.
+    assert len(await Deduplicate()(items[:2], _ctx(10, dedup_threshold=0.9999))) == 2
+    # MMR counts them redundant alike.
+    out = await MaximalMarginalRelevance()(items[:2] + items[3:4], _ctx(2, mmr_enabled=True, mmr_lambda=0.5))
+    assert [m.record.id for m in out] == ["case-7", "variants"]
