@@ -150,7 +150,11 @@ class MemoryRun:
             if key != item["content"]:  # the vector is the key's: say so (see EMBEDDING_KEY)
                 item["metadata"] = {**(item.get("metadata") or {}), EMBEDDING_KEY: key}
         try:
-            vectors = await asyncio.to_thread(self._vectors_of, keys)
+            # Usually every key is the question of a loop whose recalls embedded it: no model
+            # call, and no worker hand-off for the cache reads that find it.
+            vectors = self._vectors_of(keys, use_model=False)
+            if vectors is None:
+                vectors = await asyncio.to_thread(self._vectors_of, keys)
             for item, vector in zip(batch, vectors, strict=True):
                 item["vector"] = vector
             ids = await self.client.store_many(batch)
@@ -162,16 +166,19 @@ class MemoryRun:
             self.stored[kind] = self.stored.get(kind, 0) + 1
         return ids
 
-    def _vectors_of(self, keys: list[str]) -> np.ndarray:
-        """The keys' vectors: from earlier runs when known, else from the model (then kept)."""
+    def _vectors_of(self, keys: list[str], use_model: bool = True) -> np.ndarray | None:
+        """The keys' vectors: from earlier runs when known, else from this run's query cache
+        or the model (then kept). None when the model would be needed and `use_model` is
+        False."""
         embedder = self.client.embedder
-        if self.key_vectors is None:
-            return embedder.embed_reusing(keys)
-        known = self.key_vectors.lookup(keys)
+        known = self.key_vectors.lookup(keys) if self.key_vectors is not None else {}
         missing = list(dict.fromkeys(key for key in keys if key not in known))
+        if not use_model and any(embedder.cached(key) is None for key in missing):
+            return None
         if missing:
             fresh = embedder.embed_reusing(missing)
-            self.key_vectors.remember(missing, fresh)
+            if self.key_vectors is not None:
+                self.key_vectors.remember(missing, fresh)
             known.update(zip(missing, fresh, strict=True))
         return np.ascontiguousarray(np.stack([known[key] for key in keys]), dtype=np.float32)
 

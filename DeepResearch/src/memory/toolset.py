@@ -85,7 +85,10 @@ async def _instructions(ctx: RunContext[AgentDependencies]) -> str:
 
 def memory_toolset() -> FunctionToolset[AgentDependencies]:
     """A new memory toolset (give the same one to any number of agents)."""
-    toolset = FunctionToolset[AgentDependencies](id=TOOLSET_ID, instructions=_instructions)
+    # The docstrings below are Google style: saying so spares pydantic-ai detecting it.
+    toolset = FunctionToolset[AgentDependencies](
+        id=TOOLSET_ID, instructions=_instructions, docstring_format="google"
+    )
 
     @toolset.tool
     async def retrieve_memory(
