@@ -121,3 +121,38 @@ def test_empty_queries_and_unknown_words_find_nothing() -> None:
     assert index.search([], 5)[0].size == 0
     assert index.search(["unknown"], 5)[0].size == 0
     assert index.search(["salmon"], 0)[0].size == 0
+
+
+def test_the_saved_postings_are_used_in_place_and_older_npz_files_still_load(tmp_path) -> None:
+    """A saved index read from a memory map keeps its postings in the map (read-only views,
+    no copy) and stays writable; an index saved as npz by earlier versions loads the same."""
+    import io
+    import mmap
+
+    docs = _docs(120, seed=7)
+    index = LexicalIndex()
+    index.add_many(docs.items())
+    path = tmp_path / "lexical.bin"
+    path.write_bytes(b"x" * 64 + index.to_bytes())  # as the cache file: a 64-byte header first
+    with path.open("rb") as fh:
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    loaded = LexicalIndex.from_buffer(mapped, 64)
+    assert not loaded._rows.flags.writeable and not loaded._rows.flags.owndata
+    assert loaded._rows.ctypes.data % 64 == 0  # aligned views
+    live = index.live_rows()
+    old = io.BytesIO()
+    np.savez(old, vocab=np.frombuffer("\n".join(index._vocab).encode(), dtype=np.uint8),
+             offsets=index._offsets, rows=index._rows, counts=index._counts,
+             live=live, length=index._length[live])
+    from_npz = LexicalIndex.from_bytes(old.getvalue())
+    for query in (["gene"], ["call", "index", "memori"]):
+        want = index.search(query, 15)
+        for other in (loaded, from_npz):
+            got = other.search(query, 15)
+            assert got[0].tolist() == want[0].tolist()
+            assert got[1].tolist() == pytest.approx(want[1].tolist())
+    loaded.add(5000, ["gene"] * 3)  # writes go to the pending tier, never into the map
+    loaded.remove([1])
+    assert 5000 in loaded.search(["gene"], 500)[0].tolist() and 1 not in loaded
+    loaded._merge()  # a merge builds new arrays
+    assert loaded._rows.flags.writeable

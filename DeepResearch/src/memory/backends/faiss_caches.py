@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import mmap
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +32,7 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, embedded_text
 from DeepResearch.src.memory.backends.faiss_growing import GrowingIndex, flat_index
-from DeepResearch.src.memory.backends.lexical import LexicalIndex
+from DeepResearch.src.memory.backends.lexical import ALIGN, LexicalIndex
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.config import FaissConfig
@@ -73,10 +74,13 @@ class SavedCache:
 
 
 def write_atomically(path: Path, header: dict, write_body: Callable[[BinaryIO], object]) -> None:
-    """The header line, then what `write_body` writes to the file, swapped in atomically."""
+    """The header line, then what `write_body` writes to the file, swapped in atomically.
+    The line is padded (JSON allows the spaces) so that the body starts at a multiple of
+    ALIGN: arrays in it can be used in place from a memory map."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as fh:
-        fh.write(json.dumps(header).encode() + b"\n")
+        line = json.dumps(header).encode()
+        fh.write(line.ljust(-(-(len(line) + 1) // ALIGN) * ALIGN - 1) + b"\n")
         write_body(fh)
         fh.flush()
         os.fsync(fh.fileno())
@@ -262,12 +266,16 @@ class LexicalCache(SavedCache):
         self.index, self.watermark, self.unsaved = LexicalIndex(), 0, 0
         if self.path.exists():
             try:
+                # Mapped, not read: the postings are used in place (at 100k rows reading the
+                # ~50 MB file and unpacking it took ~100 ms of a store's open).
                 with self.path.open("rb") as fh:
                     saved = read_header(fh)
-                    body = fh.read()
+                    start = fh.tell()
+                    body = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
                 if db.max_seq() < saved["watermark"]:
                     raise ValueError(f"watermark {saved['watermark']} > last record {db.max_seq()}")
-                self.index, self.watermark = LexicalIndex.from_bytes(body), saved["watermark"]
+                self.index = LexicalIndex.from_buffer(body, start)
+                self.watermark = saved["watermark"]
             except Exception as exc:  # a cache: rebuild it from the stored tokens
                 log.warning("lexical index %s unusable (%s); rebuilding it", self.path, exc)
                 self.index, self.watermark = LexicalIndex(), 0

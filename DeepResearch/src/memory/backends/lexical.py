@@ -18,7 +18,9 @@ numpy over the postings of the query's terms (~1-3 ms).
 from __future__ import annotations
 
 import io
+import json
 import math
+import mmap
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
@@ -178,35 +180,43 @@ class LexicalIndex:
     # -- persistence ------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
         """Live rows only: a dead row's id stays unused-looking after a reload, which is
-        safe because its owner never hands it out again."""
+        safe because its owner never hands it out again. The layout (`_LAYOUT`) lets
+        `from_buffer` use the postings in place, from a memory map, without copying them."""
         self._merge()
         live = self.live_rows()
-        buffer = io.BytesIO()
-        np.savez(
-            buffer,
-            vocab=np.frombuffer("\n".join(self._vocab).encode(), dtype=np.uint8),
-            offsets=self._offsets, rows=self._rows, counts=self._counts,
-            live=live, length=self._length[live],
-        )
-        return buffer.getvalue()
+        arrays = {
+            "vocab": np.frombuffer("\n".join(self._vocab).encode(), dtype=np.uint8),
+            "offsets": self._offsets, "rows": self._rows, "counts": self._counts,
+            "live": live, "length": self._length[live],
+        }
+        return _pack(arrays)
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> LexicalIndex:
         """The index `to_bytes` saved; ValueError naming the cause on a damaged blob."""
+        return cls.from_buffer(blob)
+
+    @classmethod
+    def from_buffer(cls, buffer: bytes | mmap.mmap, offset: int = 0) -> LexicalIndex:
+        """The index saved in `buffer` from `offset` on (what `to_bytes` wrote, or the npz
+        of earlier versions). The postings are read-only views of `buffer` (a merge
+        replaces them, nothing writes into them); ValueError naming the cause when damaged."""
         try:
-            return cls._from_bytes(blob)
+            if bytes(buffer[offset : offset + len(_MAGIC)]) == _MAGIC:
+                return cls._from_arrays(_unpack(buffer, offset))
+            with np.load(io.BytesIO(buffer[offset:]), allow_pickle=False) as data:  # npz
+                return cls._from_arrays({name: data[name] for name in _ARRAYS})
         except Exception as exc:
             raise ValueError(f"damaged lexical index ({type(exc).__name__}: {exc})") from exc
 
     @classmethod
-    def _from_bytes(cls, blob: bytes) -> LexicalIndex:
-        data = np.load(io.BytesIO(blob), allow_pickle=False)
+    def _from_arrays(cls, data: dict[str, np.ndarray]) -> LexicalIndex:
         index = cls()
         words = bytes(data["vocab"]).decode()
         index._vocab = {w: i for i, w in enumerate(words.split("\n"))} if words else {}
-        index._offsets = data["offsets"].astype(np.int64)
-        index._rows = data["rows"].astype(np.int64)
-        index._counts = data["counts"].astype(np.int32)
+        index._offsets = data["offsets"].astype(np.int64, copy=False)
+        index._rows = data["rows"].astype(np.int64, copy=False)
+        index._counts = data["counts"].astype(np.int32, copy=False)
         live, length = data["live"].astype(np.int64), data["length"].astype(np.int32)
         if len(index._offsets) != len(index._vocab) + 1 or index._offsets[-1] != len(index._rows):
             raise ValueError("lexical index: offsets do not match vocabulary and postings")
@@ -219,6 +229,50 @@ class LexicalIndex:
         index._n_live = len(live)
         index._total_length = int(length.sum())
         return index
+
+
+# The saved layout: _MAGIC, one JSON line {name: [dtype, count, offset]}, zero bytes up to
+# the next multiple of ALIGN, where the arrays begin (offsets count from there), each at an
+# ALIGN multiple. A buffer that starts ALIGN-aligned (the cache file pads its header line so)
+# gives aligned views.
+_MAGIC = b"deepresearch-bm25 2\n"
+_ARRAYS = ("vocab", "offsets", "rows", "counts", "live", "length")
+ALIGN = 64
+
+
+def _aligned(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+def _pack(arrays: dict[str, np.ndarray]) -> bytes:
+    directory, position = {}, 0
+    for name, array in arrays.items():
+        directory[name] = [array.dtype.str, int(array.size), position]
+        position += _aligned(array.nbytes)
+    head = _MAGIC + json.dumps(directory).encode() + b"\n"
+    out = bytearray(head.ljust(_aligned(len(head)), b"\0"))
+    for array in arrays.values():
+        data = np.ascontiguousarray(array).tobytes()
+        out += data.ljust(_aligned(len(data)), b"\0")
+    return bytes(out)
+
+
+def _unpack(buffer: bytes | mmap.mmap, offset: int) -> dict[str, np.ndarray]:
+    end = buffer.find(b"\n", offset + len(_MAGIC))
+    if end < 0:
+        raise ValueError("no array directory after the magic line")
+    directory = json.loads(bytes(buffer[offset + len(_MAGIC) : end]))
+    missing = set(_ARRAYS) - set(directory)
+    if missing:
+        raise ValueError(f"arrays {sorted(missing)} missing")
+    data_start = offset + _aligned(end + 1 - offset)
+    size = sum(_aligned(count * np.dtype(dtype).itemsize) for dtype, count, _ in directory.values())
+    if len(buffer) < data_start + size:
+        raise ValueError(f"truncated: {len(buffer) - offset} bytes, the layout needs {data_start + size - offset}")
+    return {
+        name: np.frombuffer(buffer, np.dtype(dtype), count, data_start + start)
+        for name, (dtype, count, start) in directory.items()
+    }
 
 
 def _csr(
