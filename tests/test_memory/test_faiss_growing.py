@@ -21,6 +21,22 @@ def _vectors(n: int, seed: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
+def _notes(vectors: np.ndarray) -> list[MemoryRecord]:
+    return [MemoryRecord(id=f"m{i}", session_id="s", memory_type="note", content=f"note {i}",
+                         created_at=1000.0 + i, vector=vectors[i]) for i in range(len(vectors))]
+
+
+async def _stored(cfg: MemoryConfig, records: list[MemoryRecord]):  # type: ignore[no-untyped-def]
+    """A store holding `records` whose index file is written, opened again."""
+    backend = create_backend(cfg, DIM)
+    await backend.open()
+    await backend.upsert(records)
+    await backend.close()  # first close: the file is written
+    backend = create_backend(cfg, DIM)
+    await backend.open()
+    return backend
+
+
 @pytest.mark.parametrize("metric", ["cosine", "euclidean"])
 def test_base_and_delta_search_like_one_index(metric: str) -> None:
     vectors, ids = _vectors(300, 1), np.arange(1000, 1300, dtype=np.int64)
@@ -80,14 +96,8 @@ async def test_a_reopened_store_adds_to_the_delta_and_writes_one_index(tmp_path:
     into); a store reopened after its file was written finds every row."""
     cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)})
     vectors = _vectors(120, 4)
-    records = [MemoryRecord(id=f"m{i}", session_id="s", memory_type="note", content=f"note {i}",
-                            created_at=1000.0 + i, vector=vectors[i]) for i in range(120)]
-    backend = create_backend(cfg, DIM)
-    await backend.open()
-    await backend.upsert(records[:100])
-    await backend.close()  # first close: the file is written
-    backend = create_backend(cfg, DIM)
-    await backend.open()
+    records = _notes(vectors)
+    backend = await _stored(cfg, records[:100])
     index = backend._vectors.index
     assert (index.base.ntotal, index.delta.ntotal) == (100, 0)
     await backend.upsert(records[100:])
@@ -119,3 +129,91 @@ def test_an_hnsw_base_and_its_flat_delta_take_the_same_search_parameters() -> No
     assert set(found[0]) <= set(allowed) and 330 in found[0]  # 330 = 3 x 110: allowed, in delta
     _, found = grown.search(vectors[12:13], 10, params=params)
     assert found[0][0] == 12  # in the base, allowed
+
+
+def _mapped(tmp_path: Path, index: faiss.IndexIDMap) -> faiss.IndexIDMap:
+    path = tmp_path / "mapped.faiss"
+    faiss.write_index(index, str(path))
+    return faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC)
+
+
+@pytest.mark.parametrize("metric", ["cosine", "euclidean"])
+def test_a_mapped_base_is_never_written_into_and_searches_as_one_index(
+    tmp_path: Path, metric: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A base mapped from the index file (FAISS would abort the process on a write into
+    it): removed rows are filtered out of its results, folding copies its live rows first,
+    and after DROPPED_MAX removals it is copied into an index of its own."""
+    from DeepResearch.src.memory.backends import faiss_growing
+
+    vectors, ids = _vectors(300, 8), np.arange(300, dtype=np.int64) * 3
+    base = flat_index(DIM, metric)
+    base.add_with_ids(vectors[:250], ids[:250])
+    grown = GrowingIndex(_mapped(tmp_path, base), metric, base_is_view=True)
+    grown.add(vectors[250:], ids[250:])
+    gone = np.array([ids[0], ids[10], ids[260], 99_999], dtype=np.int64)  # base, delta, unknown
+    assert grown.remove_from_delta(gone) == 1
+    grown.remove_from_base(gone)
+    assert grown.base_is_view and grown.ntotal == 297
+    keep = ~np.isin(ids, gone)
+    whole = flat_index(DIM, metric)
+    whole.add_with_ids(vectors[keep], ids[keep])
+    assert sorted(grown.ids()) == sorted(ids[keep])
+    queries = np.concatenate([vectors[[0, 10, 5, 270]], _vectors(3, 9)])
+    for k in (1, 5, 40):
+        want_d, want_i = whole.search(queries, k)
+        got_d, got_i = grown.search(queries, k)
+        np.testing.assert_array_equal(got_i, want_i)
+        np.testing.assert_allclose(got_d, want_d, rtol=1e-5)
+    folded = grown.folded()  # what a save writes: a copy, the view left untouched
+    assert not grown.base_is_view and folded.ntotal == 297 and grown.delta.ntotal == 0
+    np.testing.assert_array_equal(folded.search(queries, 5)[1], whole.search(queries, 5)[1])
+
+    monkeypatch.setattr(faiss_growing, "DROPPED_MAX", 3)
+    again = GrowingIndex(_mapped(tmp_path, base), metric, base_is_view=True)
+    again.remove_from_base(ids[:3])
+    assert again.base_is_view
+    again.remove_from_base(ids[3:4])  # the fourth: the base becomes its own
+    assert not again.base_is_view and again.ntotal == 246
+    again.remove_from_base(ids[4:5])  # now removed from it for real
+    assert again.base.ntotal == 245 and ids[4] not in again.search(vectors[4:5], 3)[1][0]
+
+
+async def test_a_store_maps_its_flat_index_and_reads_the_older_layout(tmp_path: Path) -> None:
+    """A reopened flat store maps index.faiss (nothing is read until searched); forgetting
+    a memory that is in the map works and is saved; a file in the layout before 2026-11-25
+    (the header line first) still opens, unmapped, and is rewritten in the new layout. An
+    HNSW index is read, not mapped."""
+    from DeepResearch.src.memory.backends.faiss_caches import INDEX_FILE, INDEX_TRAILER
+
+    cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)})
+    vectors = _vectors(80, 10)
+    records = _notes(vectors)
+    backend = await _stored(cfg, records)
+    assert backend._vectors.index.base_is_view
+    assert await backend.delete(MemoryFilter(ids=("m5",))) == 1
+    hits = await backend.vector_search(vectors[5], 3, MemoryFilter())
+    assert "m5" not in [h.record.id for h in hits] and len(hits) == 3
+    backend._vectors.save()
+    await backend.close()
+
+    path = tmp_path / INDEX_FILE
+    data = path.read_bytes()
+    length = int.from_bytes(data[-16:-8], "little")
+    assert data.endswith(INDEX_TRAILER)
+    older = data[-16 - length : -16] + b"\n" + data[: -16 - length]  # header line first
+    path.write_bytes(older)
+    backend = create_backend(cfg, DIM)
+    await backend.open()
+    assert not backend._vectors.index.base_is_view
+    assert (await backend.vector_search(vectors[7], 1, MemoryFilter()))[0].record.id == "m7"
+    assert backend._vectors.index.ntotal == 79
+    backend._vectors.save()
+    await backend.close()
+    assert path.read_bytes().endswith(INDEX_TRAILER)
+
+    hnsw = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "h"), "index_kind": "hnsw"})
+    backend = await _stored(hnsw, records[:20])
+    assert not backend._vectors.index.base_is_view
+    assert (await backend.vector_search(vectors[3], 1, MemoryFilter()))[0].record.id == "m3"
+    await backend.close()

@@ -18,7 +18,7 @@ import pytest
 from DeepResearch.src.memory import IndexMismatchError, MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
 from DeepResearch.src.memory.backends.base import EMBEDDING_KEY, MemoryBackend
-from DeepResearch.src.memory.backends.faiss_caches import LEXICAL_FILE
+from DeepResearch.src.memory.backends.faiss_caches import INDEX_TRAILER, LEXICAL_FILE
 from DeepResearch.src.memory.backends.faiss_store import INDEX_FILE, FaissBackend
 from DeepResearch.src.memory.backends.sqlite_filters import filter_sql
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
@@ -95,18 +95,26 @@ def _records(n: int, seed: int = 0, sessions: int = 1) -> list[MemoryRecord]:
                          content=f"record {i}", created_at=1000.0 + i, vector=vecs[i]) for i in range(n)]
 
 
-@pytest.mark.parametrize("damage", ["garbage body", "truncated body", "no header"])
+@pytest.mark.parametrize(
+    "damage", ["garbage body", "truncated file", "body cut, header kept", "no header"]
+)
 async def test_corrupt_index_is_detected_and_rebuilt(tmp_path: Path, damage: str) -> None:
+    """index.faiss: the index as FAISS writes it (so FAISS can map it), then the header and
+    a footer. Every kind of damage is an error naming the rebuild, never a crash."""
     backend = await _backend(tmp_path)
     await backend.upsert(_records(50))
     await backend.close()
     path = tmp_path / INDEX_FILE
     saved = path.read_bytes()
-    header, body = saved.split(b"\n", 1)
+    assert saved.endswith(INDEX_TRAILER)
+    length = int.from_bytes(saved[-16:-8], "little")
+    body, header = saved[: -16 - length], saved[-16 - length : -16]
     assert b'"watermark": 50' in header and len(body) > 50 * 8 * 4  # the vectors are in it
+    trailer = saved[len(body):]
     damaged = {
-        "garbage body": header + b"\ngarbage",
-        "truncated body": saved[: len(header) + 1 + len(body) // 2],
+        "garbage body": b"garbage" + trailer,
+        "truncated file": saved[: len(saved) // 2],
+        "body cut, header kept": body[: len(body) // 2] + trailer,
         "no header": body,
     }[damage]
     path.write_bytes(damaged)
