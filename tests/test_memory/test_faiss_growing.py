@@ -184,7 +184,8 @@ async def test_a_store_maps_its_flat_index_and_reads_the_older_layout(tmp_path: 
     a memory that is in the map works and is saved; a file in the layout before 2026-11-25
     (the header line first) still opens, unmapped, and is rewritten in the new layout. An
     HNSW index is read, not mapped."""
-    from DeepResearch.src.memory.backends.faiss_caches import INDEX_FILE, INDEX_TRAILER
+    from DeepResearch.src.memory.backends.faiss_caches import INDEX_FILE
+    from DeepResearch.src.memory.backends.faiss_files import INDEX_TRAILER
 
     cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)})
     vectors = _vectors(80, 10)

@@ -18,7 +18,8 @@ import pytest
 from DeepResearch.src.memory import IndexMismatchError, MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
 from DeepResearch.src.memory.backends.base import EMBEDDING_KEY, MemoryBackend
-from DeepResearch.src.memory.backends.faiss_caches import INDEX_TRAILER, LEXICAL_FILE
+from DeepResearch.src.memory.backends.faiss_caches import LEXICAL_FILE
+from DeepResearch.src.memory.backends.faiss_files import INDEX_TRAILER
 from DeepResearch.src.memory.backends.faiss_store import INDEX_FILE, FaissBackend
 from DeepResearch.src.memory.backends.sqlite_filters import filter_sql
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords

@@ -5,8 +5,9 @@
 - `LexicalCache`: a `LexicalIndex` (BM25) over the tokens the FTS5 table stores, in
   `lexical.npz`.
 
-Both files are a JSON header line (up to which seq the cache holds, plus the settings it was
-built with) and a body, replaced atomically on close. On open each cache catches up with the
+Both files hold a JSON header (up to which seq the cache holds, plus the settings it was
+built with) and a body, replaced atomically on close (layouts: faiss_files.py); an open maps
+them rather than reading them (a flat index, the BM25 postings). On open each cache catches up with the
 records table, SQLite being the truth: rows with seq above its watermark are added, rows at
 or below it that are gone from the table are dropped. So a file need not be rewritten at
 every close: it is, once the changes since it was written would cost more to replay on the
@@ -19,20 +20,23 @@ file is simply rebuilt from the stored tokens.
 
 from __future__ import annotations
 
-import json
 import logging
 import mmap
-import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
 
 import faiss
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, embedded_text
+from DeepResearch.src.memory.backends.faiss_files import (
+    read_header,
+    read_index_file,
+    write_atomically,
+    write_index_file,
+)
 from DeepResearch.src.memory.backends.faiss_growing import GrowingIndex, flat_index
-from DeepResearch.src.memory.backends.lexical import ALIGN, LexicalIndex
+from DeepResearch.src.memory.backends.lexical import LexicalIndex
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.config import FaissConfig
@@ -42,7 +46,6 @@ from DeepResearch.src.memory.text import tokenize
 INDEX_FILE = "index.faiss"
 Reembed = Callable[[list[str]], np.ndarray]
 LEXICAL_FILE = "lexical.npz"
-READ_CHUNK = 1 << 20  # FAISS reads the index file straight into the index, in chunks of this
 # Replaying a row on open costs ~40 us (lexical postings), rewriting a cache ~3 us per row
 # it holds plus an fsync: rewrite once the rows changed since the last write pass this.
 SAVE_MIN_CHANGES = 64
@@ -71,82 +74,6 @@ class SavedCache:
     def save_if_worth_it(self) -> None:
         if not self.path.exists() or worth_saving(self.unsaved, len(self)):
             self.save()
-
-
-def replace_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """`path` holds what `write` writes, or what it held before (a temporary file, synced,
-    swapped in)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
-def write_atomically(path: Path, header: dict, write_body: Callable[[BinaryIO], object]) -> None:
-    """The header line, then what `write_body` writes to the file, swapped in atomically.
-    The line is padded (JSON allows the spaces) so that the body starts at a multiple of
-    ALIGN: arrays in it can be used in place from a memory map."""
-
-    def write(fh: BinaryIO) -> None:
-        line = json.dumps(header).encode()
-        fh.write(line.ljust(-(-(len(line) + 1) // ALIGN) * ALIGN - 1) + b"\n")
-        write_body(fh)
-
-    replace_atomically(path, write)
-
-
-# index.faiss is the FAISS index as FAISS writes it, so that FAISS can map the file itself,
-# then the header as JSON and a footer: its length (8 bytes, little-endian) and this magic.
-# FAISS ignores what follows an index. Files written before 2026-11-25 start with the header
-# line (`{...}`) instead; they are still read, and rewritten at the next save.
-INDEX_TRAILER = b"DR-INDEX"
-
-
-def write_index_file(path: Path, header: dict, index: faiss.Index) -> None:
-    def write(fh: BinaryIO) -> None:
-        faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))
-        meta = json.dumps(header).encode()
-        fh.write(meta + len(meta).to_bytes(8, "little") + INDEX_TRAILER)
-
-    replace_atomically(path, write)
-
-
-def read_index_file(path: Path, map_flat: bool) -> tuple[dict, faiss.Index, bool]:
-    """(header, index, whether the index is a read-only map of the file). A flat index is
-    mapped when `map_flat` (its vectors are used in place: a 100k store's 150 MB are not
-    read at open); otherwise, and for HNSW, FAISS reads it through a callback, which copies
-    the bytes once, into the index (0.35 GB/s -> ~2 GB/s against one bytes object)."""
-    with path.open("rb") as fh:
-        if fh.read(1) == b"{":  # the layout before 2026-11-25: the header line first
-            fh.seek(0)
-            header = read_header(fh)
-            return header, faiss.read_index(faiss.PyCallbackIOReader(fh.read, READ_CHUNK)), False
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - 16))
-        footer = fh.read(16)
-        if len(footer) < 16 or footer[8:] != INDEX_TRAILER:
-            raise ValueError("no header after the index (truncated?)")
-        length = int.from_bytes(footer[:8], "little")
-        if length > size - 16:
-            raise ValueError(f"header length {length} does not fit a file of {size} bytes")
-        fh.seek(size - 16 - length)
-        header = json.loads(fh.read(length))
-        if not isinstance(header, dict) or not isinstance(header.get("watermark"), int):
-            raise ValueError("header has no integer watermark")
-        if map_flat and header.get("kind") == "flat":
-            return header, faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC), True
-        fh.seek(0)
-        return header, faiss.read_index(faiss.PyCallbackIOReader(fh.read, READ_CHUNK)), False
-
-
-def read_header(fh: BinaryIO) -> dict:
-    """A cache file's header line; `fh` is left at the start of the body."""
-    header = json.loads(fh.readline())
-    if not isinstance(header, dict) or not isinstance(header.get("watermark"), int):
-        raise ValueError("header line has no integer watermark")
-    return header
 
 
 class LiveSeqs:
