@@ -109,9 +109,10 @@ def main(argv: list[str] | None = None) -> None:
         "|---|---|---|---|---|---|---|",
         *rows,
         "",
-        "No target: this shows what grows with the store (opening it reads the FAISS index "
-        "and the lexical index from disk; recalls search all of it). The < 15 % target is "
-        "measured in the section above, on the store the runs themselves fill.",
+        "No target: this shows what grows with the store (opening it maps the FAISS index "
+        "and the lexical index and catches them up with the records; recalls search all of "
+        "it). The < 15 % target is measured in the section above, on the store the runs "
+        "themselves fill.",
     ])
     path = write_section(
         "workflow-scale",
