@@ -275,9 +275,10 @@ class NumpyBertEncoder:
             y += x
             x = _layer_norm(y, layer.norm1_g, layer.norm1_b, self._eps)
             h = x @ layer.inter_w
-            h += layer.inter_b
             for start in range(0, total, _GELU_ROWS):  # ~20 passes each: in cache-sized blocks
-                _gelu(h[start:start + _GELU_ROWS])
+                block = h[start:start + _GELU_ROWS]
+                block += layer.inter_b
+                _gelu(block)
             y = h @ layer.out_w
             y += layer.out_b
             y += x
