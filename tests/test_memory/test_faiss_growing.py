@@ -3,6 +3,7 @@ as one; real FAISS throughout."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import faiss
@@ -184,8 +185,9 @@ async def test_a_store_maps_its_flat_index_and_reads_the_older_layout(tmp_path: 
     a memory that is in the map works and is saved; a file in the layout before 2026-11-25
     (the header line first) still opens, unmapped, and is rewritten in the new layout. An
     HNSW index is read, not mapped."""
-    from DeepResearch.src.memory.backends.faiss_caches import INDEX_FILE
-    from DeepResearch.src.memory.backends.faiss_files import INDEX_TRAILER
+    from DeepResearch.src.memory.backends.faiss_caches import INDEX_FILE, LEXICAL_FILE
+    from DeepResearch.src.memory.backends.faiss_files import INDEX_TRAILER, read_header
+    from DeepResearch.src.memory.backends.lexical import LexicalIndex
 
     cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)})
     vectors = _vectors(80, 10)
@@ -204,14 +206,28 @@ async def test_a_store_maps_its_flat_index_and_reads_the_older_layout(tmp_path: 
     assert data.endswith(INDEX_TRAILER)
     older = data[-16 - length : -16] + b"\n" + data[: -16 - length]  # header line first
     path.write_bytes(older)
+    lexical_path = tmp_path / LEXICAL_FILE  # the BM25 index as it was saved, as an npz of before
+    with lexical_path.open("rb") as fh:
+        saved = read_header(fh)
+        bm25 = LexicalIndex.from_bytes(fh.read())
+    old_npz, live = io.BytesIO(), bm25.live_rows()
+    np.savez(old_npz, vocab=np.frombuffer("\n".join(bm25._vocab).encode(), dtype=np.uint8),
+             offsets=bm25._offsets, rows=bm25._rows, counts=bm25._counts, live=live,
+             length=bm25._length[live])
+    lexical_path.write_bytes(b'{"watermark": %d}\n' % saved["watermark"] + old_npz.getvalue())
     backend = create_backend(cfg, DIM)
     await backend.open()
     assert not backend._vectors.index.base_is_view
     assert (await backend.vector_search(vectors[7], 1, MemoryFilter()))[0].record.id == "m7"
+    assert [c.record.id for c in await backend.text_search("note 9", 1, MemoryFilter())] == ["m9"]
     assert backend._vectors.index.ntotal == 79
-    backend._vectors.save()
-    await backend.close()
+    await backend.close()  # nothing changed, yet both files are rewritten in the new layouts
     assert path.read_bytes().endswith(INDEX_TRAILER)
+    assert b"deepresearch-bm25 2" in lexical_path.read_bytes()[:200]
+    backend = create_backend(cfg, DIM)
+    await backend.open()
+    assert backend._vectors.index.base_is_view and not backend._lexical.outdated
+    await backend.close()
 
     hnsw = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "h"), "index_kind": "hnsw"})
     backend = await _stored(hnsw, records[:20])

@@ -36,7 +36,7 @@ from DeepResearch.src.memory.backends.faiss_files import (
     write_index_file,
 )
 from DeepResearch.src.memory.backends.faiss_growing import GrowingIndex, flat_index
-from DeepResearch.src.memory.backends.lexical import LexicalIndex
+from DeepResearch.src.memory.backends.lexical import LexicalIndex, saved_in_current_layout
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.config import FaissConfig
@@ -64,6 +64,9 @@ class SavedCache:
 
     path: Path
     unsaved: int
+    # The file was read in an older layout: rewrite it at the next close even if nothing
+    # changed, so that later opens map it instead of reading it.
+    outdated: bool = False
 
     def __len__(self) -> int:
         raise NotImplementedError
@@ -72,7 +75,7 @@ class SavedCache:
         raise NotImplementedError
 
     def save_if_worth_it(self) -> None:
-        if not self.path.exists() or worth_saving(self.unsaved, len(self)):
+        if not self.path.exists() or self.outdated or worth_saving(self.unsaved, len(self)):
             self.save()
 
 
@@ -153,11 +156,13 @@ class VectorCache(SavedCache):
     def load(self, db: SQLiteRecords, live: LiveSeqs | None = None) -> None:
         """Read the saved index (if any), check it, and catch it up with the records."""
         self.index = GrowingIndex(self._new_index(), self.metric)
-        self.watermark, self.stale, self.unsaved = 0, 0, 0
+        self.watermark, self.stale, self.unsaved, self.outdated = 0, 0, 0, False
         root = self.path.parent
         if self.path.exists():
             try:
-                saved, index, mapped = read_index_file(self.path, map_flat=not self.hnsw)
+                saved, index, mapped, self.outdated = read_index_file(
+                    self.path, map_flat=not self.hnsw
+                )
                 if not isinstance(index, faiss.IndexIDMap):
                     raise ValueError(f"expected an IndexIDMap, found {type(index).__name__}")
             except Exception as exc:
@@ -224,7 +229,7 @@ class VectorCache(SavedCache):
     def save(self) -> None:
         header = {"watermark": self.watermark, **self._header()}
         write_index_file(self.path, header, self.index.folded())
-        self.unsaved = 0
+        self.unsaved, self.outdated = 0, False
 
 
 class LexicalCache(SavedCache):
@@ -238,7 +243,7 @@ class LexicalCache(SavedCache):
         return len(self.index)
 
     def load(self, db: SQLiteRecords, live: LiveSeqs | None = None) -> None:
-        self.index, self.watermark, self.unsaved = LexicalIndex(), 0, 0
+        self.index, self.watermark, self.unsaved, self.outdated = LexicalIndex(), 0, 0, False
         if self.path.exists():
             try:
                 # Mapped, not read: the postings are used in place (at 100k rows reading the
@@ -250,6 +255,7 @@ class LexicalCache(SavedCache):
                 if db.max_seq() < saved["watermark"]:
                     raise ValueError(f"watermark {saved['watermark']} > last record {db.max_seq()}")
                 self.index = LexicalIndex.from_buffer(body, start)
+                self.outdated = not saved_in_current_layout(body, start)
                 self.watermark = saved["watermark"]
             except Exception as exc:  # a cache: rebuild it from the stored tokens
                 log.warning("lexical index %s unusable (%s); rebuilding it", self.path, exc)
@@ -274,7 +280,7 @@ class LexicalCache(SavedCache):
     def save(self) -> None:
         body = self.index.to_bytes()
         write_atomically(self.path, {"watermark": self.watermark}, lambda fh: fh.write(body))
-        self.unsaved = 0
+        self.unsaved, self.outdated = 0, False
 
 
 def reembed_records(db: SQLiteRecords, reembed: Reembed, dimension: int, batch_size: int) -> None:

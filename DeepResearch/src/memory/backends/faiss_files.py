@@ -57,16 +57,18 @@ def write_index_file(path: Path, header: dict, index: faiss.Index) -> None:
     replace_atomically(path, write)
 
 
-def read_index_file(path: Path, map_flat: bool) -> tuple[dict, faiss.Index, bool]:
-    """(header, index, whether the index is a read-only map of the file). A flat index is
-    mapped when `map_flat` (its vectors are used in place: a 100k store's 150 MB are not
-    read at open); otherwise, and for HNSW, FAISS reads it through a callback, which copies
-    the bytes once, into the index (0.35 GB/s -> ~2 GB/s against one bytes object)."""
+def read_index_file(path: Path, map_flat: bool) -> tuple[dict, faiss.Index, bool, bool]:
+    """(header, index, whether the index is a read-only map of the file, whether the file is
+    in the older layout). A flat index is mapped when `map_flat` (its vectors are used in
+    place: a 100k store's 150 MB are not read at open); otherwise, and for HNSW, FAISS reads
+    it through a callback, which copies the bytes once, into the index (0.35 GB/s -> ~2 GB/s
+    against one bytes object)."""
     with path.open("rb") as fh:
         if fh.read(1) == b"{":  # the layout before 2026-11-25: the header line first
             fh.seek(0)
             header = read_header(fh)
-            return header, faiss.read_index(faiss.PyCallbackIOReader(fh.read, READ_CHUNK)), False
+            index = faiss.read_index(faiss.PyCallbackIOReader(fh.read, READ_CHUNK))
+            return header, index, False, True
         size = fh.seek(0, os.SEEK_END)
         fh.seek(max(0, size - 16))
         footer = fh.read(16)
@@ -80,9 +82,9 @@ def read_index_file(path: Path, map_flat: bool) -> tuple[dict, faiss.Index, bool
         if not isinstance(header, dict) or not isinstance(header.get("watermark"), int):
             raise ValueError("header has no integer watermark")
         if map_flat and header.get("kind") == "flat":
-            return header, faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC), True
+            return header, faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC), True, False
         fh.seek(0)
-        return header, faiss.read_index(faiss.PyCallbackIOReader(fh.read, READ_CHUNK)), False
+        return header, faiss.read_index(faiss.PyCallbackIOReader(fh.read, READ_CHUNK)), False, False
 
 
 def read_header(fh: BinaryIO) -> dict:

@@ -202,7 +202,7 @@ class LexicalIndex:
         of earlier versions). The postings are read-only views of `buffer` (a merge
         replaces them, nothing writes into them); ValueError naming the cause when damaged."""
         try:
-            if bytes(buffer[offset : offset + len(_MAGIC)]) == _MAGIC:
+            if saved_in_current_layout(buffer, offset):
                 return cls._from_arrays(_unpack(buffer, offset))
             with np.load(io.BytesIO(buffer[offset:]), allow_pickle=False) as data:  # npz
                 return cls._from_arrays({name: data[name] for name in _ARRAYS})
@@ -238,6 +238,11 @@ class LexicalIndex:
 _MAGIC = b"deepresearch-bm25 2\n"
 _ARRAYS = ("vocab", "offsets", "rows", "counts", "live", "length")
 ALIGN = 64
+
+
+def saved_in_current_layout(buffer: bytes | mmap.mmap, offset: int = 0) -> bool:
+    """Whether `buffer` holds, from `offset` on, what `to_bytes` writes now (not an npz)."""
+    return bytes(buffer[offset : offset + len(_MAGIC)]) == _MAGIC
 
 
 def _aligned(n: int) -> int:
