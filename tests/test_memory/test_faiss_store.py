@@ -483,3 +483,43 @@ def _passes(record: MemoryRecord, flt: MemoryFilter) -> bool:
     return (flt.session_ids is None or record.session_id in flt.session_ids) and (
         flt.memory_types is None or record.memory_type in flt.memory_types
     )
+
+
+async def test_a_search_never_runs_while_a_write_changes_the_caches(tmp_path: Path) -> None:
+    """The FAISS pool has two workers, so a write-behind flush can run beside a retrieve's
+    search; FAISS does not allow an index to be searched while rows are added to it. A
+    search started during a write waits for it (and then finds what it wrote)."""
+    import asyncio
+    import threading
+    import time as clock
+
+    backend = await _backend(tmp_path)
+    await backend.upsert(_records(20))
+    cache = backend._vectors
+    writing, seen_during_write = threading.Event(), []
+    add = cache.add
+
+    def slow_add(seqs, vectors):  # type: ignore[no-untyped-def]
+        writing.set()
+        clock.sleep(0.2)  # a long add: a search let in now would see `writing` set
+        add(seqs, vectors)
+        writing.clear()
+
+    search = cache.index.search
+
+    def watched_search(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen_during_write.append(writing.is_set())
+        return search(*args, **kwargs)
+
+    cache.add = slow_add  # type: ignore[method-assign]
+    cache.index.search = watched_search  # type: ignore[method-assign]
+    new = MemoryRecord(id="new", session_id="s0", memory_type="note", content="the new one",
+                       created_at=5000.0, vector=_records(21, seed=3)[20].vector)
+    write = asyncio.ensure_future(backend.upsert([new]))
+    while not writing.is_set():
+        await asyncio.sleep(0.005)
+    hits = await backend.vector_search(new.vector, 1, MemoryFilter())
+    await write
+    assert seen_during_write == [False]
+    assert hits[0].record.id == "new"
+    await backend.close()

@@ -77,6 +77,11 @@ class FaissBackend(MemoryBackend):
         self._lexical: LexicalCache | None = None
         self._total = 0  # live records, kept in step with every write
         self._plan_lock = threading.Lock()
+        # The FAISS pool has two workers: a write-behind flush may run beside a search, and
+        # FAISS gives no guarantee for an index searched while rows are added or removed (an
+        # add may move its vectors). Cache writes and reads take turns; reentrant, as one
+        # hand-off may run both searches of a retrieve.
+        self._caches_lock = threading.RLock()
         self._last_plan: tuple[MemoryFilter, FilterPlan] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -123,6 +128,10 @@ class FaissBackend(MemoryBackend):
         await run_faiss(self._close_sync)
 
     def _close_sync(self) -> None:
+        with self._caches_lock:
+            self._close_locked()
+
+    def _close_locked(self) -> None:
         if self._db is None:
             return
         try:
@@ -189,6 +198,10 @@ class FaissBackend(MemoryBackend):
         await run_faiss(self._upsert_sync, records)
 
     def _upsert_sync(self, records: Sequence[MemoryRecord]) -> None:
+        with self._caches_lock:
+            self._upsert_locked(records)
+
+    def _upsert_locked(self, records: Sequence[MemoryRecord]) -> None:
         db = self._require()
         vector_cache, lexical = self._caches()
         added, removed = db.upsert(records)
@@ -209,10 +222,11 @@ class FaissBackend(MemoryBackend):
 
     async def delete(self, flt: MemoryFilter) -> int:
         def run() -> int:
-            seqs = self._require().delete(flt)
-            self._total -= len(seqs)
-            self._drop_from_caches(seqs)
-            return len(seqs)
+            with self._caches_lock:
+                seqs = self._require().delete(flt)
+                self._total -= len(seqs)
+                self._drop_from_caches(seqs)
+                return len(seqs)
 
         return await run_faiss(run)
 
@@ -255,6 +269,12 @@ class FaissBackend(MemoryBackend):
 
     def _vector_search_sync(
         self, vector: np.ndarray, k: int, flt: MemoryFilter, distinct: bool = False
+    ) -> list[Candidate]:
+        with self._caches_lock:
+            return self._vector_search_locked(vector, k, flt, distinct)
+
+    def _vector_search_locked(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter, distinct: bool
     ) -> list[Candidate]:
         db = self._require()
         cache = self._caches()[0]
@@ -299,6 +319,10 @@ class FaissBackend(MemoryBackend):
         return await run_faiss(self._text_search_sync, query, k, flt)
 
     def _text_search_sync(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
+        with self._caches_lock:
+            return self._text_search_locked(query, k, flt)
+
+    def _text_search_locked(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         db = self._require()
         lexical = self._caches()[1].index
         tokens = tokenize(query)
