@@ -12,7 +12,8 @@ numpy over the postings of the query's terms (~1-3 ms).
   at 1e-6), N and the average length over live rows. Terms in more than half the rows of a
   store of 1000+ rows are skipped (their idf is ~0 anyway; they only cost time), unless every
   query term is that common.
-- `to_bytes` / `from_bytes` persist it, so a large store need not re-tokenise on open.
+- `to_bytes` / `from_buffer` persist it, so a large store need not re-tokenise on open; the
+  postings are used in place from the buffer (a memory map of the cache file).
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ class LexicalIndex:
     # -- persistence ------------------------------------------------------------------------
     def to_bytes(self) -> bytes:
         """Live rows only: a dead row's id stays unused-looking after a reload, which is
-        safe because its owner never hands it out again. The layout (`_LAYOUT`) lets
+        safe because its owner never hands it out again. The layout (see `_MAGIC`) lets
         `from_buffer` use the postings in place, from a memory map, without copying them."""
         self._merge()
         live = self.live_rows()

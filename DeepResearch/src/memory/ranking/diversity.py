@@ -49,7 +49,7 @@ def _sim(a: ScoredMemory, b: ScoredMemory, threshold: float) -> float:
 class Deduplicate(BaseStep):
     """Keep the best of near-identical memories of one type: the same text, cosine >=
     dedup_threshold between vectors that stand for their contents, or (memories embedded
-    from a key) the same text with their keys masked and keys that near-identical.
+    from a key) the same text with their keys masked, and keys as alike as dedup_threshold.
 
     Memories of different types are never duplicates, and a vector embedded from a key (a
     loop's plan, answer, trace and tool runs all carry its question's) says nothing about
