@@ -7,8 +7,8 @@
 
 Both files hold a JSON header (up to which seq the cache holds, plus the settings it was
 built with) and a body, replaced atomically on close (layouts: faiss_files.py); an open maps
-them rather than reading them (a flat index, the BM25 postings). On open each cache catches up with the
-records table, SQLite being the truth: rows with seq above its watermark are added, rows at
+them rather than reading them (a flat index, the BM25 postings). On open each cache catches
+up with the records table, SQLite being the truth: rows with seq above its watermark are added, rows at
 or below it that are gone from the table are dropped. So a file need not be rewritten at
 every close: it is, once the changes since it was written would cost more to replay on the
 next open than rewriting it costs (`worth_saving`), or when there is no file yet (its header

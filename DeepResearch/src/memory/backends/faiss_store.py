@@ -17,10 +17,11 @@ Layout of `memory.faiss.path`: `memory.sqlite3` (+ WAL), `index.faiss` and `lexi
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import faiss
 import numpy as np
@@ -61,6 +62,18 @@ from DeepResearch.src.utils.faiss_threads import run_faiss
 __all__ = ["DB_FILE", "INDEX_FILE", "FaissBackend"]
 
 DB_FILE = "memory.sqlite3"
+T = TypeVar("T")
+
+
+def _holding_caches(method: Callable[..., T]) -> Callable[..., T]:
+    """Run `method` holding the backend's caches lock (see FaissBackend.__init__)."""
+
+    @functools.wraps(method)
+    def holding(self: FaissBackend, *args: Any) -> T:
+        with self._caches_lock:
+            return method(self, *args)
+
+    return holding
 
 
 class FaissBackend(MemoryBackend):
@@ -127,11 +140,8 @@ class FaissBackend(MemoryBackend):
     async def close(self) -> None:
         await run_faiss(self._close_sync)
 
+    @_holding_caches
     def _close_sync(self) -> None:
-        with self._caches_lock:
-            self._close_locked()
-
-    def _close_locked(self) -> None:
         if self._db is None:
             return
         try:
@@ -197,11 +207,8 @@ class FaissBackend(MemoryBackend):
                 )
         await run_faiss(self._upsert_sync, records)
 
+    @_holding_caches
     def _upsert_sync(self, records: Sequence[MemoryRecord]) -> None:
-        with self._caches_lock:
-            self._upsert_locked(records)
-
-    def _upsert_locked(self, records: Sequence[MemoryRecord]) -> None:
         db = self._require()
         vector_cache, lexical = self._caches()
         added, removed = db.upsert(records)
@@ -267,14 +274,9 @@ class FaissBackend(MemoryBackend):
 
         return await run_faiss(both)
 
+    @_holding_caches
     def _vector_search_sync(
         self, vector: np.ndarray, k: int, flt: MemoryFilter, distinct: bool = False
-    ) -> list[Candidate]:
-        with self._caches_lock:
-            return self._vector_search_locked(vector, k, flt, distinct)
-
-    def _vector_search_locked(
-        self, vector: np.ndarray, k: int, flt: MemoryFilter, distinct: bool
     ) -> list[Candidate]:
         db = self._require()
         cache = self._caches()[0]
@@ -318,11 +320,8 @@ class FaissBackend(MemoryBackend):
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         return await run_faiss(self._text_search_sync, query, k, flt)
 
+    @_holding_caches
     def _text_search_sync(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
-        with self._caches_lock:
-            return self._text_search_locked(query, k, flt)
-
-    def _text_search_locked(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         db = self._require()
         lexical = self._caches()[1].index
         tokens = tokenize(query)
