@@ -21,53 +21,10 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import CopyKey, MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.backends.sqlite_filters import filter_sql
+from DeepResearch.src.memory.backends.sqlite_row_cache import Relations, Row, RowCache
+from DeepResearch.src.memory.backends.sqlite_schema import COLUMNS, SCHEMA
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.text import token_string
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS records (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    session_id TEXT NOT NULL,
-    memory_type TEXT NOT NULL,
-    agent_type TEXT,
-    content TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    importance REAL NOT NULL,
-    temporal_weight REAL NOT NULL,
-    expires_at REAL,
-    content_codec TEXT,
-    content_blob BLOB,
-    metadata TEXT NOT NULL,
-    vector BLOB NOT NULL
-);
--- expires_at rides along in the session and type indexes: every read filter carries the TTL
--- condition, and with it in the index a count or a seq list for a session or a memory type
--- never reads the table's rows (vectors and contents): 2.0 -> 0.1 ms at 3.5k records.
--- Stores made before get these on their first open (the old indexes are dropped).
-DROP INDEX IF EXISTS records_session;
-DROP INDEX IF EXISTS records_type;
-CREATE INDEX IF NOT EXISTS records_session_live ON records (session_id, created_at, expires_at);
-CREATE INDEX IF NOT EXISTS records_created ON records (created_at, id);
-CREATE INDEX IF NOT EXISTS records_type_live ON records (memory_type, expires_at);
--- A metadata filter within a type (the workflow's "failed runs of these tools") reads the
--- metadata of every row of the type: from this index, not from rows that carry vectors
--- (8.2 -> 1.7 ms at 13k records, for 3 % more file).
-CREATE INDEX IF NOT EXISTS records_type_meta ON records (memory_type, expires_at, metadata);
-CREATE INDEX IF NOT EXISTS records_expires ON records (expires_at) WHERE expires_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS relations (
-    src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, pos INTEGER NOT NULL,
-    PRIMARY KEY (src, type, dst)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS relations_dst ON relations (dst, type);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (tokens);
-CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab (fts, 'row');
-"""
-_COLUMNS = (
-    "seq, id, session_id, memory_type, agent_type, content, created_at, importance, "
-    "temporal_weight, expires_at, content_codec, content_blob, metadata, vector"
-)
 
 
 class SQLiteRecords:
@@ -76,12 +33,13 @@ class SQLiteRecords:
     def __init__(self, path: Path, *, synchronous: str = "full") -> None:
         self.path = path
         self._lock = threading.RLock()
+        self._cache = RowCache()  # rows read before, by seq (sqlite_row_cache.py)
         try:
             self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
             self._conn.execute("PRAGMA foreign_keys=OFF")
-            self._conn.executescript(_SCHEMA)
+            self._conn.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise MemoryBackendError(f"cannot open memory database {path}: {exc}") from exc
 
@@ -122,7 +80,7 @@ class SQLiteRecords:
                         removed.append(seq)
                         self._conn.execute("DELETE FROM fts WHERE rowid = ?", (seq,))
                     cur = self._conn.execute(
-                        f"INSERT INTO records ({_COLUMNS.split(', ', 1)[1]}) "
+                        f"INSERT INTO records ({COLUMNS.split(', ', 1)[1]}) "
                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                         (
                             r.id, r.session_id, r.memory_type, r.agent_type, r.content,
@@ -146,6 +104,7 @@ class SQLiteRecords:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            self._cache.drop(removed)
         return added, removed
 
     def delete(self, flt: MemoryFilter) -> list[int]:
@@ -165,6 +124,7 @@ class SQLiteRecords:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            self._cache.drop(s for s, _ in rows)
         return [s for s, _ in rows]
 
     def set_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
@@ -179,44 +139,72 @@ class SQLiteRecords:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            self._cache.drop(s for s, _ in items)  # the one change to an existing seq's row
 
     # -- reads --------------------------------------------------------------------------
+    def _sync_cache(self) -> None:
+        """Call holding the lock, before a read that uses the row cache."""
+        (version,) = self._conn.execute("PRAGMA data_version").fetchone()
+        self._cache.valid_for(version)
+
+    def _fetch(self, sql: str, params: Sequence[Any]) -> list[tuple[Row, Relations]]:
+        """Rows of a `SELECT {COLUMNS} ...` with their relations, kept in the row cache.
+        Call holding the lock, after _sync_cache."""
+        rows = self._conn.execute(sql, params).fetchall()
+        relations: dict[str, list[tuple[str, str]]] = {}
+        ids = [row[1] for row in rows]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            for src, rel_type, dst in self._conn.execute(
+                f"SELECT src, type, dst FROM relations WHERE src IN ({','.join('?' * len(chunk))})"
+                " ORDER BY src, pos",
+                chunk,
+            ):
+                relations.setdefault(src, []).append((rel_type, dst))
+        entries = [(row, tuple(relations.get(row[1], ()))) for row in rows]
+        self._cache.put([row for row, _ in entries], [rels for _, rels in entries])
+        return entries
+
     def _records(self, sql: str, params: Sequence[Any]) -> list[tuple[int, MemoryRecord]]:
         with self._lock:
-            rows = self._conn.execute(sql, params).fetchall()
-        seqs = [row[0] for row in rows]
-        records = self._with_relations([_to_record(row) for row in rows])
-        return list(zip(seqs, records, strict=True))
+            self._sync_cache()
+            entries = self._fetch(sql, params)
+        return [(row[0], _to_record(row, rels)) for row, rels in entries]
 
-    def _with_relations(self, records: list[MemoryRecord]) -> list[MemoryRecord]:
-        if not records:
-            return records
-        by_id = {r.id: r for r in records}
-        ids = list(by_id)
-        with self._lock:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                for src, rel_type, dst in self._conn.execute(
-                    f"SELECT src, type, dst FROM relations WHERE src IN ({','.join('?' * len(chunk))})"
-                    " ORDER BY src, pos",
-                    chunk,
-                ):
-                    by_id[src].relations.append((rel_type, dst))
-        return records
+    def _by_passing_seqs(self, seqs: Sequence[int]) -> dict[int, MemoryRecord]:
+        """Records of `seqs`, which exist and passed the read's filter in SQL: from the row
+        cache, the others read (one query). Call holding the lock, after _sync_cache."""
+        entries: dict[int, tuple[Row, Relations]] = {}
+        missing = []
+        for seq in seqs:
+            entry = self._cache.get(seq)
+            if entry is None:
+                missing.append(seq)
+            else:
+                entries[seq] = entry
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            for row, rels in self._fetch(
+                f"SELECT {COLUMNS} FROM records WHERE seq IN ({','.join('?' * len(chunk))})", chunk
+            ):
+                entries[row[0]] = (row, rels)
+        return {seq: _to_record(*entries[seq]) for seq in seqs if seq in entries}
 
     def get(self, ids: Sequence[str], flt: MemoryFilter | None = None) -> list[MemoryRecord]:
         """Records by id, in the order asked, missing ids left out; with `flt` only those
         matching it (filtered in SQL: the others are never decoded)."""
         where, params = filter_sql(flt, use_indexes=False) if flt is not None else ("1", [])
         found: dict[str, MemoryRecord] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            for _, r in self._records(
-                f"SELECT {_COLUMNS} FROM records WHERE id IN ({','.join('?' * len(chunk))}) "
-                f"AND {where}",
-                [*chunk, *params],
-            ):
-                found[r.id] = r
+        with self._lock:
+            self._sync_cache()
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                seq_of = dict(self._conn.execute(
+                    f"SELECT seq, id FROM records WHERE id IN ({','.join('?' * len(chunk))}) "
+                    f"AND {where}",
+                    [*chunk, *params],
+                ).fetchall())
+                found.update((r.id, r) for r in self._by_passing_seqs(list(seq_of)).values())
         return [found[i] for i in ids if i in found]
 
     def by_seqs(self, seqs: Sequence[int], flt: MemoryFilter) -> dict[int, MemoryRecord]:
@@ -224,13 +212,19 @@ class SQLiteRecords:
         if not seqs:
             return {}
         where, params = filter_sql(flt)
-        return dict(
-            self._records(
-                f"SELECT {_COLUMNS} FROM records WHERE seq IN ({','.join('?' * len(seqs))}) "
-                f"AND {where}",
-                [*seqs, *params],
-            )
-        )
+        marks = ",".join("?" * len(seqs))
+        with self._lock:
+            self._sync_cache()
+            if not any(seq in self._cache for seq in seqs):  # one query reads them all
+                entries = self._fetch(
+                    f"SELECT {COLUMNS} FROM records WHERE seq IN ({marks}) AND {where}",
+                    [*seqs, *params],
+                )
+                return {row[0]: _to_record(row, rels) for row, rels in entries}
+            passing = [row[0] for row in self._conn.execute(
+                f"SELECT seq FROM records WHERE seq IN ({marks}) AND {where}", [*seqs, *params]
+            )]
+            return self._by_passing_seqs(passing)
 
     def copy_keys(
         self, seqs: Sequence[int], flt: MemoryFilter
@@ -323,7 +317,7 @@ class SQLiteRecords:
         return [
             r
             for _, r in self._records(
-                f"SELECT {_COLUMNS} FROM records WHERE {where} ORDER BY created_at, id "
+                f"SELECT {COLUMNS} FROM records WHERE {where} ORDER BY created_at, id "
                 "LIMIT ? OFFSET ?",
                 [*params, -1 if limit is None else limit, offset],
             )
@@ -364,13 +358,14 @@ def _stack(rows: Sequence[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
     return seqs, vectors
 
 
-def _to_record(row: Sequence[Any]) -> MemoryRecord:
+def _to_record(row: Sequence[Any], relations: Relations = ()) -> MemoryRecord:
+    """A new record from a row (and its relations): nothing in it is shared with the cache."""
     (_, rid, session_id, memory_type, agent_type, content, created_at, importance,
      temporal_weight, expires_at, codec, blob, metadata, vector) = row[:14]
     return MemoryRecord(
         id=rid, session_id=session_id, memory_type=memory_type, agent_type=agent_type,
         content=content, created_at=created_at, importance=importance,
         temporal_weight=temporal_weight, expires_at=expires_at, content_codec=codec,
-        content_blob=blob, metadata=json.loads(metadata), relations=[],
+        content_blob=blob, metadata=json.loads(metadata), relations=list(relations),
         vector=np.frombuffer(vector, dtype=np.float32).copy(),
     )
