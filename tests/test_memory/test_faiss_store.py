@@ -434,12 +434,17 @@ async def test_distinct_search_matches_the_generic_one_and_reads_only_what_it_ke
     reads: list[int] = []
     by_seqs = backend._db.by_seqs  # the real read, counted
     backend._db.by_seqs = lambda seqs, flt: reads.append(len(seqs)) or by_seqs(seqs, flt)
+    keyed: list[int] = []  # every seq whose copy key was asked for
+    copy_keys = backend._db.copy_keys
+    backend._db.copy_keys = lambda seqs, flt: keyed.extend(seqs) or copy_keys(seqs, flt)
 
     for flt in (MemoryFilter(), MemoryFilter(session_ids=("s3",)),
                 MemoryFilter(memory_types=("answer", "note"))):
         reads.clear()
+        keyed.clear()
         got = await backend.distinct_vector_search(near, 10, flt)
         assert reads and max(reads) <= 10, reads
+        assert len(keyed) == len(set(keyed)), "a widened search asked again for copy keys"
         generic = await MemoryBackend.distinct_vector_search(backend, near, 10, flt)
         assert [(c.record.id, round(c.score, 5)) for c in got] == [
             (c.record.id, round(c.score, 5)) for c in generic

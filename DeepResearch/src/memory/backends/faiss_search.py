@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -77,9 +78,10 @@ def overfetch(
     widest = fetch * MAX_COPY_WIDENING if distinct else total
     if distinct:  # room for copies: copy keys are cheap to read, a second search is not (a
         fetch = min(total, max(fetch, 4 * k))  # flat index reads every vector, whatever the fetch)
+    checked: dict[int, Any] = {}
     while True:
         ids, scores = search(fetch)
-        found = resolve(db, ids, scores, flt, k, distinct)
+        found = resolve(db, ids, scores, flt, k, distinct, checked)
         if len(found) >= k or fetch >= min(total, widest) or len(ids) < fetch:
             return found
         fetch = min(total, fetch * 4)
@@ -87,20 +89,32 @@ def overfetch(
 
 def resolve(
     db: SQLiteRecords, ids: np.ndarray, scores: np.ndarray, flt: MemoryFilter, k: int,
-    distinct: bool = False,
+    distinct: bool = False, checked: dict[int, Any] | None = None,
 ) -> list[Candidate]:
     """The first k hits that pass `flt` (the best of each memory's copies when
     `distinct`), as records. Over-fetched hits are filtered on their seqs (or read as
-    copy keys) first, so only the k kept are read whole (vectors, metadata, relations)."""
-    order = [(int(i), float(s)) for i, s in zip(ids, scores, strict=True) if i >= 0]
+    copy keys) first, so only the k kept are read whole (vectors, metadata, relations).
+
+    `checked` carries what this was told of each seq (its copy key or None, or whether it
+    passes) from one call to the next of a search that widens: a widened fetch starts with
+    the hits of the one before, and on a store where a recurring memory has many copies a
+    distinct search widens 80 -> 320 -> 1280 hits."""
+    checked = {} if checked is None else checked
+    # tolist(): Python ints and floats in one C pass (per-element int() and float() were
+    # 0.24 ms at 1280 hits, against 0.09)
+    hits = zip(np.asarray(ids).tolist(), np.asarray(scores).tolist(), strict=True)
+    order = [(i, s) for i, s in hits if i >= 0]
+    new = [i for i, _ in order if i not in checked]
     if distinct:
-        keys = db.copy_keys([i for i, _ in order], flt)
+        keys = db.copy_keys(new, flt) if new else {}
+        checked.update((i, keys.get(i)) for i in new)
         order = keep_newest_copies(
-            [(i, s, *keys[i]) for i, s in order if i in keys], k
+            [(i, s, *checked[i]) for i, s in order if checked[i] is not None], k
         )
     elif len(order) > k and flt != MemoryFilter():
-        passing = db.seqs_matching([i for i, _ in order], flt)
-        order = [(i, s) for i, s in order if i in passing]
+        passing = db.seqs_matching(new, flt) if new else set()
+        checked.update((i, i in passing) for i in new)
+        order = [(i, s) for i, s in order if checked[i]]
     order = order[:k]
     records = db.by_seqs([i for i, _ in order], flt)
     return [Candidate(records[i], s) for i, s in order if i in records]

@@ -310,9 +310,10 @@ class FaissBackend(MemoryBackend):
         )
         params.sel = faiss.IDSelectorBatch(plan.seqs)
         fetch = min(k * 4 if distinct else k, widest)
+        checked: dict[int, Any] = {}
         while True:  # once, unless copies must make room for different memories
             raw, ids = cache.index.search(query, fetch, params=params)
-            found = resolve(db, ids[0], self._to_similarity(raw[0]), flt, k, distinct)
+            found = resolve(db, ids[0], self._to_similarity(raw[0]), flt, k, distinct, checked)
             if len(found) >= k or fetch >= widest:
                 return found
             fetch = min(widest, fetch * 4)

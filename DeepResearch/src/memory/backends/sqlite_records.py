@@ -221,10 +221,8 @@ class SQLiteRecords:
                     [*seqs, *params],
                 )
                 return {row[0]: _to_record(row, rels) for row, rels in entries}
-            passing = [row[0] for row in self._conn.execute(
-                f"SELECT seq FROM records WHERE seq IN ({marks}) AND {where}", [*seqs, *params]
-            )]
-            return self._by_passing_seqs(passing)
+            passing = self.seqs_matching(seqs, flt)
+            return self._by_passing_seqs([seq for seq in seqs if seq in passing])
 
     def copy_keys(
         self, seqs: Sequence[int], flt: MemoryFilter
