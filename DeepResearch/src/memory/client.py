@@ -14,6 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import Any
 
@@ -51,6 +52,7 @@ from DeepResearch.src.memory.records_io import to_document
 from DeepResearch.src.memory.sessions import (
     NESTED_SEPARATOR,
     NestedContexts,
+    NewSessionRecords,
     ancestor_sessions,
     new_session_id,
 )
@@ -94,6 +96,7 @@ class MemorySystemClient(NestedContexts, Maintenance):
         # A session id this client made up holds nothing yet, nor do the nested contexts named
         # after it: their first memory follows none, with no lookup (two reads per session).
         self._new_root: str | None = None if given else self.session_id
+        self._written = NewSessionRecords()  # what it wrote there: merges need not read them
         self._embedder = embedder
         self._backend = backend
         self.steps: list[RankingStep] = list(steps) if steps is not None else default_steps()
@@ -237,6 +240,7 @@ class MemorySystemClient(NestedContexts, Maintenance):
             return []
         await self._embed_missing(records)
         await self._link_follows(records)
+        self._written.add([r for r in records if self._is_new_session(r.session_id)])
         await self.writes.submit(records)
         return [r.id for r in records]
 
@@ -279,9 +283,11 @@ class MemorySystemClient(NestedContexts, Maintenance):
         )
 
     def _forget_session_tails(self) -> None:
-        """After deletes: the last memory of any session must be looked up again."""
+        """After deletes: the last memory of any session must be looked up again, and the
+        sessions this client made up may have lost records."""
         self._last_in_session.clear()
         self._new_root = None
+        self._written.forget()
 
     async def _latest_in_session(self, session_id: str) -> str | None:
         await self.writes.drain_pending()
@@ -299,7 +305,13 @@ class MemorySystemClient(NestedContexts, Maintenance):
             raise MemoryBackendError(f"memory backend unavailable: {self._unavailable_reason}")
         await self.writes.drain_pending()
         await self.backend.upsert(list(records))
+        self._written.forget()  # records exactly as given: they may join any session
         return len(records)
+
+    def batched_writes(self) -> AbstractAsyncContextManager[None]:
+        """`async with client.batched_writes(): ...`: what is stored inside is written in one
+        backend write at the end (reads inside still see it: they write it first)."""
+        return self.writes.held()
 
     async def flush(self) -> int:
         """Write everything pending and retry the outbox; returns how many were written."""

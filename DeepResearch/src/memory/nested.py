@@ -4,9 +4,9 @@ On loop start the child gets `client.create_nested_context(parent_session, loop_
 after its parent, so loops inside loops nest: `<run>/root.1/root.1.2`). Retrieval in the
 child's session sees its own memories and, with `memory.nested.include_ancestors`, its
 ancestors'; never its siblings'. On loop end the run's pending memories (the child's tool
-runs, plan and answer) are written and
-`client.merge_nested_context` copies its memories into the parent's session, each PART_OF
-its original, skipping content the parent already holds.
+runs, plan and answer) are stored and `client.merge_nested_context` copies the child's
+memories into the parent's session, each PART_OF its original, skipping content the parent
+already holds: one backend write for both (`client.batched_writes()`).
 """
 
 from __future__ import annotations
@@ -43,11 +43,14 @@ class NestedMemoryContexts(LoopHook):
         run = self.run
         if run is None or child.memory_session_id is None or parent.memory_session_id is None:
             return
-        await run.write_pending(parent)  # the child's tool runs, plan, answer are merged too
+        # The child's tool runs, plan and answer are merged too; with the copies they go to
+        # the backend in one write (the merge of sessions this run made up reads nothing).
         try:
-            copied = await run.client.merge_nested_context(
-                child.memory_session_id, parent.memory_session_id
-            )
+            async with run.client.batched_writes():
+                await run.write_pending(parent)
+                copied = await run.client.merge_nested_context(
+                    child.memory_session_id, parent.memory_session_id
+                )
         except MemorySubsystemError as exc:
             run.degrade(f"merging loop {child.loop_id}", exc, parent)
             return

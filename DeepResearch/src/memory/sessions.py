@@ -1,6 +1,14 @@
 """Sessions and nested contexts: a loop's session is named after its parent ('<parent>/<loop>'),
 sees its ancestors' memories through that name, and is merged back into the parent at its end.
-A mixin of MemorySystemClient (the public methods live on the client)."""
+A mixin of MemorySystemClient (the public methods live on the client).
+
+A merge copies the child's memories and skips what the parent holds: it reads both sessions,
+unless both are sessions this client made up (its own, when no session_id was given, and the
+nested contexts named after it). Those hold only what this client wrote, which it keeps in
+`NewSessionRecords`, so their merge reads nothing: a workflow's nested loop writes its
+memories and merges them in one backend write, and the merges of a run with many loops do not
+read an ever larger parent again and again.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +27,7 @@ if TYPE_CHECKING:
     from DeepResearch.src.memory.client import MemorySystemClient
 
 NESTED_SEPARATOR = "/"
+KEPT_RECORDS = 10_000  # records NewSessionRecords holds at most; beyond, merges read
 
 
 def new_session_id() -> str:
@@ -29,6 +38,36 @@ def ancestor_sessions(session_id: str) -> list[str]:
     """'a/b/c' -> ['a/b', 'a']: nested contexts are named after their parents."""
     parts = session_id.split(NESTED_SEPARATOR)
     return [NESTED_SEPARATOR.join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+
+
+class NewSessionRecords:
+    """The records a client wrote into the sessions it made up, in the order written: as
+    `scan` of such a session would return them. `None` for a session it does not know all
+    of: after a delete (sessions may have lost records) or past KEPT_RECORDS."""
+
+    def __init__(self, limit: int = KEPT_RECORDS) -> None:
+        self.limit = limit
+        self._records: dict[str, list[MemoryRecord]] | None = {}
+        self._count = 0
+
+    def add(self, records: list[MemoryRecord]) -> None:
+        if self._records is None:
+            return
+        self._count += len(records)
+        if self._count > self.limit:
+            self.forget()
+            return
+        for record in records:
+            self._records.setdefault(record.session_id, []).append(record)
+
+    def of(self, session_id: str) -> list[MemoryRecord] | None:
+        if self._records is None:
+            return None
+        return sorted(self._records.get(session_id, ()), key=lambda r: (r.created_at, r.id))
+
+    def forget(self) -> None:
+        """From now on merges read their sessions."""
+        self._records = None
 
 
 class NestedContexts:
@@ -57,15 +96,21 @@ class NestedContexts:
             return 0
 
     async def _merge(self: MemorySystemClient, child: str, parent: str) -> int:
-        await self.writes.drain_pending()
         from DeepResearch.src.memory.compression import full_content
 
         def text(r: MemoryRecord) -> str:
             return full_content(r.content, r.content_codec, r.content_blob)
 
-        existing = {text(r) for r in await self.backend.scan(MemoryFilter(session_ids=(parent,)))}
+        known = [self._written.of(s) if self._is_new_session(s) else None for s in (parent, child)]
+        if known[0] is not None and known[1] is not None:
+            in_parent, in_child = known[0], known[1]
+        else:
+            await self.writes.drain_pending()
+            in_parent = await self.backend.scan(MemoryFilter(session_ids=(parent,)))
+            in_child = await self.backend.scan(MemoryFilter(session_ids=(child,)))
+        existing = {text(r) for r in in_parent}
         copies = []
-        for record in await self.backend.scan(MemoryFilter(session_ids=(child,))):
+        for record in in_child:
             if text(record) in existing:
                 continue
             existing.add(text(record))
@@ -80,5 +125,6 @@ class NestedContexts:
                 )
             )
         await self._link_follows(copies)
+        self._written.add([c for c in copies if self._is_new_session(c.session_id)])
         await self.writes.submit(copies)
         return len(copies)

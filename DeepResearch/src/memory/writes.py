@@ -1,6 +1,7 @@
 """The client's write path: immediate or write-behind batches, and the outbox.
 
-- `enable_async_writes=false`: `store` returns after the backend committed the batch.
+- `enable_async_writes=false`: `store` returns after the backend committed the batch, except
+  inside `held()` (the client's `batched_writes()`), whose writes go in one batch at its end.
 - `true`: records wait in `pending`; a background task writes them every `flush_interval`
   seconds or as soon as `batch_size` are waiting; every read drains `pending` first
   (read-your-writes); `close()` and interpreter exit flush.
@@ -14,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import logging
 import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +52,7 @@ class WriteQueue:
         self._warned = False
         self._lock: asyncio.Lock | None = None
         self._flusher: asyncio.Task[None] | None = None
+        self._holds = 0  # > 0 inside held(): writes wait in `pending`
 
     def register(self) -> None:
         _open_queues.add(self)
@@ -78,6 +81,9 @@ class WriteQueue:
         if not self.client.available:
             self._to_outbox(records, "backend unavailable")
             return
+        if self._holds:
+            self.pending.extend(records)
+            return
         if not self._cfg.enable_async_writes:
             async with self._get_lock():
                 await self._write(records)
@@ -98,6 +104,18 @@ class WriteQueue:
                 await self.flush()
             except Exception:  # the outbox holds the records; say why, keep flushing
                 log.exception("memory background flush failed; records stay queued")
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncIterator[None]:
+        """Writes submitted inside wait in `pending` and go to the backend together at the
+        end, also when the block raises; reads inside drain them first, as always."""
+        self._holds += 1
+        try:
+            yield
+        finally:
+            self._holds -= 1
+            if not self._holds:
+                await self.drain_pending()
 
     async def drain_pending(self) -> None:
         """Write what is pending now (reads call this: read-your-writes)."""
