@@ -1,0 +1,184 @@
+"""Reads of MemorySystemClient: `retrieve` (candidates, then the ranking pipeline), `get`,
+`get_related_memories`. A mixin, like sessions.py and maintenance.py: the public methods live
+on the client."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from DeepResearch.src.memory.backends import MemoryFilter
+from DeepResearch.src.memory.backends.filtering import record_matches
+from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
+from DeepResearch.src.memory.inputs import (
+    clean_content,
+    clean_name,
+    clean_relations,
+    clean_vector,
+    parse_filters,
+)
+from DeepResearch.src.memory.models import RelatedMemory, RelationType, RetrievedMemory
+from DeepResearch.src.memory.ranking import RankingContext, gather_candidates, narrow_filter, rank
+from DeepResearch.src.memory.records_io import to_document
+from DeepResearch.src.memory.sessions import ancestor_sessions
+from DeepResearch.src.memory.text import tokenize
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.client import MemorySystemClient
+
+_PENDING_VECTOR = np.zeros(0, dtype=np.float32)  # replaced once the query is embedded
+
+
+async def _given(vector: np.ndarray) -> np.ndarray:
+    return vector
+
+
+def limit_for(top_k: int | None, config: MemoryConfig, profile: Any) -> int:
+    """How many results a retrieve returns: top_k (or the default), capped by the profile."""
+    limit = top_k or config.retrieval.top_k
+    return min(limit, profile.max_items) if profile is not None else limit
+
+
+
+class Reads:
+    """retrieve / get / get_related_memories of MemorySystemClient."""
+
+    def _scope(
+        self: MemorySystemClient, session_id: str | None, all_sessions: bool
+    ) -> tuple[str, ...] | None:
+        if all_sessions:
+            return None
+        session = clean_name(session_id, "session_id") if session_id is not None else self.session_id
+        if self.config.nested.include_ancestors:
+            return (session, *ancestor_sessions(session))
+        return (session,)
+
+    async def retrieve(
+        self: MemorySystemClient,
+        query: str,
+        top_k: int | None = None,
+        filters: Mapping[str, Any] | None = None,
+        session_id: str | None = None,
+        profile: str | None = None,
+        *,
+        all_sessions: bool = False,
+        query_vector: Any = None,
+    ) -> list[RetrievedMemory]:
+        """Ranked memories for `query` from `session_id` (default: this client's session,
+        plus its ancestors for nested contexts). A `session_id` key in `filters` or
+        `all_sessions=True` searches other sessions explicitly. `query_vector` (optional)
+        is used for the dense search instead of embedding `query`, which still drives the
+        lexical search and the ranking steps that read words."""
+        query = clean_content(query, self.config.max_content_bytes, what="query")
+        if query_vector is not None:
+            query_vector = clean_vector(query_vector, self.embedder.dimension)
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+            raise MemoryInputError(f"top_k must be an int >= 1, got {top_k!r}")
+        prof = self.config.profile(profile)
+        kwargs = parse_filters(filters)
+        if not await self._ready():
+            return []
+        try:
+            return await self._retrieve(query, limit_for(top_k, self.config, prof), kwargs,
+                                        session_id, all_sessions, prof, query_vector)
+        except MemoryBackendError as exc:
+            self._lost(exc)
+            return []
+
+    async def _retrieve(
+        self: MemorySystemClient, query: str, limit: int, kwargs: dict[str, Any],
+        session_id: str | None, all_sessions: bool, prof: Any,
+        query_vector: np.ndarray | None = None,
+    ) -> list[RetrievedMemory]:
+        await self.writes.drain_pending()  # read-your-writes
+        if "session_ids" not in kwargs:
+            kwargs["session_ids"] = self._scope(session_id, all_sessions)
+        now = time.time()
+        flt = MemoryFilter(live_at=now, **kwargs)
+        # The query embeds in a worker thread; the candidate stage awaits it (and decides
+        # what may overlap it); no step reads the vector before that stage has it.
+        if query_vector is None:
+            query_vector = self.embedder.cached(query)  # a hit needs no worker thread
+        embedding = asyncio.ensure_future(
+            asyncio.to_thread(self.embedder.embed_query, query)
+            if query_vector is None
+            else _given(query_vector)
+        )
+        ctx = RankingContext(
+            query=query, query_vector=_PENDING_VECTOR, query_tokens=frozenset(tokenize(query)), now=now,
+            limit=limit, retrieval=self.config.retrieval, profile=prof,
+            accept=lambda record: record_matches(record, flt),
+            fetch_related=self.backend.related_many,
+            fetch_neighbours=self.backend.session_neighbours,
+        )
+        flt = narrow_filter(self.steps, flt, ctx)
+        # Bound only now, to the narrowed filter (the unbound fetches above just show the
+        # steps' enabled() that fetching is possible): steps that add records get only those
+        # the filter passes, filtered where the backend reads them (most graph neighbours of a
+        # candidate fail a type filter).
+        ctx.accept = lambda record: record_matches(record, flt)
+        ctx.fetch_related = partial(self.backend.related_many, flt=flt)
+        ctx.fetch_neighbours = partial(self.backend.session_neighbours, flt=flt)
+        n = max(20, limit * self.config.retrieval.candidate_multiplier)
+        try:
+            pool = await gather_candidates(
+                self.backend, query, embedding, flt, n, self.config.retrieval
+            )
+        finally:
+            if not embedding.done():
+                embedding.cancel()
+        ctx.query_vector = embedding.result()
+        ctx.score_unseen = pool.score_unseen
+        ranked = await rank(pool.items, ctx, self.steps)
+        return [
+            RetrievedMemory(
+                document=to_document(m.record), similarity=m.similarity, score=m.score,
+                rank=i, signals=m.signals,
+            )
+            for i, m in enumerate(ranked, start=1)
+        ]
+
+    async def get(self: MemorySystemClient, memory_id: str) -> RetrievedMemory | None:
+        """One memory by id (any session), or None."""
+        memory_id = clean_name(memory_id, "memory_id")
+        if not await self._ready():
+            return None
+        try:
+            await self.writes.drain_pending()
+            found = await self.backend.get([memory_id])
+        except MemoryBackendError as exc:
+            self._lost(exc)
+            return None
+        if not found:
+            return None
+        return RetrievedMemory(document=to_document(found[0]), similarity=1.0, score=1.0, rank=1)
+
+    async def get_related_memories(
+        self: MemorySystemClient,
+        memory_id: str,
+        types: Sequence[str | RelationType] | None = None,
+        depth: int = 1,
+    ) -> list[RelatedMemory]:
+        """Memories linked to `memory_id` (both directions) up to `depth` hops, nearest first."""
+        memory_id = clean_name(memory_id, "memory_id")
+        if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10:
+            raise MemoryInputError(f"depth must be an int in [1, 10], got {depth!r}")
+        rel_types = None if types is None else [t for t, _ in clean_relations([(t, "x") for t in types])]
+        if not await self._ready():
+            return []
+        try:
+            await self.writes.drain_pending()
+            found = await self.backend.related(memory_id, rel_types, depth)
+        except MemoryBackendError as exc:
+            self._lost(exc)
+            return []
+        return [
+            RelatedMemory(document=to_document(r.record), relation=RelationType(r.relation), depth=r.depth)
+            for r in found
+        ]
