@@ -16,7 +16,12 @@ import numpy as np
 import pytest
 
 from DeepResearch.src.memory import IndexMismatchError, MemoryConfig, MemorySystemClient
-from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
+from DeepResearch.src.memory.backends import (
+    MemoryFilter,
+    MemoryRecord,
+    create_backend,
+    faiss_search,
+)
 from DeepResearch.src.memory.backends.base import EMBEDDING_KEY, MemoryBackend
 from DeepResearch.src.memory.backends.faiss_caches import LEXICAL_FILE
 from DeepResearch.src.memory.backends.faiss_files import INDEX_TRAILER
@@ -171,9 +176,20 @@ async def test_other_model_dimension_or_metric_is_refused(tmp_path: Path) -> Non
         await _backend(tmp_path, index_kind="hnsw")
 
 
+@pytest.fixture(params=["listed", "over-fetched"])
+def broad_filters(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Small stores list the rows of any filter matching up to LIST_ROWS_UP_TO; large ones
+    over-fetch for a broad filter. Both paths, on the small stores of these tests."""
+    if request.param == "over-fetched":
+        monkeypatch.setattr(faiss_search, "LIST_ROWS_UP_TO", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 @pytest.mark.parametrize("metric", ["cosine", "euclidean", "dot_product"])
-async def test_selective_filters_give_the_exact_top_k(tmp_path: Path, kind: str, metric: str) -> None:
+async def test_selective_filters_give_the_exact_top_k(
+    tmp_path: Path, kind: str, metric: str, broad_filters: str
+) -> None:
     cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path), "index_kind": kind},
                        vector_store={"index_type": metric})
     backend = create_backend(cfg, 8)
@@ -416,7 +432,7 @@ def test_filter_counts_read_only_indexes_and_older_stores_are_migrated(tmp_path:
 
 @pytest.mark.parametrize("kind", ["flat", "hnsw"])
 async def test_distinct_search_matches_the_generic_one_and_reads_only_what_it_keeps(
-    tmp_path: Path, kind: str
+    tmp_path: Path, kind: str, broad_filters: str
 ) -> None:
     """The faiss override tells copies apart on their type and text and reads whole records
     only for the k it keeps; its answer is the base class's (widen vector_search, keep the
