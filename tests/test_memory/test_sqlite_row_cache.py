@@ -119,3 +119,23 @@ def test_the_cache_keeps_the_most_recently_used_rows() -> None:
     assert 1 in cache and 3 in cache and 2 not in cache
     cache.valid_for(2)  # another connection committed
     assert len(cache) == 0
+
+
+def test_reads_of_named_rows_go_by_rowid_not_through_a_filter_index(db: SQLiteRecords) -> None:
+    """`seq IN (...) AND memory_type IN (...)`: without statistics SQLite preferred the type
+    index and read every row of the type. Counted in SQLite VM steps."""
+    db.upsert([_record(f"r{i}", kind="plan", seed=i) for i in range(3000)])
+    flt = MemoryFilter(memory_types=("plan", "answer"), live_at=time.time())
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    db._conn.set_progress_handler(count, 1)
+    for read in (db.copy_keys, db.seqs_matching, db.by_seqs):
+        steps = 0
+        assert len(read([5, 50, 500, 2500], flt)) == 4
+        assert steps < 3000, f"{read.__name__} took {steps} VM steps for 4 rows"
+    db._conn.set_progress_handler(None, 1)

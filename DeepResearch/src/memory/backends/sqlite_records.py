@@ -26,6 +26,8 @@ from DeepResearch.src.memory.backends.sqlite_schema import COLUMNS, SCHEMA
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.text import token_string
 
+MMAP_BYTES = 256 * 1024 * 1024  # of the database file; past it, reads as usual
+
 
 class SQLiteRecords:
     """Thread-safe (one lock) access to the records database of one memory folder."""
@@ -39,6 +41,9 @@ class SQLiteRecords:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
             self._conn.execute("PRAGMA foreign_keys=OFF")
+            # Reads through a memory map: a process's first reads of each page cost no
+            # system call (a CLI run is a fresh process: copy keys of 80 rows 0.78 -> 0.55 ms).
+            self._conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self._conn.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise MemoryBackendError(f"cannot open memory database {path}: {exc}") from exc
@@ -211,7 +216,7 @@ class SQLiteRecords:
         """Records with these seqs that match `flt`, keyed by seq."""
         if not seqs:
             return {}
-        where, params = filter_sql(flt)
+        where, params = filter_sql(flt, use_indexes=False)  # rows named by seq: rowid
         marks = ",".join("?" * len(seqs))
         with self._lock:
             self._sync_cache()
@@ -231,7 +236,7 @@ class SQLiteRecords:
         text) and created_at, to tell copies apart without reading vectors or metadata."""
         if not seqs:
             return {}
-        where, params = filter_sql(flt)
+        where, params = filter_sql(flt, use_indexes=False)  # rows named by seq: rowid
         with self._lock:
             rows = self._conn.execute(
                 "SELECT seq, memory_type, content, content_blob, created_at FROM records "
@@ -244,7 +249,7 @@ class SQLiteRecords:
         """Which of `seqs` match `flt` (reads no vectors)."""
         if not seqs:
             return set()
-        where, params = filter_sql(flt)
+        where, params = filter_sql(flt, use_indexes=False)  # rows named by seq: rowid
         with self._lock:
             rows = self._conn.execute(
                 f"SELECT seq FROM records WHERE seq IN ({','.join('?' * len(seqs))}) AND {where}",
@@ -255,12 +260,12 @@ class SQLiteRecords:
     def matching_seqs(self, flt: MemoryFilter, limit: int | None = None) -> np.ndarray:
         """Seqs of the rows matching `flt` (at most `limit` of them)."""
         where, params = filter_sql(flt)
-        with self._lock:
-            rows = self._conn.execute(
-                f"SELECT seq FROM records WHERE {where} LIMIT ?",
+        with self._lock:  # one string, not a tuple per row (see all_seqs_upto): 0.49 -> 0.23 ms
+            (text,) = self._conn.execute(  # for 1.8k seqs
+                f"SELECT group_concat(seq) FROM (SELECT seq FROM records WHERE {where} LIMIT ?)",
                 [*params, -1 if limit is None else limit],
-            ).fetchall()
-        return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            ).fetchone()
+        return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, np.int64)
 
     def vectors_by_filter(self, flt: MemoryFilter) -> tuple[np.ndarray, np.ndarray]:
         where, params = filter_sql(flt)
