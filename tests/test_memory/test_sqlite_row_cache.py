@@ -102,11 +102,13 @@ def test_a_commit_by_another_connection_empties_the_cache(db: SQLiteRecords) -> 
 
 
 def test_reads_mixing_cached_and_new_rows_return_each_once_in_seq_order(db: SQLiteRecords) -> None:
-    db.upsert([_record(f"r{i}", seed=i) for i in range(6)])
-    db.by_seqs([2, 4], MemoryFilter())
-    found = db.by_seqs([6, 1, 2, 3, 4, 5], MemoryFilter())
+    db.upsert([_record(f"r{i}", seed=i) for i in range(12)])
+    db.by_seqs([2, 4, 6], MemoryFilter())
+    found = db.by_seqs([6, 1, 2, 3, 4, 5], MemoryFilter())  # half known: check, read the rest
     assert sorted(found) == [1, 2, 3, 4, 5, 6]
     assert {r.id for r in found.values()} == {f"r{i}" for i in range(6)}
+    found = db.by_seqs([7, 8, 9, 10, 11, 12, 1], MemoryFilter())  # mostly new: one query
+    assert sorted(found) == [1, 7, 8, 9, 10, 11, 12]
     assert [r.id for r in db.get(["r5", "r0", "missing", "r3"])] == ["r5", "r0", "r3"]
 
 

@@ -220,7 +220,10 @@ class SQLiteRecords:
         marks = ",".join("?" * len(seqs))
         with self._lock:
             self._sync_cache()
-            if not any(seq in self._cache for seq in seqs):  # one query reads them all
+            known = sum(seq in self._cache for seq in seqs)
+            # Mostly new rows: one query reads them all, as without the cache (a filter check
+            # and then a read of the rest would be two); mostly known: check, read the rest.
+            if known * 2 < len(seqs):
                 entries = self._fetch(
                     f"SELECT {COLUMNS} FROM records WHERE seq IN ({marks}) AND {where}",
                     [*seqs, *params],
