@@ -41,9 +41,9 @@ def ancestor_sessions(session_id: str) -> list[str]:
 
 
 class NewSessionRecords:
-    """The records a client wrote into the sessions it made up, in the order written: as
-    `scan` of such a session would return them. `None` for a session it does not know all
-    of: after a delete (sessions may have lost records) or past KEPT_RECORDS."""
+    """The records a client wrote into the sessions it made up; `of(session)` gives them in
+    the order `scan` of that session would. `None` once it may not know all of them: after
+    a delete or an import (sessions may have lost or gained records) or past KEPT_RECORDS."""
 
     def __init__(self, limit: int = KEPT_RECORDS) -> None:
         self.limit = limit
