@@ -57,12 +57,18 @@ from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
 from DeepResearch.src.memory.text import tokenize
-from DeepResearch.src.utils.faiss_threads import run_faiss
+from DeepResearch.src.utils.faiss_threads import one_openmp_thread_here, run_faiss
 
 __all__ = ["DB_FILE", "INDEX_FILE", "FaissBackend"]
 
 DB_FILE = "memory.sqlite3"
 T = TypeVar("T")
+# Reads of a store up to this many live records run in the calling (event loop's) thread: a
+# filtered flat search and its SQLite reads take ~0.1-2 ms there, while each hand-off to the
+# FAISS pool cost ~0.3-0.5 ms on 2 cores, and a recall makes three or four (search, graph
+# walks, session neighbours). Larger stores, and any read that finds a write holding the
+# caches, go to the pool, so the event loop never waits long.
+INLINE_READS_UP_TO = 20_000
 
 
 def _holding_caches(method: Callable[..., T]) -> Callable[..., T]:
@@ -186,6 +192,17 @@ class FaissBackend(MemoryBackend):
             self._vectors = self._lexical = None
 
     # -- MemoryBackend --------------------------------------------------------------------
+    async def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` in this thread when the store is small and no write holds the caches
+        (see INLINE_READS_UP_TO), else on the FAISS pool."""
+        if self._total <= INLINE_READS_UP_TO and self._caches_lock.acquire(blocking=False):
+            try:
+                with one_openmp_thread_here():
+                    return fn(*args)
+            finally:
+                self._caches_lock.release()
+        return await run_faiss(fn, *args)
+
     def _require(self) -> SQLiteRecords:
         if self._db is None or self._vectors is None or self._lexical is None:
             raise MemoryBackendError(f"faiss backend at {self.root} is not open (call open())")
@@ -225,7 +242,7 @@ class FaissBackend(MemoryBackend):
         lexical.remove(seqs)
 
     async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        return await run_faiss(self._require().get, list(ids))
+        return await self._read(self._require().get, list(ids))
 
     async def delete(self, flt: MemoryFilter) -> int:
         def run() -> int:
@@ -254,25 +271,24 @@ class FaissBackend(MemoryBackend):
     async def vector_search(
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[Candidate]:
-        return await run_faiss(self._vector_search_sync, vector, k, flt)
+        return await self._read(self._vector_search_sync, vector, k, flt)
 
     async def distinct_vector_search(
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[Candidate]:
         # Copies are told apart on their type and text (copy_keys), without reading vectors,
         # metadata or relations; only the k kept are read whole.
-        return await run_faiss(self._vector_search_sync, vector, k, flt, True)
+        return await self._read(self._vector_search_sync, vector, k, flt, True)
 
     async def dense_and_lexical(
         self, vector: np.ndarray, query: str, k: int, flt: MemoryFilter
     ) -> tuple[list[Candidate], list[Candidate]]:
-        # One worker hand-off for both: they share the filter plan and need the GIL in turn
-        # anyway. A compound workflow run came out 6-18 ms faster (three A/B runs of 25-30
-        # alternating runs each, on a loaded machine), where each hand-off can wait.
+        # One read for both: they share the filter plan and need the GIL in turn anyway (on
+        # the pool, one hand-off: a compound workflow run came out 6-18 ms faster).
         def both() -> tuple[list[Candidate], list[Candidate]]:
             return self._vector_search_sync(vector, k, flt, True), self._text_search_sync(query, k, flt)
 
-        return await run_faiss(both)
+        return await self._read(both)
 
     @_holding_caches
     def _vector_search_sync(
@@ -319,7 +335,7 @@ class FaissBackend(MemoryBackend):
             fetch = min(widest, fetch * 4)
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
-        return await run_faiss(self._text_search_sync, query, k, flt)
+        return await self._read(self._text_search_sync, query, k, flt)
 
     @_holding_caches
     def _text_search_sync(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
@@ -343,14 +359,14 @@ class FaissBackend(MemoryBackend):
         return await run_faiss(self._require().scan, flt, limit, offset)
 
     async def count(self, flt: MemoryFilter) -> int:
-        return await run_faiss(self._require().count, flt)
+        return await self._read(self._require().count, flt)
 
     async def related_many(
         self, record_ids: Sequence[str], relation_types: Sequence[str] | None, depth: int,
         flt: MemoryFilter | None = None,
     ) -> dict[str, list[RelatedRecord]]:
-        """One pool hop: the batched walk of sqlite_graph.py, records filtered in SQL."""
-        return await run_faiss(walk, self._require(), list(record_ids), relation_types, depth, flt)
+        """The batched walk of sqlite_graph.py (records filtered in SQL), in one read."""
+        return await self._read(walk, self._require(), list(record_ids), relation_types, depth, flt)
 
     async def health(self) -> BackendHealth:
         if self._db is None or self._vectors is None:
