@@ -36,6 +36,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import DictConfig
 
 from benchmarks.report import write_section
+from benchmarks.stats import median_interval
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.workflow.run import create_run_services, run_research
 
@@ -190,20 +191,23 @@ async def measure_in_process(runs: int) -> dict[str, dict[str, list[float]]]:
 def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], list[float]]:
     """Medians of each column, and the ratio as the median over the pairs (a memory run and
     the disabled run just before it): this VM's speed drifts by +-15 % over a minute, and a
-    pair sees the same drift."""
+    pair sees the same drift. The interval (bootstrap, 95 %) shows how far that median can
+    be trusted on a noisy machine."""
     med = statistics.median
     rows, ratios = [], []
     for question, t in times.items():
         off, on, load = med(t.disabled), med(t.enabled), med(t.loading)
         pairs = list(zip(t.enabled_without_loading, t.disabled, strict=True))
         ratio = med(net / base for net, base in pairs)
+        low, high = median_interval([net / base for net, base in pairs])
         added = med(net - base for net, base in pairs)
         ratios.append(ratio)
         rows.append(
             f"| {question} | {off:.2f} | {on:.2f} | {load:.2f} | {med(t.enabled_without_loading):.2f} "
-            f"| +{added * 1000:.0f} | **{ratio:.2f}x** |"
+            f"| +{added * 1000:.0f} | **{ratio:.2f}x** | {low:.2f}-{high:.2f} |"
         )
-        print(f"cli {question}: off {off:.2f} s, on {on:.2f} s, loading {load:.2f} s, {ratio:.2f}x")
+        print(f"cli {question}: off {off:.2f} s, on {on:.2f} s, loading {load:.2f} s, "
+              f"{ratio:.2f}x (95 % interval {low:.2f}-{high:.2f})")
     return rows, ratios
 
 
@@ -238,7 +242,7 @@ def in_process_table(times: dict[str, dict[str, list[float]]]) -> tuple[list[str
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7, help="in-process runs of each kind")
-    parser.add_argument("--cli-runs", type=int, default=21, help="deepresearch runs of each kind")
+    parser.add_argument("--cli-runs", type=int, default=31, help="deepresearch runs of each kind")
     args = parser.parse_args(argv if argv is not None else [])
     cli_rows, cli_ratios = cli_table(measure_cli(args.cli_runs))
     cli_ratio = statistics.median(cli_ratios)
@@ -256,11 +260,12 @@ def main(argv: list[str] | None = None) -> None:
             "thread that loaded it (from the run's own report): never more than the load's "
             "own work. "
             "Times are medians in seconds; added time and ratio are medians over the pairs (a "
-            "memory run and the disabled run just before it, which see the same machine speed).",
+            "memory run and the disabled run just before it, which see the same machine speed); "
+            "the interval is a bootstrap of that median over the pairs (95 %).",
             "",
             "| question | memory disabled | memory enabled | of which model loading "
-            "| enabled, loading excluded | added (ms) | ratio |",
-            "|---|---|---|---|---|---|---|",
+            "| enabled, loading excluded | added (ms) | ratio | 95 % interval of the ratio |",
+            "|---|---|---|---|---|---|---|---|",
             *cli_rows,
             "",
             f"Overall (median of the ratios): **{cli_ratio:.2f}x**, {verdict(cli_ratios)}.",
