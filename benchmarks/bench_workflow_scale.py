@@ -71,7 +71,7 @@ def measure(size: int, runs: int) -> dict[str, float]:
         offs, ons, loads = [], [], []
         for run in range(1, runs + 1):
             offs.append(cli_run(asked(QUESTION, run), work, memory=False)[0])
-            wall, load = cli_run(asked(QUESTION, run), work, memory=True)
+            wall, load, _ = cli_run(asked(QUESTION, run), work, memory=True)
             ons.append(wall)
             loads.append(load)
     med = statistics.median

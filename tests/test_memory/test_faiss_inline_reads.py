@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from DeepResearch.src.memory import MemoryConfig
-from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
-from DeepResearch.src.memory.backends import faiss_store
+from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend, faiss_store
 from DeepResearch.src.memory.backends.faiss_store import FaissBackend
 
 pytestmark = pytest.mark.integration

@@ -6,6 +6,7 @@ neo4j driver unless the neo4j backend is configured.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from DeepResearch.src.memory.backends.base import (
@@ -22,9 +23,13 @@ if TYPE_CHECKING:
     from DeepResearch.src.memory.config import MemoryConfig
 
 BACKENDS = ("in_memory", "faiss", "neo4j")
+# Seconds the first create_backend() of a kind spent importing its module and libraries
+# (FAISS's ~35 ms, the neo4j driver's): a per-process cost the run reports apart.
+IMPORT_SECONDS: dict[str, float] = {}
 
 __all__ = [
     "BACKENDS",
+    "IMPORT_SECONDS",
     "BackendHealth",
     "Candidate",
     "MemoryBackend",
@@ -42,8 +47,10 @@ def create_backend(config: MemoryConfig, dimension: int) -> MemoryBackend:
 
         return InMemoryBackend(dimension)
     if config.backend == "faiss":
+        started = time.perf_counter()
         from DeepResearch.src.memory.backends.faiss_store import FaissBackend
 
+        IMPORT_SECONDS.setdefault("faiss", time.perf_counter() - started)
         return FaissBackend(
             config.faiss,
             dimension=dimension,
@@ -51,7 +58,9 @@ def create_backend(config: MemoryConfig, dimension: int) -> MemoryBackend:
             model=config.vector_store.embedding_model,
         )
     if config.backend == "neo4j":
+        started = time.perf_counter()
         from DeepResearch.src.memory.backends.neo4j_store import Neo4jBackend
 
+        IMPORT_SECONDS.setdefault("neo4j", time.perf_counter() - started)
         return Neo4jBackend(config.neo4j, dimension=dimension, metric=config.vector_store.index_type)
     raise MemoryConfigError(f"memory.backend={config.backend!r}: choices are {list(BACKENDS)}")
