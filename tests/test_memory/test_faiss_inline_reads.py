@@ -103,6 +103,35 @@ def test_small_store_reads_stay_in_the_callers_thread_on_one_openmp_thread(
     assert inline[0] and inline[2] and inline[3] and inline[5] == ["r3", "r7"] and inline[7]
 
 
+async def test_a_read_during_a_scan_waits_on_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scan (every row, maybe) holds the caches as a write does, so a small read started
+    meanwhile is handed to the pool instead of waiting for the scan in the event loop."""
+    cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)})
+    backend = create_backend(cfg, 8)
+    await backend.open()
+    records = _records(30)
+    await backend.upsert(records)
+    scanning, release = threading.Event(), threading.Event()
+    scan = backend._require().scan
+
+    def slow_scan(*args: Any) -> list[MemoryRecord]:
+        scanning.set()
+        release.wait(10)
+        return scan(*args)
+
+    monkeypatch.setattr(backend._require(), "scan", slow_scan)
+    scanned = asyncio.ensure_future(backend.scan(MemoryFilter()))
+    while not scanning.is_set():
+        await asyncio.sleep(0.005)
+    search = asyncio.ensure_future(backend.vector_search(records[0].vector, 3, MemoryFilter()))
+    await asyncio.sleep(0.05)  # the event loop runs: the read did not block it
+    assert not search.done()
+    release.set()
+    assert len(await scanned) == 30
+    assert (await search)[0].record.id == "r0"
+    await backend.close()
+
+
 async def test_a_read_that_meets_a_write_waits_on_the_pool_not_in_the_event_loop(
     tmp_path: Path,
 ) -> None:

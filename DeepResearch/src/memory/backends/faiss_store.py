@@ -356,7 +356,13 @@ class FaissBackend(MemoryBackend):
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
     ) -> list[MemoryRecord]:
-        return await run_faiss(self._require().scan, flt, limit, offset)
+        # On the pool (a scan may read every row), holding the caches like a write: a small
+        # read that comes meanwhile then waits on the pool too, not in the event loop.
+        return await run_faiss(self._scan_sync, flt, limit, offset)
+
+    @_holding_caches
+    def _scan_sync(self, flt: MemoryFilter, limit: int | None, offset: int) -> list[MemoryRecord]:
+        return self._require().scan(flt, limit, offset)
 
     async def count(self, flt: MemoryFilter) -> int:
         return await self._read(self._require().count, flt)
