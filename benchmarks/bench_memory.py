@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.report import write_section  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
 from DeepResearch.src.memory.backends import MemoryRecord  # noqa: E402
+from DeepResearch.src.memory.backends.faiss_store import INLINE_READS_UP_TO  # noqa: E402
 from DeepResearch.src.memory.embeddings import (  # noqa: E402
     DEFAULT_MODEL,
     get_embedder,
@@ -247,8 +248,9 @@ async def run() -> str:
         "Raw and client calls are interleaved in one process, in an order that rotates per "
         "query (raw FAISS's OpenMP threads spin for a few ms after a search and slow whatever "
         "runs next on 2 cores); raw FAISS searches with its "
-        f"default OpenMP threads ({faiss.omp_get_max_threads()}), the backend on its own FAISS "
-        "pool limited to one (utils/faiss_threads.py). Default config: faiss flat index, cosine, "
+        f"default OpenMP threads ({faiss.omp_get_max_threads()}), the backend with one: reads "
+        f"of stores up to {INLINE_READS_UP_TO:,} memories in the caller's thread, larger ones on "
+        "its FAISS pool (utils/faiss_threads.py). Default config: faiss flat index, cosine, "
         f"hybrid dense + BM25 (in-process index) candidates fused by {defaults.fusion}, neighbour smoothing "
         f"{'on' if defaults.neighbour_smoothing.enabled else 'off'}, SQLite synchronous=FULL. "
         "\"Raw\" is sentence-transformers on the same model, the library a user would call "

@@ -195,13 +195,13 @@ async def measure_in_process(runs: int) -> dict[str, dict[str, list[float]]]:
 
 
 # -- report ------------------------------------------------------------------------------
-def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], list[float]]:
+def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], list[float], list[float]]:
     """Medians of each column, and the ratio as the median over the pairs (a memory run and
     the disabled run just before it): this VM's speed drifts by +-15 % over a minute, and a
     pair sees the same drift. The interval (bootstrap, 95 %) shows how far that median can
     be trusted on a noisy machine."""
     med = statistics.median
-    rows, ratios = [], []
+    rows, ratios, highs = [], [], []
     for question, t in times.items():
         off, on, load = med(t.disabled), med(t.enabled), med(t.loading)
         pairs = list(zip(t.enabled_without_loading, t.disabled, strict=True))
@@ -213,6 +213,7 @@ def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], list[float]]:
             (net - imp) / base for (net, base), imp in zip(pairs, t.importing, strict=True)
         )
         ratios.append(ratio)
+        highs.append(high)
         rows.append(
             f"| {question} | {off:.2f} | {on:.2f} | {load:.2f} | {med(t.enabled_without_loading):.2f} "
             f"| +{added * 1000:.0f} | **{ratio:.2f}x** | {low:.2f}-{high:.2f} "
@@ -220,14 +221,19 @@ def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], list[float]]:
         )
         print(f"cli {question}: off {off:.2f} s, on {on:.2f} s, loading {load:.2f} s, "
               f"{ratio:.2f}x (95 % interval {low:.2f}-{high:.2f}; FAISS import {imported * 1000:.0f} ms)")
-    return rows, ratios
+    return rows, ratios, highs
 
 
-def verdict(ratios: list[float]) -> str:
-    """Against the target, as printed (2 decimals): every question must be under it."""
+def verdict(ratios: list[float], highs: list[float]) -> str:
+    """Against the target, as printed (2 decimals): every question's median ratio must be
+    under it; when one's 95 % interval reaches it, the verdict says so (this VM's noise)."""
     worst, overall = round(max(ratios), 2), round(statistics.median(ratios), 2)
+    highest = round(max(highs), 2)
+    if worst < TARGET <= highest:
+        return (f"under the target of < {TARGET:.2f}x for every question (worst {worst:.2f}x), "
+                f"but not beyond this run's noise: a 95 % interval reaches {highest:.2f}x")
     if worst < TARGET:
-        return f"which meets the target of < {TARGET:.2f}x for every question"
+        return f"which meets the target of < {TARGET:.2f}x for every question, beyond this run's noise"
     if overall < TARGET:
         return (f"under the target of < {TARGET:.2f}x, but not for every question (worst "
                 f"{worst:.2f}x): not met yet")
@@ -256,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=7, help="in-process runs of each kind")
     parser.add_argument("--cli-runs", type=int, default=31, help="deepresearch runs of each kind")
     args = parser.parse_args(argv if argv is not None else [])
-    cli_rows, cli_ratios = cli_table(measure_cli(args.cli_runs))
+    cli_rows, cli_ratios, cli_highs = cli_table(measure_cli(args.cli_runs))
     cli_ratio = statistics.median(cli_ratios)
     graph_rows, graph_ratio = in_process_table(asyncio.run(measure_in_process(args.runs)))
     body = "\n".join(
@@ -284,7 +290,7 @@ def main(argv: list[str] | None = None) -> None:
             "|---|---|---|---|---|---|---|---|---|",
             *cli_rows,
             "",
-            f"Overall (median of the ratios): **{cli_ratio:.2f}x**, {verdict(cli_ratios)}.",
+            f"Overall (median of the ratios): **{cli_ratio:.2f}x**, {verdict(cli_ratios, cli_highs)}.",
             "",
             f"### In-process graph runs ({args.runs} of each kind)",
             "",
