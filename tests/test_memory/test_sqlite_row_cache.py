@@ -141,3 +141,22 @@ def test_reads_of_named_rows_go_by_rowid_not_through_a_filter_index(db: SQLiteRe
         assert len(read([5, 50, 500, 2500], flt)) == 4
         assert steps < 3000, f"{read.__name__} took {steps} VM steps for 4 rows"
     db._conn.set_progress_handler(None, 1)
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux /proc")
+def test_reads_go_through_a_memory_map_of_the_database(db: SQLiteRecords) -> None:
+    """A fresh process's first read of a page costs no system call and no copy: SQLite maps
+    the file (up to MMAP_BYTES); every answer is the same as through reads."""
+    db.upsert([_record(f"r{i}", seed=i) for i in range(20)])
+    via_map = db.get([f"r{i}" for i in range(20)])
+    mapped = [line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()]
+    assert str(db.path) in mapped  # the database file itself, not only its WAL index (-shm)
+    plain = SQLiteRecords(db.path)
+    plain._conn.execute("PRAGMA mmap_size=0")
+    try:
+        through_reads = plain.get([f"r{i}" for i in range(20)])
+    finally:
+        plain.close()
+    assert [(r.id, r.metadata, r.vector.tobytes()) for r in via_map] == [
+        (r.id, r.metadata, r.vector.tobytes()) for r in through_reads
+    ]

@@ -26,6 +26,14 @@ from DeepResearch.src.memory.backends.sqlite_schema import COLUMNS, SCHEMA
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.text import token_string
 
+# Reads of the database file's first MMAP_BYTES go through a memory map: a process's first
+# read of a page costs no system call and no copy. A `deepresearch` run is a fresh process:
+# its recalls' own work, first executions only, 55 -> 44 ms per compound run (medians of 6
+# alternating CLI runs on a ~1k-memory store). 64 MiB holds a store of ~25k memories whole;
+# mapped pages are file cache, shared and reclaimable, reported apart from private memory by
+# bench_memory.
+MMAP_BYTES = 64 * 1024 * 1024
+
 
 class SQLiteRecords:
     """Thread-safe (one lock) access to the records database of one memory folder."""
@@ -39,6 +47,7 @@ class SQLiteRecords:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
             self._conn.execute("PRAGMA foreign_keys=OFF")
+            self._conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self._conn.executescript(SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise MemoryBackendError(f"cannot open memory database {path}: {exc}") from exc
