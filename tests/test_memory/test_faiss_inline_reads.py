@@ -32,6 +32,12 @@ def _records(n: int) -> list[MemoryRecord]:
     ]
 
 
+async def _open(path: Path) -> FaissBackend:
+    backend = create_backend(MemoryConfig(backend="faiss", faiss={"path": str(path)}), 8)
+    await backend.open()
+    return backend  # type: ignore[return-value]
+
+
 async def _every_read(backend: FaissBackend, records: list[MemoryRecord]) -> list[Any]:
     """The answer of each read the ranking pipeline makes, as comparable ids."""
     flt = MemoryFilter(session_ids=("s1",))
@@ -71,9 +77,7 @@ def test_small_store_reads_stay_in_the_callers_thread_on_one_openmp_thread(
     records = _records(60)
 
     async def main() -> tuple[list[Any], list[str], int, list[Any], list[str]]:
-        cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)})
-        backend = create_backend(cfg, 8)
-        await backend.open()
+        backend = await _open(tmp_path)
         await backend.upsert(records)
         hand_offs.clear()
         search, threads = FaissBackend._vector_search_sync, []
@@ -106,9 +110,7 @@ def test_small_store_reads_stay_in_the_callers_thread_on_one_openmp_thread(
 async def test_a_read_during_a_scan_waits_on_the_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A scan (every row, maybe) holds the caches as a write does, so a small read started
     meanwhile is handed to the pool instead of waiting for the scan in the event loop."""
-    cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)})
-    backend = create_backend(cfg, 8)
-    await backend.open()
+    backend = await _open(tmp_path)
     records = _records(30)
     await backend.upsert(records)
     scanning, release = threading.Event(), threading.Event()
@@ -137,9 +139,7 @@ async def test_a_read_that_meets_a_write_waits_on_the_pool_not_in_the_event_loop
 ) -> None:
     """While a write holds the caches, a small-store read is handed to the pool (where it
     waits for the write) instead of blocking the event loop; the loop stays free meanwhile."""
-    cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)})
-    backend = create_backend(cfg, 8)
-    await backend.open()
+    backend = await _open(tmp_path)
     records = _records(30)
     await backend.upsert(records[:20])
     held, release = threading.Event(), threading.Event()
