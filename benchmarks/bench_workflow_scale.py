@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_memory import cached_vectors, corpus
-from benchmarks.bench_workflow import QUESTIONS, asked, cli_run
+from benchmarks.bench_workflow import QUESTIONS, asked, cli_run, refresh_bytecode
 from benchmarks.report import write_section
 from DeepResearch.src.memory import MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryRecord
@@ -66,6 +66,7 @@ def measure(size: int, runs: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix=f"bench_scale_{size}_") as folder:
         work = Path(folder)
         filled = asyncio.run(prefill(work / "memory", size))
+        refresh_bytecode()  # see there: a stale module is compiled by every run
         cli_run(QUESTION, work, memory=False)  # warm-ups (file cache), not timed
         cli_run(QUESTION, work, memory=True)
         offs, ons, loads = [], [], []
