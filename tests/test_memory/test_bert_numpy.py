@@ -82,6 +82,41 @@ def test_concurrent_large_batches_agree_and_leave_blas_threads_as_found(encoder)
     assert blas_threads() == before
 
 
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc")
+def test_layer_weights_share_one_arena_and_the_file_pages_are_let_go() -> None:
+    # A fresh interpreter: sentence-transformers in this one maps the same weights file.
+    code = f"""
+import numpy as np
+from pathlib import Path
+from DeepResearch.src.memory.bert_numpy import NumpyBertEncoder
+encoder = NumpyBertEncoder({str(MODEL_DIR)!r})
+arrays = [getattr(layer, f) for layer in encoder._layers for f in vars(layer)]
+starts = [a.ctypes.data for a in arrays]
+span = max(s + a.nbytes for s, a in zip(starts, arrays, strict=True)) - min(starts)
+print("packed", span <= sum(a.nbytes for a in arrays) + 64 * len(arrays))
+print("aligned", all(a.flags.c_contiguous and a.ctypes.data % 64 == 0 for a in arrays))
+resident, inside = 0, False
+for line in Path("/proc/self/smaps").read_text().splitlines():
+    if "-" in line.split(" ", 1)[0]:
+        inside = "model.safetensors" in line
+    elif inside and line.startswith("Rss:"):
+        resident += int(line.split()[1])
+print("file resident KiB", resident)
+print("vector", np.round(encoder.encode(["Which aligner suits RNA-seq reads?"])[0][:4], 5).tolist())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+    # One buffer, side by side (it asks for 2 MiB pages: a cheap teardown at process exit).
+    assert lines["packed"] == "True" and lines["aligned"] == "True"
+    # The copies were read from the mapped file; its ~90 MB are no longer resident in the
+    # process (they stay in the page cache)...
+    assert int(done.stdout.split("file resident KiB ")[1].split()[0]) < 1024
+    # ... and the embedding tables, still read through the mapping, give the same vectors.
+    here = np.round(NumpyBertEncoder(MODEL_DIR).encode(["Which aligner suits RNA-seq reads?"])[0][:4], 5)
+    assert lines["vector"] == str(here.tolist())
+
+
 def test_other_architectures_are_refused_by_name(tmp_path: Path) -> None:
     folder = tmp_path / "model"
     shutil.copytree(MODEL_DIR, folder, ignore=shutil.ignore_patterns("model.safetensors"))

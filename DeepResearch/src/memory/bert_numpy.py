@@ -88,10 +88,10 @@ def _check_supported(folder: Path, config: dict) -> None:
 _SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16}
 
 
-def read_safetensors(path: Path) -> dict[str, np.ndarray]:
-    """The tensors of a .safetensors file as read-only views of one memory map: nothing is
-    read until used, and nothing is freed at exit (the format: an 8-byte little-endian
-    header length, a JSON header of dtype/shape/byte offsets, then the raw data)."""
+def read_safetensors(path: Path) -> tuple[mmap.mmap, dict[str, np.ndarray]]:
+    """The file's memory map and its tensors as read-only views of it: nothing is read until
+    used, and nothing is freed at exit (the format: an 8-byte little-endian header length, a
+    JSON header of dtype/shape/byte offsets, then the raw data)."""
     with path.open("rb") as handle:
         size = int.from_bytes(handle.read(8), "little")
         try:
@@ -111,7 +111,45 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
         start, end = spec["data_offsets"]
         count = (end - start) // np.dtype(dtype).itemsize
         tensors[name] = np.frombuffer(data, dtype, count, 8 + size + start).reshape(spec["shape"])
-    return tensors
+    return data, tensors
+
+
+_HUGE_PAGE = 2 << 20
+_ALIGN = 16  # floats: every weight starts on a 64-byte boundary
+
+
+class _WeightArena:
+    """The layer weights' float32 copies, side by side in one anonymous mapping that asks for
+    2 MiB pages (transparent huge pages, where the kernel offers them on request): ~40 MB then
+    spans ~20 pages instead of ~10k. The kernel tears those down at process exit in ~1 ms
+    instead of ~4 ms (measured), and a forward pass streams them with fewer TLB misses."""
+
+    def __init__(self, floats: int) -> None:
+        size = -(-floats * 4 // _HUGE_PAGE) * _HUGE_PAGE
+        if hasattr(mmap, "MADV_HUGEPAGE") and hasattr(mmap, "MAP_PRIVATE"):
+            region = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)  # anonymous: fileno -1
+            region.madvise(mmap.MADV_HUGEPAGE)
+            self._buffer = np.frombuffer(region, np.float32)
+        else:
+            self._buffer = np.empty(size // 4, np.float32)
+        self._used = 0
+
+    @staticmethod
+    def floats_for(arrays: list[np.ndarray]) -> int:
+        return sum(a.size + _ALIGN for a in arrays)
+
+    def take(self, shape: tuple[int, ...]) -> np.ndarray:
+        start = -(-self._used // _ALIGN) * _ALIGN
+        count = math.prod(shape)
+        if start + count > len(self._buffer):
+            raise ValueError(f"weight arena of {len(self._buffer)} floats is full")
+        self._used = start + count
+        return self._buffer[start:start + count].reshape(shape)
+
+    def put(self, array: np.ndarray) -> np.ndarray:
+        view = self.take(array.shape)
+        view[...] = array
+        return view
 
 
 def _layer_norm(x: np.ndarray, gain: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
@@ -168,14 +206,30 @@ class NumpyBertEncoder:
         self._tokenizer.no_padding()  # padding is per sub-batch, to its longest text
         self._tokenizer.enable_truncation(self.max_length)
 
-        weights = read_safetensors(folder / "model.safetensors")
+        mapped, weights = read_safetensors(folder / "model.safetensors")
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+        # The embedding tables stay views of the file (a text reads a few of their rows); the
+        # layers' weights are copied, transposed, into one arena.
+        arena = _WeightArena(_WeightArena.floats_for(
+            [v for k, v in weights.items() if k.startswith(prefix + "encoder.")]))
 
         def w(name: str) -> np.ndarray:
             return np.ascontiguousarray(weights[prefix + name], dtype=np.float32)
 
-        def t(name: str) -> np.ndarray:  # (out, in) -> (in, out) for x @ W
-            return np.ascontiguousarray(weights[prefix + name].T, dtype=np.float32)
+        def b(name: str) -> np.ndarray:  # a layer's vector, in the arena
+            return arena.put(weights[prefix + name])
+
+        def t(name: str) -> np.ndarray:  # (out, in) -> (in, out) for x @ W, in the arena
+            return arena.put(weights[prefix + name].T)
+
+        def side_by_side(names: list[str]) -> np.ndarray:  # (in, out) blocks as one matrix
+            blocks = [weights[prefix + n].T for n in names]
+            out = arena.take((blocks[0].shape[0], sum(x.shape[1] for x in blocks)))
+            col = 0
+            for block in blocks:
+                out[:, col:col + block.shape[1]] = block
+                col += block.shape[1]
+            return out
 
         e = "embeddings."
         self._word = w(e + "word_embeddings.weight")
@@ -186,16 +240,21 @@ class NumpyBertEncoder:
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
             a = p + "attention."
+            qkv = [f"{a}self.{k}" for k in ("query", "key", "value")]
             self._layers.append(_Layer(
-                qkv_w=np.ascontiguousarray(np.concatenate(
-                    [t(f"{a}self.{k}.weight") for k in ("query", "key", "value")], axis=1)),
-                qkv_b=np.concatenate([w(f"{a}self.{k}.bias") for k in ("query", "key", "value")]),
-                attn_out_w=t(a + "output.dense.weight"), attn_out_b=w(a + "output.dense.bias"),
-                norm1_g=w(a + "output.LayerNorm.weight"), norm1_b=w(a + "output.LayerNorm.bias"),
-                inter_w=t(p + "intermediate.dense.weight"), inter_b=w(p + "intermediate.dense.bias"),
-                out_w=t(p + "output.dense.weight"), out_b=w(p + "output.dense.bias"),
-                norm2_g=w(p + "output.LayerNorm.weight"), norm2_b=w(p + "output.LayerNorm.bias"),
+                qkv_w=side_by_side([f"{n}.weight" for n in qkv]),
+                qkv_b=arena.put(np.concatenate([weights[prefix + f"{n}.bias"] for n in qkv])),
+                attn_out_w=t(a + "output.dense.weight"), attn_out_b=b(a + "output.dense.bias"),
+                norm1_g=b(a + "output.LayerNorm.weight"), norm1_b=b(a + "output.LayerNorm.bias"),
+                inter_w=t(p + "intermediate.dense.weight"), inter_b=b(p + "intermediate.dense.bias"),
+                out_w=t(p + "output.dense.weight"), out_b=b(p + "output.dense.bias"),
+                norm2_g=b(p + "output.LayerNorm.weight"), norm2_b=b(p + "output.LayerNorm.bias"),
             ))
+        # The copies are made: let go of the file pages they were read from (they stay in the
+        # page cache; a later read of the tables faults its page back in). Otherwise the exit
+        # unmaps them page by page (~1 ms of the ~4 ms the copies used to cost).
+        if hasattr(mapped, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            mapped.madvise(mmap.MADV_DONTNEED)
         self._threads = max(1, min(os.cpu_count() or 1, 4))
         self._pool: ThreadPoolExecutor | None = None
         self._blas = None
