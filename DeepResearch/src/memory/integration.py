@@ -39,7 +39,7 @@ from DeepResearch.src.memory.run_context import (
     describe,
     resolve_memory,
 )
-from DeepResearch.src.memory.toolset import memory_toolset
+from DeepResearch.src.memory.toolset import shared_memory_toolset
 from DeepResearch.src.memory.tracking import ToolExecutionTracker
 from DeepResearch.src.workflow.flows import resolve_flow
 from DeepResearch.src.workflow.hooks import RunHook
@@ -182,7 +182,7 @@ class MemoryPlugins:
     def services_kwargs(self) -> dict[str, Any]:
         integration = self.integration
         return {
-            "toolsets": [memory_toolset()],
+            "toolsets": [shared_memory_toolset()],
             "node_hooks": [integration.node_hook],
             "loop_hooks": [integration.loop_hook],
             "run_hooks": [integration],

@@ -15,6 +15,7 @@ cost ~0.3 ms per agent run here (measured), a toolset's instructions nothing ext
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any, Literal
 
@@ -200,3 +201,12 @@ def memory_toolset() -> FunctionToolset[AgentDependencies]:
         return {"related": [related_to_dict(m) for m in found]}
 
     return toolset
+
+
+@functools.cache
+def shared_memory_toolset() -> FunctionToolset[AgentDependencies]:
+    """The one memory toolset of this process, for the workflow's runs. It holds no run state
+    (the tools read client, session and profile from `ctx.deps`), and building one costs
+    ~2-3 ms of pydantic schema generation, which a process running many questions would
+    otherwise pay per run."""
+    return memory_toolset()
