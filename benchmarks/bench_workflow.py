@@ -82,7 +82,7 @@ def refresh_bytecode(package: Path = PACKAGE) -> int:
     VM and many CI images) a module edited since is compiled again by every process that
     imports it: ~3 ms each, paid mostly by memory runs (the memory modules are the ones
     imported only when memory is on), which no installed copy pays."""
-    def stamps() -> dict[Path, float]:
+    def stamps() -> dict[Path, int]:
         return {p: p.stat().st_mtime_ns for p in package.rglob("__pycache__/*.pyc")}
 
     before = stamps()
