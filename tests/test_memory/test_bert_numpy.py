@@ -73,13 +73,47 @@ def test_concurrent_large_batches_agree_and_leave_blas_threads_as_found(encoder)
         return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 
     before = blas_threads()
-    batches = [TEXTS * 10, list(reversed(TEXTS)) * 10, TEXTS[2:] * 12]
+    # large (parallel sub-batches) and short (one BLAS thread) encodes overlapping
+    batches = [TEXTS * 10, TEXTS[:1], list(reversed(TEXTS)) * 10, TEXTS[1:2], TEXTS[2:] * 12]
     alone = [encoder.encode(b) for b in batches]
-    with ThreadPoolExecutor(3) as pool:
-        together = list(pool.map(encoder.encode, batches))
+    with ThreadPoolExecutor(5) as pool:
+        together = list(pool.map(encoder.encode, batches * 3))[: len(batches)]
     for a, b in zip(alone, together, strict=True):
         np.testing.assert_allclose(a, b, atol=2e-6)
     assert blas_threads() == before
+
+
+def test_a_short_encode_runs_on_one_blas_thread_and_gives_the_same_vector(encoder) -> None:
+    from threadpoolctl import threadpool_info
+
+    def blas_threads() -> list[int]:  # numpy's BLAS: the one the encoder's matmuls run on
+        # (libraries loaded later, e.g. torch's or FAISS's own, play no part in them)
+        return [
+            i["num_threads"]
+            for i in threadpool_info()
+            if i["user_api"] == "blas" and Path(i["filepath"]).parent.name.startswith("numpy")
+        ]
+
+    before = blas_threads()
+    if not before:
+        pytest.skip("numpy's BLAS is not the wheel's bundled one (numpy.libs): not located")
+    seen: list[list[int]] = []
+    forward = encoder._forward
+
+    def spying(texts):  # type: ignore[no-untyped-def]
+        seen.append(blas_threads())
+        return forward(texts)
+
+    encoder._forward = spying
+    try:
+        short = encoder.encode(TEXTS[:1])
+        encoder.encode([TEXTS[6]] * 12)  # ~20 tokens x 12: above the one-thread size
+    finally:
+        del encoder._forward
+    assert seen[0] == [1] * len(before)  # a query does not wake BLAS's other threads
+    assert seen[1] == before
+    assert blas_threads() == before
+    np.testing.assert_allclose(short, encoder.encode(TEXTS[:2])[:1], atol=2e-6)
 
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc")
