@@ -66,7 +66,6 @@ def measure(size: int, runs: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix=f"bench_scale_{size}_") as folder:
         work = Path(folder)
         filled = asyncio.run(prefill(work / "memory", size))
-        refresh_bytecode()  # see there: a stale module is compiled by every run
         cli_run(QUESTION, work, memory=False)  # warm-ups (file cache), not timed
         cli_run(QUESTION, work, memory=True)
         offs, ons, loads = [], [], []
@@ -91,6 +90,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="10000,100000", help="store sizes, comma-separated")
     parser.add_argument("--cli-runs", type=int, default=9, help="deepresearch runs of each kind")
     args = parser.parse_args(argv if argv is not None else [])
+    print(f"bytecode refreshed for {refresh_bytecode()} modules")  # see there: once, not per size
     results = [measure(int(size), args.cli_runs) for size in args.sizes.split(",")]
     rows = [
         f"| {r['size']:,} | {r['prefill']:.0f} | {r['off']:.2f} | {r['on']:.2f} | {r['load']:.2f} "

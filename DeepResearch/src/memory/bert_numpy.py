@@ -313,18 +313,23 @@ class NumpyBertEncoder:
         ids = [e.ids for e in self._tokenizer.encode_batch(texts, add_special_tokens=True)]
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # little padding in attention
         padded_tokens = len(ids) * len(ids[order[0]])
-        if self._threads == 1 or _PARALLEL_FROM_TOKENS > padded_tokens >= _ONE_BLAS_THREAD_BELOW_TOKENS:
+        if self._threads == 1:
             self._encode_into(out, ids, order)
-            return out
-        if padded_tokens < _ONE_BLAS_THREAD_BELOW_TOKENS:
+        elif padded_tokens < _ONE_BLAS_THREAD_BELOW_TOKENS:
             with _ONE_BLAS_THREAD:
                 self._encode_into(out, ids, order)
-            return out
+        elif padded_tokens < _PARALLEL_FROM_TOKENS:
+            self._encode_into(out, ids, order)  # on BLAS's own threads
+        else:
+            self._encode_parallel(out, ids, order)
+        return out
+
+    def _encode_parallel(self, out: np.ndarray, ids: list[list[int]], order: list[int]) -> None:
+        """Sub-batches spread over the cores, one BLAS thread each."""
         per = min(_SUB_BATCH_TEXTS, -(-len(order) // self._threads))
         chunks = [order[i:i + per] for i in range(0, len(order), per)]
         with self._parallel, _ONE_BLAS_THREAD:
             list(self._workers().map(lambda chunk: self._encode_into(out, ids, chunk), chunks))
-        return out
 
     # -- internals ---------------------------------------------------------------------
     def _workers(self) -> ThreadPoolExecutor:
