@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from benchmarks.bench_workflow import refresh_bytecode
 
 
@@ -17,3 +19,11 @@ def test_only_missing_or_stale_bytecode_is_written(tmp_path):
     stat = module.stat()
     os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
     assert refresh_bytecode(package) == 1
+
+
+def test_a_module_that_does_not_compile_stops_the_benchmark(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "broken.py").write_text("def oops(:\n")
+    with pytest.raises(RuntimeError, match="compileall failed"):
+        refresh_bytecode(package)
