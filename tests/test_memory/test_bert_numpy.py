@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -74,54 +73,13 @@ def test_concurrent_large_batches_agree_and_leave_blas_threads_as_found(encoder)
         return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 
     before = blas_threads()
-    # large (parallel sub-batches) and short (one BLAS thread) encodes overlapping
-    batches = [TEXTS * 10, TEXTS[:1], list(reversed(TEXTS)) * 10, TEXTS[1:2], TEXTS[2:] * 12]
+    batches = [TEXTS * 10, list(reversed(TEXTS)) * 10, TEXTS[2:] * 12]
     alone = [encoder.encode(b) for b in batches]
-    with ThreadPoolExecutor(5) as pool:
-        together = list(pool.map(encoder.encode, batches * 3))[: len(batches)]
+    with ThreadPoolExecutor(3) as pool:
+        together = list(pool.map(encoder.encode, batches))
     for a, b in zip(alone, together, strict=True):
         np.testing.assert_allclose(a, b, atol=2e-6)
     assert blas_threads() == before
-
-
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: BLAS runs on one thread anyway")
-def test_a_short_encode_runs_on_one_blas_thread_and_gives_the_same_vector() -> None:
-    # A fresh interpreter, FAISS imported first as in a workflow run. What is checked is the
-    # threads BLAS really uses: the process's CPU time over a large matmul made while the
-    # encoder's forward pass runs (two busy threads give ~2x the wall time, one ~1x).
-    code = f"""
-import time
-import numpy as np
-import faiss  # noqa: F401  (a run opens the store, and imports FAISS, before it embeds)
-from DeepResearch.src.memory.bert_numpy import NumpyBertEncoder
-encoder = NumpyBertEncoder({str(MODEL_DIR)!r})
-big = np.ones((1200, 1200), np.float32)
-def busy():
-    time.sleep(0.25)  # let a spinning BLAS worker go to sleep first
-    cpu, wall = time.process_time(), time.perf_counter()
-    for _ in range(4):
-        big @ big
-    return (time.process_time() - cpu) / (time.perf_counter() - wall)
-ratios = []
-forward = encoder._forward
-def spying(texts):
-    ratios.append(busy())
-    return forward(texts)
-encoder._forward = spying
-short = encoder.encode({TEXTS[:1]!r})
-encoder.encode({[TEXTS[6]] * 12!r})  # ~20 tokens x 12: above the one-thread size
-del encoder._forward
-print("short", round(ratios[0], 2))
-print("larger", round(ratios[1], 2))
-print("after", round(busy(), 2))
-print("same", bool(np.allclose(short, encoder.encode({TEXTS[:2]!r})[:1], atol=2e-6)))
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    seen = dict(line.split(" ", 1) for line in done.stdout.splitlines())
-    assert float(seen["short"]) < 1.25  # a query does not wake BLAS's other thread
-    assert float(seen["larger"]) > 1.4 and float(seen["after"]) > 1.4  # both, as configured
-    assert seen["same"] == "True"
 
 
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc")

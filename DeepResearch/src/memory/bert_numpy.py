@@ -30,11 +30,6 @@ import numpy as np
 # single-threaded, so one batch on a 2-thread BLAS leaves a core idle between matmuls
 # (~1.1x sentence-transformers' speed on 512 texts this way, ~0.8x without).
 _PARALLEL_FROM_TOKENS = 1024
-# Below this many (padded) tokens -- a query, a few short texts -- the pass runs on one BLAS
-# thread. Two would save ~4 ms a text, but OpenBLAS's worker then spins ~0.1 s on the other
-# core before it sleeps, and a workflow run going on beside it slowed down (its query
-# embeddings are far apart: every one of them left such a spin behind).
-_ONE_BLAS_THREAD_BELOW_TOKENS = 256
 _SUB_BATCH_TEXTS = 32
 _FORWARD_TEXTS = 64  # texts per forward pass otherwise (bounds the attention grid's memory)
 # GELU runs ~20 element-wise passes; over a whole batch's (tokens, 1536) activations each pass
@@ -192,43 +187,6 @@ def _gelu(x: np.ndarray) -> np.ndarray:
     return x
 
 
-class _OneBlasThread:
-    """BLAS on one thread while any encode of this process needs it. The limit is
-    process-wide, so it is counted: the first encode in sets it, the last one out restores
-    what was there; overlapping encodes never restore each other's value (which could leave
-    BLAS on one thread for good)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._users = 0
-        self._controller = None
-        self._limit = None
-
-    def prepare(self) -> None:
-        with self._lock:
-            if self._controller is None:
-                from threadpoolctl import ThreadpoolController
-
-                self._controller = ThreadpoolController()
-
-    def __enter__(self) -> None:
-        self.prepare()
-        with self._lock:
-            if self._users == 0:
-                self._limit = self._controller.limit(limits=1, user_api="blas")
-            self._users += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._users -= 1
-            if self._users == 0 and self._limit is not None:
-                self._limit.restore_original_limits()
-                self._limit = None
-
-
-_ONE_BLAS_THREAD = _OneBlasThread()
-
-
 class NumpyBertEncoder:
     """`encode(texts)` -> (n, hidden) float32 unit vectors, as SentenceTransformer.encode
     with normalize_embeddings=True gives them for the same folder."""
@@ -301,9 +259,10 @@ class NumpyBertEncoder:
             mapped.madvise(mmap.MADV_DONTNEED)
         self._threads = max(1, min(os.cpu_count() or 1, 4))
         self._pool: ThreadPoolExecutor | None = None
-        self._parallel = threading.Lock()  # one parallel encode at a time: it takes every core
-        if self._threads > 1:
-            _ONE_BLAS_THREAD.prepare()  # finds the BLAS libraries (~ms) as part of loading
+        self._blas = None
+        # The BLAS thread limit is process-wide: two overlapping limits could restore each
+        # other's value and leave BLAS on one thread for good. One parallel encode at a time.
+        self._parallel = threading.Lock()
 
     # -- public ------------------------------------------------------------------------
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -313,23 +272,14 @@ class NumpyBertEncoder:
         ids = [e.ids for e in self._tokenizer.encode_batch(texts, add_special_tokens=True)]
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # little padding in attention
         padded_tokens = len(ids) * len(ids[order[0]])
-        if self._threads == 1:
+        if self._threads == 1 or padded_tokens < _PARALLEL_FROM_TOKENS:
             self._encode_into(out, ids, order)
-        elif padded_tokens < _ONE_BLAS_THREAD_BELOW_TOKENS:
-            with _ONE_BLAS_THREAD:
-                self._encode_into(out, ids, order)
-        elif padded_tokens < _PARALLEL_FROM_TOKENS:
-            self._encode_into(out, ids, order)  # on BLAS's own threads
-        else:
-            self._encode_parallel(out, ids, order)
-        return out
-
-    def _encode_parallel(self, out: np.ndarray, ids: list[list[int]], order: list[int]) -> None:
-        """Sub-batches spread over the cores, one BLAS thread each."""
+            return out
         per = min(_SUB_BATCH_TEXTS, -(-len(order) // self._threads))
         chunks = [order[i:i + per] for i in range(0, len(order), per)]
-        with self._parallel, _ONE_BLAS_THREAD:
+        with self._parallel, self._one_blas_thread():
             list(self._workers().map(lambda chunk: self._encode_into(out, ids, chunk), chunks))
+        return out
 
     # -- internals ---------------------------------------------------------------------
     def _workers(self) -> ThreadPoolExecutor:
@@ -337,6 +287,12 @@ class NumpyBertEncoder:
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="bert-numpy")
         return self._pool
 
+    def _one_blas_thread(self):  # type: ignore[no-untyped-def]
+        if self._blas is None:
+            from threadpoolctl import ThreadpoolController
+
+            self._blas = ThreadpoolController()
+        return self._blas.limit(limits=1, user_api="blas")
 
     def _encode_into(self, out: np.ndarray, ids: list[list[int]], order: list[int]) -> None:
         for start in range(0, len(order), _FORWARD_TEXTS):
