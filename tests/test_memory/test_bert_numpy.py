@@ -82,6 +82,38 @@ def test_concurrent_large_batches_agree_and_leave_blas_threads_as_found(encoder)
     assert blas_threads() == before
 
 
+def test_a_large_batch_from_a_worker_thread_runs_its_sub_batches_on_one_blas_thread(
+    encoder,
+) -> None:
+    """As store_many encodes (asyncio's worker thread), even while another thread holds
+    threadpoolctl's control of the BLAS pool (which made the limit a silent no-op there)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    from tests.test_memory.test_blas_threads import pool_threads
+
+    before = pool_threads()
+    if encoder._threads < 2 or not before or min(before) < 2:
+        pytest.skip(f"{encoder._threads} encoder threads, BLAS pools at {before}: no limit to see")
+    seen: list[list[int]] = []
+    forward = encoder._forward
+
+    def spying(texts):  # type: ignore[no-untyped-def]
+        seen.append(pool_threads())
+        return forward(texts)
+
+    encoder._forward = spying
+    try:
+        with threadpool_limits(limits=max(before), user_api="blas"), ThreadPoolExecutor(1) as pool:
+            vectors = pool.submit(encoder.encode, TEXTS * 10).result()
+    finally:
+        del encoder._forward
+    assert len(seen) > 1 and all(threads == [1] * len(before) for threads in seen)
+    assert pool_threads() == before
+    np.testing.assert_allclose(vectors[: len(TEXTS)], encoder.encode(TEXTS), atol=2e-6)
+
+
 @pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc")
 def test_layer_weights_share_one_arena_and_the_file_pages_are_let_go() -> None:
     # A fresh interpreter: sentence-transformers in this one maps the same weights file.

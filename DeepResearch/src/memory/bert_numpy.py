@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from DeepResearch.src.memory.blas_threads import BlasThreadLimit
+
 # A batch of at least this many (padded) tokens runs as sub-batches of _SUB_BATCH_TEXTS
 # texts spread over the cores, one BLAS thread each: numpy's element-wise work is
 # single-threaded, so one batch on a 2-thread BLAS leaves a core idle between matmuls
@@ -36,6 +38,11 @@ _FORWARD_TEXTS = 64  # texts per forward pass otherwise (bounds the attention gr
 # streams megabytes from memory, over blocks of this many rows (~400 KB) it stays in cache:
 # 12 -> 6.6 ms per layer for a 32-text batch (same values).
 _GELU_ROWS = 64
+
+
+# The parallel sub-batches' BLAS limit: process-wide, as numpy's BLAS pool is, so shared by
+# every encoder of the process.
+_ONE_BLAS_THREAD = BlasThreadLimit(1)
 
 
 class UnsupportedModel(ValueError):
@@ -259,10 +266,7 @@ class NumpyBertEncoder:
             mapped.madvise(mmap.MADV_DONTNEED)
         self._threads = max(1, min(os.cpu_count() or 1, 4))
         self._pool: ThreadPoolExecutor | None = None
-        self._blas = None
-        # The BLAS thread limit is process-wide: two overlapping limits could restore each
-        # other's value and leave BLAS on one thread for good. One parallel encode at a time.
-        self._parallel = threading.Lock()
+        self._parallel = threading.Lock()  # one parallel encode at a time: it takes every core
 
     # -- public ------------------------------------------------------------------------
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -277,7 +281,7 @@ class NumpyBertEncoder:
             return out
         per = min(_SUB_BATCH_TEXTS, -(-len(order) // self._threads))
         chunks = [order[i:i + per] for i in range(0, len(order), per)]
-        with self._parallel, self._one_blas_thread():
+        with self._parallel, _ONE_BLAS_THREAD:
             list(self._workers().map(lambda chunk: self._encode_into(out, ids, chunk), chunks))
         return out
 
@@ -286,13 +290,6 @@ class NumpyBertEncoder:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="bert-numpy")
         return self._pool
-
-    def _one_blas_thread(self):  # type: ignore[no-untyped-def]
-        if self._blas is None:
-            from threadpoolctl import ThreadpoolController
-
-            self._blas = ThreadpoolController()
-        return self._blas.limit(limits=1, user_api="blas")
 
     def _encode_into(self, out: np.ndarray, ids: list[list[int]], order: list[int]) -> None:
         for start in range(0, len(order), _FORWARD_TEXTS):
