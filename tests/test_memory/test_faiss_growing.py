@@ -12,7 +12,7 @@ import pytest
 
 from DeepResearch.src.memory import MemoryConfig
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
-from DeepResearch.src.memory.backends.faiss_growing import GrowingIndex, flat_index
+from DeepResearch.src.memory.backends.faiss_growing import GrowingIndex, flat_index, flat_rows
 
 DIM = 16
 
@@ -169,6 +169,11 @@ def test_a_mapped_base_is_never_written_into_and_searches_as_one_index(
     folded = grown.folded()  # what a save writes: a copy, the view left untouched
     assert not grown.base_is_view and folded.ntotal == 297 and grown.delta.ntotal == 0
     np.testing.assert_array_equal(folded.search(queries, 5)[1], whole.search(queries, 5)[1])
+    # the base's live rows, then the delta's, each vector as it was added
+    folded_vectors, folded_ids = flat_rows(folded)
+    np.testing.assert_array_equal(folded_ids, ids[keep])
+    np.testing.assert_array_equal(folded_vectors, vectors[keep])
+    assert flat_rows(grown.delta)[0].shape == (0, DIM)
 
     monkeypatch.setattr(faiss_growing, "DROPPED_MAX", 3)
     again = GrowingIndex(_mapped(tmp_path, base), metric, base_is_view=True)

@@ -33,6 +33,17 @@ def flat_index(dimension: int, metric: str) -> faiss.IndexIDMap:
     return faiss.IndexIDMap(inner)
 
 
+def flat_rows(index: faiss.IndexIDMap) -> tuple[np.ndarray, np.ndarray]:
+    """(vectors, ids) of a flat IndexIDMap; the vectors are a view of its storage, not a copy
+    (valid while the index lives)."""
+    ids = faiss.vector_to_array(index.id_map).astype(np.int64)
+    if not index.ntotal:
+        return np.zeros((0, index.d), np.float32), ids
+    flat = faiss.downcast_index(index.index)
+    vectors = faiss.rev_swig_ptr(flat.get_xb(), index.ntotal * index.d)
+    return vectors.reshape(index.ntotal, index.d), ids
+
+
 class GrowingIndex:
     def __init__(self, base: faiss.IndexIDMap, metric: str, *, base_is_view: bool = False) -> None:
         self.base = base
@@ -78,19 +89,7 @@ class GrowingIndex:
         held = np.intersect1d(ids, self._base_ids())
         self._dropped = np.union1d(self._dropped, held)
         if len(self._dropped) > DROPPED_MAX:
-            self._own_base()
-
-    def _own_base(self) -> None:
-        """Replace a view base by a copy of its live rows (FAISS may write into that)."""
-        if not self.base_is_view:
-            return
-        ids = self._base_ids()
-        flat = faiss.downcast_index(self.base.index)
-        vectors = flat.reconstruct_n(0, self.base.ntotal)
-        keep = ~np.isin(ids, self._dropped)
-        owned = flat_index(self.base.d, self.metric)
-        owned.add_with_ids(vectors[keep], ids[keep])
-        self.base, self.base_is_view, self._dropped = owned, False, np.zeros(0, np.int64)
+            self._fold_flat()
 
     def search(
         self, query: np.ndarray, k: int, params: faiss.SearchParameters | None = None
@@ -115,10 +114,25 @@ class GrowingIndex:
 
     def folded(self) -> faiss.IndexIDMap:
         """The base with the delta added to it (the delta is then empty): one index to write."""
-        self._own_base()
-        if self.delta.ntotal:
-            flat = faiss.downcast_index(self.delta.index)
-            ids = faiss.vector_to_array(self.delta.id_map).astype(np.int64)
-            self.base.add_with_ids(flat.reconstruct_n(0, flat.ntotal), ids)
+        if self.base_is_view:
+            self._fold_flat()
+        elif self.delta.ntotal:
+            vectors, ids = flat_rows(self.delta)
+            self.base.add_with_ids(vectors, ids)
             self.delta = flat_index(self.base.d, self.metric)
         return self.base
+
+    def _fold_flat(self) -> None:
+        """Replace a view base by a flat index of its own (FAISS may write into that) holding
+        the base's live rows and then the delta's, built with one add. Copying the view out,
+        then adding the delta to the copy (which reallocates it) copied every vector ~4 times:
+        a save at 5.7k rows spent ~17 ms folding."""
+        vectors, ids = flat_rows(self.base)
+        if len(self._dropped):
+            keep = ~np.isin(ids, self._dropped)
+            vectors, ids = vectors[keep], ids[keep]
+        more_vectors, more_ids = flat_rows(self.delta)
+        owned = flat_index(self.base.d, self.metric)
+        owned.add_with_ids(np.concatenate([vectors, more_vectors]), np.concatenate([ids, more_ids]))
+        self.base, self.base_is_view, self._dropped = owned, False, np.zeros(0, np.int64)
+        self.delta = flat_index(self.base.d, self.metric)
