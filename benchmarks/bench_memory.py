@@ -90,7 +90,7 @@ def raw_model():  # type: ignore[no-untyped-def]
 
 def rss_mib() -> dict[str, float]:
     """Resident memory in MiB: `total`, `private` (anonymous: the process's own) and `mapped`
-    (file pages it maps: the FAISS index, the BM25 postings, the SQLite file; page cache that
+    (file pages it maps: the flat index, the BM25 postings, the SQLite file; page cache that
     other processes share and the kernel can drop)."""
     fields = {"VmRSS:": "total", "RssAnon:": "private", "RssFile:": "mapped"}
     out = dict.fromkeys(fields.values(), float("nan"))
@@ -255,9 +255,11 @@ async def run() -> str:
         "Raw and client calls are interleaved in one process, in an order that rotates per "
         "query (raw FAISS's OpenMP threads spin for a few ms after a search and slow whatever "
         "runs next on 2 cores); raw FAISS searches with its "
-        f"default OpenMP threads ({faiss.omp_get_max_threads()}), the backend with one: reads "
+        f"default OpenMP threads ({faiss.omp_get_max_threads()}). The backend's default flat "
+        "index searches in numpy (backends/flat_vectors.py: one BLAS matrix-vector product, as "
+        "FAISS's IndexFlat; FAISS itself serves only the HNSW kind): reads "
         f"of stores up to {INLINE_READS_UP_TO:,} memories in the caller's thread, larger ones on "
-        "its FAISS pool (utils/faiss_threads.py). Default config: faiss flat index, cosine, "
+        "its worker pool (utils/faiss_threads.py). Default config: faiss backend, flat index, cosine, "
         f"hybrid dense + BM25 (in-process index) candidates fused by {defaults.fusion}, neighbour smoothing "
         f"{'on' if defaults.neighbour_smoothing.enabled else 'off'}, SQLite synchronous=FULL. "
         "\"Raw\" is sentence-transformers on the same model, the library a user would call "
@@ -301,7 +303,7 @@ async def run() -> str:
                      f"| {rss['private'] * per:.0f} / {rss['mapped'] * per:.0f} |")
     lines += ["", "The smallest size measured first also carries the process's one-time growth (worker "
               "threads, allocator arenas, the first search's buffers): read the per-100k cost off the "
-              "largest size. Mapped files are the store's files in the page cache (the FAISS index, the "
+              "largest size. Mapped files are the store's files in the page cache (the flat index, the "
               "BM25 postings, the first 64 MiB of the SQLite file): shared with other processes and "
               "dropped by the kernel under memory pressure; private memory is the process's own."]
     return "\n".join(lines)

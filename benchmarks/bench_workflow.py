@@ -115,7 +115,7 @@ class CliTimes:
     disabled: list[float] = field(default_factory=list)
     enabled: list[float] = field(default_factory=list)
     loading: list[float] = field(default_factory=list)
-    importing: list[float] = field(default_factory=list)  # the backend's libraries (FAISS)
+    importing: list[float] = field(default_factory=list)  # the backend's modules and libraries
 
     @property
     def enabled_without_loading(self) -> list[float]:
@@ -240,7 +240,7 @@ def cli_table(times: dict[str, CliTimes]) -> tuple[list[str], list[float], list[
             f"| {imported * 1000:.0f} ({without_import:.2f}x) |"
         )
         print(f"cli {question}: off {off:.2f} s, on {on:.2f} s, loading {load:.2f} s, "
-              f"{ratio:.2f}x (95 % interval {low:.2f}-{high:.2f}; FAISS import {imported * 1000:.0f} ms)")
+              f"{ratio:.2f}x (95 % interval {low:.2f}-{high:.2f}; backend import {imported * 1000:.0f} ms)")
     return rows, ratios, highs
 
 
@@ -300,13 +300,14 @@ def main(argv: list[str] | None = None) -> None:
             "Times are medians in seconds; added time and ratio are medians over the pairs (a "
             "memory run and the disabled run just before it, which see the same machine speed); "
             "the interval is a bootstrap of that median over the pairs (95 %). The last column "
-            "is what the run's first store open spent importing FAISS (the run's own "
+            "is what the run's first store open spent importing the backend's modules and "
+            "libraries (the run's own "
             "\"opened in\" line), with the ratio it would give if that were excluded like "
             "model loading: shown for reading, not used by the target.",
             "",
             "| question | memory disabled | memory enabled | of which model loading "
             "| enabled, loading excluded | added (ms) | ratio | 95 % interval of the ratio "
-            "| of which importing FAISS, ms (ratio without it too) |",
+            "| of which importing the backend, ms (ratio without it too) |",
             "|---|---|---|---|---|---|---|---|---|",
             *cli_rows,
             "",

@@ -25,7 +25,7 @@ from DeepResearch.src.memory.backends import (
 from DeepResearch.src.memory.backends.base import EMBEDDING_KEY, MemoryBackend
 from DeepResearch.src.memory.backends.faiss_caches import LEXICAL_FILE
 from DeepResearch.src.memory.backends.faiss_files import INDEX_TRAILER
-from DeepResearch.src.memory.backends.faiss_store import INDEX_FILE, FaissBackend
+from DeepResearch.src.memory.backends.faiss_store import FLAT_FILE, INDEX_FILE, FaissBackend
 from DeepResearch.src.memory.backends.sqlite_filters import filter_sql
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 
@@ -101,36 +101,56 @@ def _records(n: int, seed: int = 0, sessions: int = 1) -> list[MemoryRecord]:
                          content=f"record {i}", created_at=1000.0 + i, vector=vecs[i]) for i in range(n)]
 
 
-@pytest.mark.parametrize(
-    "damage", ["garbage body", "truncated file", "body cut, header kept", "no header"]
-)
-async def test_corrupt_index_is_detected_and_rebuilt(tmp_path: Path, damage: str) -> None:
-    """index.faiss: the index as FAISS writes it (so FAISS can map it), then the header and
-    a footer. Every kind of damage is an error naming the rebuild, never a crash."""
-    backend = await _backend(tmp_path)
-    await backend.upsert(_records(50))
-    await backend.close()
-    path = tmp_path / INDEX_FILE
-    saved = path.read_bytes()
+def _damaged_flat(saved: bytes, damage: str) -> bytes:
+    """index.flat: a header line, then the ids and the vectors."""
+    header_end = saved.index(b"\n") + 1
+    header, body = saved[:header_end], saved[header_end:]
+    assert b'"watermark": 50' in header and len(body) > 50 * 8 * 4  # the vectors are in it
+    return {
+        "garbage body": header + b"garbage",
+        "truncated file": saved[: len(saved) // 2],
+        "body cut, header kept": header + body[: len(body) // 2],
+        "no header": body,
+    }[damage]
+
+
+def _damaged_hnsw(saved: bytes, damage: str) -> bytes:
+    """index.faiss: the index as FAISS writes it, then the header and a footer."""
     assert saved.endswith(INDEX_TRAILER)
     length = int.from_bytes(saved[-16:-8], "little")
     body, header = saved[: -16 - length], saved[-16 - length : -16]
     assert b'"watermark": 50' in header and len(body) > 50 * 8 * 4  # the vectors are in it
     trailer = saved[len(body):]
-    damaged = {
+    return {
         "garbage body": b"garbage" + trailer,
         "truncated file": saved[: len(saved) // 2],
         "body cut, header kept": body[: len(body) // 2] + trailer,
         "no header": body,
     }[damage]
-    path.write_bytes(damaged)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+@pytest.mark.parametrize(
+    "damage", ["garbage body", "truncated file", "body cut, header kept", "no header"]
+)
+async def test_corrupt_index_is_detected_and_rebuilt(tmp_path: Path, kind: str, damage: str) -> None:
+    """Every kind of damage to the vector index file is an error naming the rebuild, never a
+    crash; the rebuild restores it from the records."""
+    backend = await _backend(tmp_path, index_kind=kind)
+    await backend.upsert(_records(50))
+    await backend.close()
+    path = tmp_path / (FLAT_FILE if kind == "flat" else INDEX_FILE)
+    damage_file = _damaged_flat if kind == "flat" else _damaged_hnsw
+    path.write_bytes(damage_file(path.read_bytes(), damage))
     with pytest.raises(IndexMismatchError, match="rebuild"):
-        await _backend(tmp_path)
-    rebuilt = FaissBackend(MemoryConfig(faiss={"path": str(tmp_path)}).faiss, dimension=8, metric="cosine",
-                           model="all-MiniLM-L6-v2")
+        await _backend(tmp_path, index_kind=kind)
+    config = MemoryConfig(faiss={"path": str(tmp_path), "index_kind": kind}).faiss
+    rebuilt = FaissBackend(config, dimension=8, metric="cosine", model="all-MiniLM-L6-v2")
     assert rebuilt.rebuild() == 50
-    backend = await _backend(tmp_path)
+    backend = await _backend(tmp_path, index_kind=kind)
     assert await backend.count(MemoryFilter()) == 50
+    hits = await backend.vector_search(_records(50)[17].vector, 1, MemoryFilter())
+    assert [c.record.id for c in hits] == ["r17"]
     await backend.close()
 
 
@@ -324,7 +344,7 @@ async def test_close_rewrites_the_caches_only_once_replaying_would_cost_more(tmp
     backend = await _backend(tmp_path)
     await backend.upsert(_worded(200))
     await backend.close()
-    files = {name: (tmp_path / name).read_bytes() for name in (INDEX_FILE, LEXICAL_FILE)}
+    files = {name: (tmp_path / name).read_bytes() for name in (FLAT_FILE, LEXICAL_FILE)}
 
     backend = await _backend(tmp_path)
     await backend.upsert(_worded(5, start=200))
@@ -357,7 +377,8 @@ TORCH_FIRST = textwrap.dedent(
 
     async def main():
         with tempfile.TemporaryDirectory() as folder:
-            backend = create_backend(MemoryConfig(backend="faiss", faiss={"path": folder}), 8)
+            config = MemoryConfig(backend="faiss", faiss={"path": folder, "index_kind": "hnsw"})
+            backend = create_backend(config, 8)  # HNSW: a flat store does not load FAISS
             await backend.open()
             await backend.vector_search(np.full(8, 8 ** -0.5, dtype=np.float32), 3, MemoryFilter())
             seen = {await asyncio.to_thread(torch.get_num_threads) for _ in range(30)}

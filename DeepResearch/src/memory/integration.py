@@ -74,7 +74,7 @@ class MemoryIntegration(RunHook):
         client = MemorySystemClient(self.config)
         await client.open()
         opened = time.perf_counter() - started
-        # A process's first store of a kind imports the backend's libraries (FAISS: ~35 ms).
+        # A process's first store of a kind imports the backend's modules and libraries.
         imported = None if imported_before else IMPORT_SECONDS.get(backend)
         run = MemoryRun(client, self.config, self.settings, root_session=client.session_id,
                         key_vectors=key_vector_cache(self.config))
@@ -137,7 +137,7 @@ class MemoryIntegration(RunHook):
 
 
 def key_vector_cache(config: MemoryConfig) -> KeyVectorCache | None:
-    """Where workflow keys' vectors outlive the run: beside a FAISS store. (in_memory keeps
+    """Where workflow keys' vectors outlive the run: beside a faiss store. (in_memory keeps
     nothing across runs; a Neo4j deployment has no local folder of its own.)"""
     if config.backend != "faiss":
         return None

@@ -1,7 +1,8 @@
 """The two rebuildable in-process caches of the faiss backend, both keyed by record `seq`.
 
-- `VectorCache`: a FAISS IndexIDMap (flat or HNSW) in `index.faiss`; rows added since it was
-  read wait in a flat delta beside it (faiss_growing.py) until it is written.
+- `VectorCache`: the flat kind's exact numpy index in `index.flat` (flat_vectors.py), or a
+  FAISS HNSW index in `index.faiss`, whose rows added since it was read wait in a flat delta
+  beside it (faiss_growing.py) until it is written.
 - `LexicalCache`: a `LexicalIndex` (BM25) over the tokens the FTS5 table stores, in
   `lexical.npz`.
 
@@ -13,7 +14,7 @@ or below it that are gone from the table are dropped. So a file need not be rewr
 every close: it is, once the changes since it was written would cost more to replay on the
 next open than rewriting it costs (`worth_saving`), or when there is no file yet (its header
 tells a later open which index kind was built) -- a run that adds ten memories to a store of
-100k no longer rewrites ~150 MB of index on its way out. A damaged or mismatched FAISS file is
+100k no longer rewrites ~150 MB of index on its way out. A damaged or mismatched vector index is
 an error naming the rebuild command (rebuilding re-reads every vector); a damaged lexical
 file is simply rebuilt from the stored tokens.
 """
@@ -24,18 +25,21 @@ import logging
 import mmap
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
 
-import faiss
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, embedded_text
 from DeepResearch.src.memory.backends.faiss_files import (
+    read_flat_file,
     read_header,
     read_index_file,
+    saved_kind,
     write_atomically,
+    write_flat_file,
     write_index_file,
 )
-from DeepResearch.src.memory.backends.faiss_growing import GrowingIndex, flat_index
+from DeepResearch.src.memory.backends.flat_vectors import FlatVectors
 from DeepResearch.src.memory.backends.lexical import LexicalIndex, saved_in_current_layout
 from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
 from DeepResearch.src.memory.compression import full_content
@@ -43,7 +47,12 @@ from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError
 from DeepResearch.src.memory.text import tokenize
 
-INDEX_FILE = "index.faiss"
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.backends.faiss_growing import GrowingIndex
+
+FLAT_FILE = "index.flat"
+INDEX_FILE = "index.faiss"  # the HNSW kind's
+VectorIndex = Union[FlatVectors, "GrowingIndex"]  # add, remove, ids, search, ntotal
 Reembed = Callable[[list[str]], np.ndarray]
 LEXICAL_FILE = "lexical.npz"
 # Replaying a row on open costs ~40 us (lexical postings), rewriting a cache ~3 us per row
@@ -120,12 +129,16 @@ def rebuild_hint(root: Path) -> str:
 
 
 class VectorCache(SavedCache):
+    """The vector index: `FlatVectors` in `index.flat` (the flat kind, numpy only), or an HNSW
+    `GrowingIndex` in `index.faiss` (the HNSW kind, which imports FAISS)."""
+
     def __init__(self, config: FaissConfig, root: Path, dimension: int, metric: str) -> None:
         self.config = config
-        self.path = root / INDEX_FILE
+        self.path = root / (INDEX_FILE if self.hnsw else FLAT_FILE)
+        self.other_path = root / (FLAT_FILE if self.hnsw else INDEX_FILE)  # the other kind's
         self.dimension = dimension
         self.metric = metric
-        self.index = GrowingIndex(self._new_index(), metric)
+        self.index = self._new_index()
         self.watermark = 0
         self.stale = 0  # removed seqs still inside an HNSW index (it cannot remove)
         self.unsaved = 0  # rows added or removed since the file was written
@@ -144,46 +157,57 @@ class VectorCache(SavedCache):
     def _header(self) -> dict:
         return {"kind": self.config.index_kind, "metric": self.metric, "dimension": self.dimension}
 
-    def _new_index(self) -> faiss.IndexIDMap:
+    def _new_index(self, base: Any = None) -> VectorIndex:
         if not self.hnsw:
-            return flat_index(self.dimension, self.metric)
-        faiss_metric = faiss.METRIC_L2 if self.metric == "euclidean" else faiss.METRIC_INNER_PRODUCT
-        inner = faiss.IndexHNSWFlat(self.dimension, self.config.hnsw_m, faiss_metric)
-        inner.hnsw.efConstruction = self.config.hnsw_ef_construction
-        inner.hnsw.efSearch = self.config.hnsw_ef_search
-        return faiss.IndexIDMap(inner)
+            return FlatVectors(self.dimension, self.metric)
+        from DeepResearch.src.memory.backends.faiss_growing import GrowingIndex, hnsw_index
+
+        if base is None:
+            base = hnsw_index(self.dimension, self.metric, self.config.hnsw_m,
+                              self.config.hnsw_ef_construction)
+        return GrowingIndex(base, self.metric, self.config.hnsw_ef_search)
+
+    def _read(self) -> tuple[dict, VectorIndex]:
+        if not self.hnsw:
+            return read_flat_file(self.path, self.metric)
+        import faiss
+
+        saved, index, self.outdated = read_index_file(self.path)
+        if not isinstance(index, faiss.IndexIDMap):
+            raise ValueError(f"expected an IndexIDMap, found {type(index).__name__}")
+        if index.d != self.dimension:
+            saved = {**saved, "dimension": index.d}
+        return saved, self._new_index(index)
 
     def load(self, db: SQLiteRecords, live: LiveSeqs | None = None) -> None:
         """Read the saved index (if any), check it, and catch it up with the records."""
-        self.index = GrowingIndex(self._new_index(), self.metric)
+        self.index = self._new_index()
         self.watermark, self.stale, self.unsaved, self.outdated = 0, 0, 0, False
         root = self.path.parent
         if self.path.exists():
             try:
-                saved, index, mapped, self.outdated = read_index_file(
-                    self.path, map_flat=not self.hnsw
-                )
-                if not isinstance(index, faiss.IndexIDMap):
-                    raise ValueError(f"expected an IndexIDMap, found {type(index).__name__}")
+                saved, index = self._read()
             except Exception as exc:
                 raise IndexMismatchError(
-                    f"the FAISS index {self.path} is corrupt or unreadable ({exc}); the records "
+                    f"the vector index {self.path} is corrupt or unreadable ({exc}); the records "
                     f"are intact: run {rebuild_hint(root)}"
                 ) from exc
             want = self._header()
             got = {key: saved.get(key) for key in want}
-            if got != want or index.d != self.dimension:
+            if got != want:
                 raise IndexMismatchError(
-                    f"the FAISS index {self.path} was built as {got}, configured {want}: run "
+                    f"the vector index {self.path} was built as {got}, configured {want}: run "
                     f"{rebuild_hint(root)}"
                 )
             if db.max_seq() < saved["watermark"]:
                 raise IndexMismatchError(
-                    f"the FAISS index {self.path} is newer than its records (watermark "
+                    f"the vector index {self.path} is newer than its records (watermark "
                     f"{saved['watermark']} > last record {db.max_seq()}): run {rebuild_hint(root)}"
                 )
-            self.index = GrowingIndex(index, self.metric, base_is_view=mapped)
+            self.index = index
             self.watermark = saved["watermark"]
+        elif self.other_path.exists():
+            self._check_other_kind(root)
         in_index = self.index.ids()
         gone, missed = reconcile(in_index, live or LiveSeqs(db), self.watermark)
         self.remove(gone, db)
@@ -195,6 +219,24 @@ class VectorCache(SavedCache):
         fresh = ~np.isin(seqs, in_index)
         self.add(seqs[fresh], vectors[fresh] if len(seqs) else vectors)
 
+    def _check_other_kind(self, root: Path) -> None:
+        """Only the other kind's file exists: a store built as that kind is refused, and a flat
+        index saved in index.faiss (before 2026-11-25) is rebuilt from the records and saved
+        as index.flat at the next close."""
+        try:
+            kind = saved_kind(self.other_path)
+        except Exception as exc:
+            raise IndexMismatchError(
+                f"the vector index {self.other_path} is corrupt or unreadable ({exc}); the "
+                f"records are intact: run {rebuild_hint(root)}"
+            ) from exc
+        if kind != self.config.index_kind:
+            raise IndexMismatchError(
+                f"the vector index {self.other_path} was built as kind {kind!r}, configured "
+                f"{self.config.index_kind!r}: run {rebuild_hint(root)}"
+            )
+        self.outdated = True
+
     def add(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
         if len(seqs) == 0:
             return
@@ -203,32 +245,37 @@ class VectorCache(SavedCache):
         self.unsaved += len(seqs)
 
     def remove(self, seqs, db: SQLiteRecords | None = None) -> None:
-        """Drop seqs; an HNSW index only counts them (SQLite no longer resolves them) and is
-        rebuilt from `db` once a quarter of it is stale."""
+        """Drop seqs; an HNSW index only counts those in its base (SQLite no longer resolves
+        them) and is rebuilt from `db` once a quarter of it is stale."""
         if len(seqs) == 0:
             return
         self.unsaved += len(seqs)
-        seqs = np.asarray(seqs, dtype=np.int64)
-        in_delta = self.index.remove_from_delta(seqs)
+        removed = self.index.remove(np.asarray(seqs, dtype=np.int64))
         if not self.hnsw:
-            self.index.remove_from_base(seqs)
             return
-        self.stale += len(seqs) - in_delta
+        self.stale += len(seqs) - removed
         if db is not None and self.stale > max(1000, self.index.ntotal // 4):
             self.rebuild(db)
 
     def rebuild(self, db: SQLiteRecords) -> None:
         seqs, vectors = db.vectors_after(0)
-        base = self._new_index()
+        self.index, self.stale = self._new_index(), 0
         if len(seqs):
-            base.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), seqs)
-        self.index, self.stale = GrowingIndex(base, self.metric), 0
+            if self.hnsw:
+                self.index.base.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), seqs)
+            else:
+                self.index = FlatVectors.of(np.ascontiguousarray(vectors, dtype=np.float32),
+                                            seqs, self.metric)
         self.watermark = int(seqs.max()) if len(seqs) else 0
         self.unsaved += len(seqs)
 
     def save(self) -> None:
         header = {"watermark": self.watermark, **self._header()}
-        write_index_file(self.path, header, self.index.folded())
+        if isinstance(self.index, FlatVectors):
+            write_flat_file(self.path, header, self.index)
+        else:
+            write_index_file(self.path, header, self.index.folded())
+        self.other_path.unlink(missing_ok=True)  # a kind's file from before a rebuild
         self.unsaved, self.outdated = 0, False
 
 

@@ -1,18 +1,25 @@
-"""The files of the faiss backend's caches, written atomically: `lexical.npz` (a header line,
-padded so that the body is ALIGN-aligned, then the body) and `index.faiss` (the index as FAISS
-writes it, then the header; see INDEX_TRAILER)."""
+"""The files of the faiss backend's caches, written atomically: `lexical.npz` and `index.flat`
+(a header line, padded so that the body is ALIGN-aligned, then the body) and, for the HNSW
+kind, `index.faiss` (the index as FAISS writes it, then the header; see INDEX_TRAILER).
+
+FAISS is imported only to read or write `index.faiss`."""
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-import faiss
+import numpy as np
 
-from DeepResearch.src.memory.backends.lexical import ALIGN
+from DeepResearch.src.memory.backends.flat_vectors import FlatVectors
+from DeepResearch.src.memory.backends.lexical import ALIGN, aligned
+
+if TYPE_CHECKING:
+    import faiss
 
 READ_CHUNK = 1 << 20  # FAISS reads the index file straight into the index, in chunks of this
 
@@ -41,14 +48,60 @@ def write_atomically(path: Path, header: dict, write_body: Callable[[BinaryIO], 
     replace_atomically(path, write)
 
 
-# index.faiss is the FAISS index as FAISS writes it, so that FAISS can map the file itself,
-# then the header as JSON and a footer: its length (8 bytes, little-endian) and this magic.
-# FAISS ignores what follows an index. Files written before 2026-11-25 start with the header
-# line (`{...}`) instead; they are still read, and rewritten at the next save.
+# index.flat: the header line (with "rows": n), then the n ids (int64) padded to ALIGN, then
+# the n vectors (float32, row by row): both used in place from a memory map.
+FLAT_LAYOUT = "deepresearch-flat 1"
+
+
+def write_flat_file(path: Path, header: dict, index: FlatVectors) -> None:
+    parts = list(index.live_rows())
+    rows = sum(len(ids) for _, ids in parts)
+    header = {**header, "layout": FLAT_LAYOUT, "rows": rows, "dimension": index.d}
+
+    def write_body(fh: BinaryIO) -> None:
+        for _, ids in parts:
+            fh.write(np.ascontiguousarray(ids, dtype="<i8").data)
+        fh.write(bytes(aligned(8 * rows) - 8 * rows))
+        for vectors, _ in parts:
+            fh.write(np.ascontiguousarray(vectors, dtype="<f4").data)
+
+    write_atomically(path, header, write_body)
+
+
+def read_flat_file(path: Path, metric: str) -> tuple[dict, FlatVectors]:
+    """(header, an index whose base is a read-only map of the file's rows)."""
+    with path.open("rb") as fh:
+        header = read_header(fh)
+        start = fh.tell()
+        size = fh.seek(0, os.SEEK_END)
+        if header.get("layout") != FLAT_LAYOUT:
+            raise ValueError(f"layout {header.get('layout')!r}, expected {FLAT_LAYOUT!r}")
+        rows, dimension = header.get("rows"), header.get("dimension")
+        if not isinstance(rows, int) or not isinstance(dimension, int) or rows < 0 or dimension < 1:
+            raise ValueError(f"header has rows={rows!r}, dimension={dimension!r}")
+        vectors_at = start + aligned(8 * rows)
+        if size != vectors_at + 4 * rows * dimension:
+            raise ValueError(
+                f"{size} bytes, expected {vectors_at + 4 * rows * dimension} for {rows} rows "
+                "(truncated?)"
+            )
+        body = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if rows else b""
+    ids = np.frombuffer(body, dtype="<i8", count=rows, offset=start if rows else 0)
+    vectors = np.frombuffer(body, dtype="<f4", count=rows * dimension,
+                            offset=vectors_at if rows else 0).reshape(rows, dimension)
+    return header, FlatVectors.of(vectors, ids, metric)
+
+
+# index.faiss is the FAISS index as FAISS writes it, then the header as JSON and a footer: its
+# length (8 bytes, little-endian) and this magic. FAISS ignores what follows an index. Files
+# written before 2026-11-25 start with the header line (`{...}`) instead; they are still read,
+# and rewritten at the next save.
 INDEX_TRAILER = b"DR-INDEX"
 
 
 def write_index_file(path: Path, header: dict, index: faiss.Index) -> None:
+    import faiss
+
     def write(fh: BinaryIO) -> None:
         faiss.write_index(index, faiss.PyCallbackIOWriter(fh.write))
         meta = json.dumps(header).encode()
@@ -57,34 +110,46 @@ def write_index_file(path: Path, header: dict, index: faiss.Index) -> None:
     replace_atomically(path, write)
 
 
-def read_index_file(path: Path, map_flat: bool) -> tuple[dict, faiss.Index, bool, bool]:
-    """(header, index, whether the index is a read-only map of the file, whether the file is
-    in the older layout). A flat index is mapped when `map_flat` (its vectors are used in
-    place: a 100k store's 150 MB are not read at open); otherwise, and for HNSW, FAISS reads
-    it through a callback, which copies the bytes once, into the index (0.35 GB/s -> ~2 GB/s
-    against one bytes object)."""
-    with path.open("rb") as fh:
-        if fh.read(1) == b"{":  # the layout before 2026-11-25: the header line first
-            fh.seek(0)
-            header = read_header(fh)
-            index = faiss.read_index(faiss.PyCallbackIOReader(fh.read, READ_CHUNK))
-            return header, index, False, True
-        size = fh.seek(0, os.SEEK_END)
-        fh.seek(max(0, size - 16))
-        footer = fh.read(16)
-        if len(footer) < 16 or footer[8:] != INDEX_TRAILER:
-            raise ValueError("no header after the index (truncated?)")
-        length = int.from_bytes(footer[:8], "little")
-        if length > size - 16:
-            raise ValueError(f"header length {length} does not fit a file of {size} bytes")
-        fh.seek(size - 16 - length)
-        header = json.loads(fh.read(length))
-        if not isinstance(header, dict) or not isinstance(header.get("watermark"), int):
-            raise ValueError("header has no integer watermark")
-        if map_flat and header.get("kind") == "flat":
-            return header, faiss.read_index(str(path), faiss.IO_FLAG_MMAP_IFC), True, False
+def read_index_header(fh: BinaryIO) -> tuple[dict, bool]:
+    """(the header of the index file open as `fh`, whether the file is in the older layout);
+    `fh` is left at the start of the index."""
+    if fh.read(1) == b"{":  # the layout before 2026-11-25: the header line first
         fh.seek(0)
-        return header, faiss.read_index(faiss.PyCallbackIOReader(fh.read, READ_CHUNK)), False, False
+        return read_header(fh), True
+    size = fh.seek(0, os.SEEK_END)
+    fh.seek(max(0, size - 16))
+    footer = fh.read(16)
+    if len(footer) < 16 or footer[8:] != INDEX_TRAILER:
+        raise ValueError("no header after the index (truncated?)")
+    length = int.from_bytes(footer[:8], "little")
+    if length > size - 16:
+        raise ValueError(f"header length {length} does not fit a file of {size} bytes")
+    fh.seek(size - 16 - length)
+    header = json.loads(fh.read(length))
+    if not isinstance(header, dict) or not isinstance(header.get("watermark"), int):
+        raise ValueError("header has no integer watermark")
+    fh.seek(0)
+    return header, False
+
+
+def read_index_file(path: Path) -> tuple[dict, faiss.Index, bool]:
+    """(header, index, whether the file is in the older layout). FAISS reads the index through
+    a callback, which copies the bytes once, into the index (0.35 GB/s -> ~2 GB/s against one
+    bytes object)."""
+    import faiss
+
+    with path.open("rb") as fh:
+        header, older = read_index_header(fh)
+        return header, faiss.read_index(faiss.PyCallbackIOReader(fh.read, READ_CHUNK)), older
+
+
+def saved_kind(path: Path) -> str | None:
+    """The index kind a cache file says it holds (None if it does not say), read without
+    FAISS."""
+    with path.open("rb") as fh:
+        if path.suffix == ".flat":
+            return read_header(fh).get("kind")
+        return read_index_header(fh)[0].get("kind")
 
 
 def read_header(fh: BinaryIO) -> dict:

@@ -1,7 +1,9 @@
-"""`faiss`: records, vectors and tokens in SQLite (the truth); a FAISS index and a BM25 index
-in process as rebuildable caches (faiss_caches.py).
+"""`faiss`: records, vectors and tokens in SQLite (the truth); a vector index (exact numpy for
+the flat kind, FAISS HNSW for the hnsw kind) and a BM25 index in process as rebuildable caches
+(faiss_caches.py).
 
-Layout of `memory.faiss.path`: `memory.sqlite3` (+ WAL), `index.faiss` and `lexical.npz`.
+Layout of `memory.faiss.path`: `memory.sqlite3` (+ WAL), `index.flat` (or, for the HNSW kind,
+`index.faiss`) and `lexical.npz`.
 
 - A write returns after the SQLite transaction committed; both in-process caches are updated
   too, and saved atomically on close. After a crash, open() catches them up with the rows they
@@ -11,8 +13,8 @@ Layout of `memory.faiss.path`: `memory.sqlite3` (+ WAL), `index.faiss` and `lexi
   from the records, re-embedding them when the model changed.
 - Filtered search (vector and lexical alike; faiss_search.py): a filter matching many rows
   over-fetches and post-filters in SQL; a selective one (below SELECTIVE_FRACTION of rows)
-  searches only the matching seqs (an IDSelector on a flat index, exact numpy on HNSW, a row
-  restriction for BM25), so a small session inside a large store still gets its true top-k.
+  searches only the matching seqs (only their rows of a flat index, exact numpy on HNSW, a
+  row restriction for BM25), so a small session inside a large store still gets its true top-k.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-import faiss
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
@@ -36,6 +37,7 @@ from DeepResearch.src.memory.backends.base import (
     RelatedRecord,
 )
 from DeepResearch.src.memory.backends.faiss_caches import (
+    FLAT_FILE,
     INDEX_FILE,
     LexicalCache,
     LiveSeqs,
@@ -59,7 +61,7 @@ from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendErro
 from DeepResearch.src.memory.text import tokenize
 from DeepResearch.src.utils.faiss_threads import one_openmp_thread_here, run_faiss
 
-__all__ = ["DB_FILE", "INDEX_FILE", "FaissBackend"]
+__all__ = ["DB_FILE", "FLAT_FILE", "INDEX_FILE", "FaissBackend"]
 
 DB_FILE = "memory.sqlite3"
 T = TypeVar("T")
@@ -296,40 +298,31 @@ class FaissBackend(MemoryBackend):
     ) -> list[Candidate]:
         db = self._require()
         cache = self._caches()[0]
-        query = np.ascontiguousarray(np.asarray(vector, dtype=np.float32).reshape(1, -1))
-        if query.shape[1] != self.dimension:
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self.dimension:
             raise MemoryBackendError(
-                f"query vector has dimension {query.shape[1]}, index has {self.dimension}"
+                f"query vector has dimension {query.shape[0]}, index has {self.dimension}"
             )
         plan = self._plan(db, flt) if k > 0 else FilterPlan(0)
         if plan.n_match == 0:
             return []
         if plan.seqs is None:
             def search(fetch: int) -> tuple[np.ndarray, np.ndarray]:
-                params = None
-                if cache.hnsw:
-                    params = faiss.SearchParametersHNSW(efSearch=max(self.config.hnsw_ef_search, fetch))
-                raw, ids = cache.index.search(query, fetch, params=params)
-                return ids[0], self._to_similarity(raw[0])
+                raw, ids = cache.index.search(query, fetch)
+                return ids, self._to_similarity(raw)
 
             return overfetch(search, db, flt, k, plan, cache.index.ntotal, cache.stale, distinct)
         widest = min(len(plan.seqs), k * MAX_COPY_WIDENING if distinct else k)
         if cache.hnsw and len(plan.seqs) <= EXACT_HNSW_LIMIT:
             seqs, vectors = db.vectors_by_filter(flt)
-            sims = vectors @ query[0]
+            sims = vectors @ query
             top = np.argsort(-sims, kind="stable")[:widest]
             return resolve(db, seqs[top], sims[top], flt, k, distinct)
-        params = (
-            faiss.SearchParametersHNSW(efSearch=max(self.config.hnsw_ef_search, k, widest))
-            if cache.hnsw
-            else faiss.SearchParameters()
-        )
-        params.sel = faiss.IDSelectorBatch(plan.seqs)
         fetch = min(k * 4 if distinct else k, widest)
         checked: dict[int, Any] = {}
         while True:  # once, unless copies must make room for different memories
-            raw, ids = cache.index.search(query, fetch, params=params)
-            found = resolve(db, ids[0], self._to_similarity(raw[0]), flt, k, distinct, checked)
+            raw, ids = cache.index.search(query, fetch, among=plan.seqs)
+            found = resolve(db, ids, self._to_similarity(raw), flt, k, distinct, checked)
             if len(found) >= k or fetch >= widest:
                 return found
             fetch = min(widest, fetch * 4)

@@ -246,7 +246,7 @@ def saved_in_current_layout(buffer: bytes | mmap.mmap, offset: int = 0) -> bool:
     return bytes(buffer[offset : offset + len(_MAGIC)]) == _MAGIC
 
 
-def _aligned(n: int) -> int:
+def aligned(n: int) -> int:
     return -(-n // ALIGN) * ALIGN
 
 
@@ -254,12 +254,12 @@ def _pack(arrays: dict[str, np.ndarray]) -> bytes:
     directory, position = {}, 0
     for name, array in arrays.items():
         directory[name] = [array.dtype.str, int(array.size), position]
-        position += _aligned(array.nbytes)
+        position += aligned(array.nbytes)
     head = _MAGIC + json.dumps(directory).encode() + b"\n"
-    out = bytearray(head.ljust(_aligned(len(head)), b"\0"))
+    out = bytearray(head.ljust(aligned(len(head)), b"\0"))
     for array in arrays.values():
         data = np.ascontiguousarray(array).tobytes()
-        out += data.ljust(_aligned(len(data)), b"\0")
+        out += data.ljust(aligned(len(data)), b"\0")
     return bytes(out)
 
 
@@ -271,8 +271,8 @@ def _unpack(buffer: bytes | mmap.mmap, offset: int) -> dict[str, np.ndarray]:
     missing = set(_ARRAYS) - set(directory)
     if missing:
         raise ValueError(f"arrays {sorted(missing)} missing")
-    data_start = offset + _aligned(end + 1 - offset)
-    size = sum(_aligned(count * np.dtype(dtype).itemsize) for dtype, count, _ in directory.values())
+    data_start = offset + aligned(end + 1 - offset)
+    size = sum(aligned(count * np.dtype(dtype).itemsize) for dtype, count, _ in directory.values())
     if len(buffer) < data_start + size:
         raise ValueError(f"truncated: {len(buffer) - offset} bytes, the layout needs {data_start + size - offset}")
     return {
