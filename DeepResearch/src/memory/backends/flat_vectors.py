@@ -32,6 +32,13 @@ def smaller_is_better(metric: str) -> bool:
     return metric == "euclidean"
 
 
+def distinct(ids: np.ndarray) -> np.ndarray:
+    """`ids` sorted, each once. Not np.unique: it imports numpy.ma (~9 ms in every process
+    that makes a restricted search)."""
+    ordered = np.sort(np.asarray(ids, dtype=np.int64))
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+
+
 def best_first(
     raw: np.ndarray, ids: np.ndarray, k: int, metric: str
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -174,7 +181,7 @@ class FlatVectors:
 
     def remove(self, ids: np.ndarray) -> int:
         """Drop the rows holding `ids`; how many there were."""
-        ids = np.unique(np.asarray(ids, dtype=np.int64))
+        ids = distinct(ids)
         removed = 0
         for segment in self._segments():
             rows = segment.rows_of(ids)
@@ -192,7 +199,7 @@ class FlatVectors:
         if query.shape[0] != self.d:
             raise ValueError(f"query has dimension {query.shape[0]}, index has {self.d}")
         if among is not None:
-            among = np.unique(np.asarray(among, dtype=np.int64))
+            among = distinct(among)
         parts = [
             s.scores(query, self.metric, None if among is None else s.rows_of(among))
             for s in self._segments()
