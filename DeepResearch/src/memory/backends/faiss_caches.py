@@ -124,8 +124,9 @@ def missed_records(db: SQLiteRecords, missed: np.ndarray) -> list[tuple[int, Mem
     return sorted(found.items())
 
 
-def rebuild_hint(root: Path) -> str:
-    return f"`deepresearch-memory rebuild memory.faiss.path={root}`"
+def rebuild_hint(root: Path, index_kind: str = "flat") -> str:
+    kind = "" if index_kind == "flat" else f" memory.faiss.index_kind={index_kind}"
+    return f"`deepresearch-memory rebuild memory.faiss.path={root}{kind}`"
 
 
 class VectorCache(SavedCache):
@@ -190,19 +191,20 @@ class VectorCache(SavedCache):
             except Exception as exc:
                 raise IndexMismatchError(
                     f"the vector index {self.path} is corrupt or unreadable ({exc}); the records "
-                    f"are intact: run {rebuild_hint(root)}"
+                    f"are intact: run {rebuild_hint(root, self.config.index_kind)}"
                 ) from exc
             want = self._header()
             got = {key: saved.get(key) for key in want}
             if got != want:
                 raise IndexMismatchError(
                     f"the vector index {self.path} was built as {got}, configured {want}: run "
-                    f"{rebuild_hint(root)}"
+                    f"{rebuild_hint(root, self.config.index_kind)}"
                 )
             if db.max_seq() < saved["watermark"]:
                 raise IndexMismatchError(
                     f"the vector index {self.path} is newer than its records (watermark "
-                    f"{saved['watermark']} > last record {db.max_seq()}): run {rebuild_hint(root)}"
+                    f"{saved['watermark']} > last record {db.max_seq()}): run "
+                    f"{rebuild_hint(root, self.config.index_kind)}"
                 )
             self.index = index
             self.watermark = saved["watermark"]
@@ -228,12 +230,12 @@ class VectorCache(SavedCache):
         except Exception as exc:
             raise IndexMismatchError(
                 f"the vector index {self.other_path} is corrupt or unreadable ({exc}); the "
-                f"records are intact: run {rebuild_hint(root)}"
+                f"records are intact: run {rebuild_hint(root, self.config.index_kind)}"
             ) from exc
         if kind != self.config.index_kind:
             raise IndexMismatchError(
                 f"the vector index {self.other_path} was built as kind {kind!r}, configured "
-                f"{self.config.index_kind!r}: run {rebuild_hint(root)}"
+                f"{self.config.index_kind!r}: run {rebuild_hint(root, self.config.index_kind)}"
             )
         self.outdated = True
 
