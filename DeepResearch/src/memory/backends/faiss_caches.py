@@ -168,17 +168,18 @@ class VectorCache(SavedCache):
                               self.config.hnsw_ef_construction)
         return GrowingIndex(base, self.metric, self.config.hnsw_ef_search)
 
-    def _read(self) -> tuple[dict, VectorIndex]:
+    def _read(self) -> tuple[dict, VectorIndex, bool]:
+        """(header, index, whether the file is in an older layout) of the saved file."""
         if not self.hnsw:
-            return read_flat_file(self.path, self.metric)
+            return (*read_flat_file(self.path, self.metric), False)
         import faiss
 
-        saved, index, self.outdated = read_index_file(self.path)
+        saved, index, older = read_index_file(self.path)
         if not isinstance(index, faiss.IndexIDMap):
             raise ValueError(f"expected an IndexIDMap, found {type(index).__name__}")
-        if index.d != self.dimension:
-            saved = {**saved, "dimension": index.d}
-        return saved, self._new_index(index)
+        # The index's own dimension is checked with the header's settings: a header that
+        # says otherwise does not describe this index.
+        return {**saved, "dimension": index.d}, self._new_index(index), older
 
     def load(self, db: SQLiteRecords, live: LiveSeqs | None = None) -> None:
         """Read the saved index (if any), check it, and catch it up with the records."""
@@ -187,7 +188,7 @@ class VectorCache(SavedCache):
         root = self.path.parent
         if self.path.exists():
             try:
-                saved, index = self._read()
+                saved, index, self.outdated = self._read()
             except Exception as exc:
                 raise IndexMismatchError(
                     f"the vector index {self.path} is corrupt or unreadable ({exc}); the records "
