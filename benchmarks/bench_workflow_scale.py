@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
         "|---|---|---|---|---|---|---|",
         *rows,
         "",
-        "No target: this shows what grows with the store (opening it maps the FAISS index "
+        "No target: this shows what grows with the store (opening it maps the flat vector index "
         "and the lexical index and catches them up with the records; recalls search all of "
         "it). The < 15 % target is measured in the section above, on the store the runs "
         "themselves fill.",

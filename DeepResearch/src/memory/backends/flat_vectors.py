@@ -42,7 +42,7 @@ def distinct(ids: np.ndarray) -> np.ndarray:
 def best_first(
     raw: np.ndarray, ids: np.ndarray, k: int, metric: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The k best of (raw score, id) pairs, best first (stable: equal scores keep their order)."""
+    """The k best of (raw score, id) pairs, best first (equal scores among them keep their order)."""
     key = raw if smaller_is_better(metric) else -raw
     if k < len(key):
         keep = np.argpartition(key, k - 1)[:k]
