@@ -1,4 +1,4 @@
-"""Vectors of workflow memory keys embedded by earlier runs, kept beside the FAISS store.
+"""Vectors of workflow memory keys embedded by earlier runs, kept beside a faiss store.
 
 Workflow memories are embedded by a short key ("Tool read_document with {...} succeeded",
 "Plan for '...' failed"), and the same keys come back run after run: related questions read

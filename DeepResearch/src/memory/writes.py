@@ -190,7 +190,7 @@ class WriteQueue:
 
     def spill(self) -> Path | None:
         """Write the outbox (and anything pending) to a JSONL file; warn naming it. The file
-        goes beside the FAISS store, or, when that folder cannot be written (the reason the
+        goes beside the faiss store, or, when that folder cannot be written (the reason the
         writes failed, often), into the working folder or the system's temp folder. Raises
         OSError only when none of them can take it."""
         leftover = self.outbox + self.pending

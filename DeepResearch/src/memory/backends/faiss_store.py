@@ -98,10 +98,10 @@ class FaissBackend(MemoryBackend):
         self._lexical: LexicalCache | None = None
         self._total = 0  # live records, kept in step with every write
         self._plan_lock = threading.Lock()
-        # The FAISS pool has two workers: a write-behind flush may run beside a search, and
-        # FAISS gives no guarantee for an index searched while rows are added or removed (an
-        # add may move its vectors). Cache writes and reads take turns; reentrant, as one
-        # hand-off may run both searches of a retrieve.
+        # The backend's pool has two workers: a write-behind flush may run beside a search,
+        # and neither index may be searched while rows are added or removed (an add may move
+        # its vectors: FAISS's buffer, the flat index's tail). Cache writes and reads take
+        # turns; reentrant, as one hand-off may run both searches of a retrieve.
         self._caches_lock = threading.RLock()
         self._last_plan: tuple[MemoryFilter, FilterPlan] | None = None
 
