@@ -22,7 +22,6 @@ file is simply rebuilt from the stored tokens.
 from __future__ import annotations
 
 import logging
-import mmap
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
@@ -31,8 +30,8 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, embedded_text
 from DeepResearch.src.memory.backends.faiss_files import (
+    map_after_header,
     read_flat_file,
-    read_header,
     read_index_file,
     saved_kind,
     write_atomically,
@@ -298,10 +297,7 @@ class LexicalCache(SavedCache):
             try:
                 # Mapped, not read: the postings are used in place (at 100k rows reading the
                 # ~50 MB file and unpacking it took ~100 ms of a store's open).
-                with self.path.open("rb") as fh:
-                    saved = read_header(fh)
-                    start = fh.tell()
-                    body = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                saved, body, start = map_after_header(self.path)
                 if db.max_seq() < saved["watermark"]:
                     raise ValueError(f"watermark {saved['watermark']} > last record {db.max_seq()}")
                 self.index = LexicalIndex.from_buffer(body, start)

@@ -70,26 +70,21 @@ def write_flat_file(path: Path, header: dict, index: FlatVectors) -> None:
 
 def read_flat_file(path: Path, metric: str) -> tuple[dict, FlatVectors]:
     """(header, an index whose base is a read-only map of the file's rows)."""
-    with path.open("rb") as fh:
-        header = read_header(fh)
-        start = fh.tell()
-        size = fh.seek(0, os.SEEK_END)
-        if header.get("layout") != FLAT_LAYOUT:
-            raise ValueError(f"layout {header.get('layout')!r}, expected {FLAT_LAYOUT!r}")
-        rows, dimension = header.get("rows"), header.get("dimension")
-        if not isinstance(rows, int) or not isinstance(dimension, int) or rows < 0 or dimension < 1:
-            raise ValueError(f"header has rows={rows!r}, dimension={dimension!r}")
-        vectors_at = start + aligned(8 * rows)
-        if size != vectors_at + 4 * rows * dimension:
-            raise ValueError(
-                f"{size} bytes, expected {vectors_at + 4 * rows * dimension} for {rows} rows "
-                "(truncated?)"
-            )
-        body = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if rows else b""
-    ids = np.frombuffer(body, dtype="<i8", count=rows, offset=start if rows else 0)
-    vectors = np.frombuffer(body, dtype="<f4", count=rows * dimension,
-                            offset=vectors_at if rows else 0).reshape(rows, dimension)
-    return header, FlatVectors.of(vectors, ids, metric)
+    header, body, start = map_after_header(path)
+    if header.get("layout") != FLAT_LAYOUT:
+        raise ValueError(f"layout {header.get('layout')!r}, expected {FLAT_LAYOUT!r}")
+    rows, dimension = header.get("rows"), header.get("dimension")
+    if not isinstance(rows, int) or not isinstance(dimension, int) or rows < 0 or dimension < 1:
+        raise ValueError(f"header has rows={rows!r}, dimension={dimension!r}")
+    vectors_at = start + aligned(8 * rows)
+    if len(body) != vectors_at + 4 * rows * dimension:
+        raise ValueError(
+            f"{len(body)} bytes, expected {vectors_at + 4 * rows * dimension} for {rows} rows "
+            "(truncated?)"
+        )
+    ids = np.frombuffer(body, dtype="<i8", count=rows, offset=start)
+    vectors = np.frombuffer(body, dtype="<f4", count=rows * dimension, offset=vectors_at)
+    return header, FlatVectors.of(vectors.reshape(rows, dimension), ids, metric)
 
 
 # index.faiss is the FAISS index as FAISS writes it, then the header as JSON and a footer: its
@@ -150,6 +145,14 @@ def saved_kind(path: Path) -> str | None:
         if path.suffix == ".flat":
             return read_header(fh).get("kind")
         return read_index_header(fh)[0].get("kind")
+
+
+def map_after_header(path: Path) -> tuple[dict, mmap.mmap, int]:
+    """(header, a read-only map of the whole file, where the body starts in it) of a cache
+    file that starts with a header line: its arrays are used in place, not read."""
+    with path.open("rb") as fh:
+        header = read_header(fh)
+        return header, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), fh.tell()
 
 
 def read_header(fh: BinaryIO) -> dict:
