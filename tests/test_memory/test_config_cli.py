@@ -97,7 +97,8 @@ def test_cli_export_import_round_trips_exactly(tmp_path: Path) -> None:
     exported = [json.loads(x) for x in out1.read_text().splitlines()]
     assert out1.read_text() == out2.read_text()
     for want, got in zip(lines, exported, strict=True):
-        assert {k: v for k, v in got.items() if k != "vector"} == {k: v for k, v in want.items() if k != "vector"}
+        assert {k: v for k, v in got.items() if k != "vector"} == {
+            "namespace": "default", **{k: v for k, v in want.items() if k != "vector"}}
         assert got["vector"]
     listed = cli("list", "--session", "s1", path=dst).stdout
     assert "id-0" in listed and "id-2" not in listed

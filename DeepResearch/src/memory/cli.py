@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.base import DEFAULT_NAMESPACE, MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.compression import compress_content
 from DeepResearch.src.memory.config import MemoryConfig
@@ -170,6 +170,7 @@ async def _import(client: MemorySystemClient, path: Path) -> int:
             batch.append(
                 MemoryRecord(
                     id=data["id"], session_id=data["session_id"],
+                    namespace=data.get("namespace") or DEFAULT_NAMESPACE,
                     memory_type=data.get("memory_type") or "note", agent_type=data.get("agent_type"),
                     content=content, created_at=float(data["created_at"]),
                     importance=float(data.get("importance", 0.5)),

@@ -16,7 +16,7 @@ from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.models import MemoryDocument, Relation, RelationType
 
 JSON_FIELDS = (
-    "id", "session_id", "memory_type", "agent_type", "content", "created_at", "expires_at",
+    "id", "namespace", "session_id", "memory_type", "agent_type", "content", "created_at", "expires_at",
     "importance", "temporal_weight", "metadata", "relations", "vector",
 )
 
@@ -49,6 +49,7 @@ def record_to_json(record: MemoryRecord, *, include_vector: bool = True) -> dict
         vector = base64.b64encode(raw).decode("ascii")
     return {
         "id": record.id,
+        "namespace": record.namespace,
         "session_id": record.session_id,
         "memory_type": record.memory_type,
         "agent_type": record.agent_type,

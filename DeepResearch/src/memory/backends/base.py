@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 JSONScalar = str | int | float | bool | None
-FOLLOWS = "follows"  # RelationType.FOLLOWS: a memory follows the previous one of its session
+FOLLOWS = "follows"
+DEFAULT_NAMESPACE = "default"  # RelationType.FOLLOWS: a memory follows the previous one of its session
 
 
 # The metadata key naming the text a record's vector was embedded from, when that is not its
@@ -50,6 +51,9 @@ class MemoryRecord:
     metadata: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable, returned unchanged
     relations: list[tuple[str, str]] = field(default_factory=list)  # (RelationType value, target id)
     vector: np.ndarray | None = None  # float32, shape (dimension,), L2-normalised
+    # The hard boundary (user / tenant / project): no read, filter, walk or delete crosses it,
+    # and an upsert never replaces a record of another namespace.
+    namespace: str = DEFAULT_NAMESPACE
 
 
 CopyKey = tuple[str, str, bytes | None]
@@ -84,6 +88,7 @@ class MemoryFilter:
     """
 
     ids: tuple[str, ...] | None = None
+    namespaces: tuple[str, ...] | None = None
     session_ids: tuple[str, ...] | None = None
     memory_types: tuple[str, ...] | None = None
     agent_types: tuple[str, ...] | None = None

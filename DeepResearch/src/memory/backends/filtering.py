@@ -12,6 +12,8 @@ def record_matches(record: MemoryRecord, flt: MemoryFilter) -> bool:
     """
     if flt.ids is not None and record.id not in flt.ids:
         return False
+    if flt.namespaces is not None and record.namespace not in flt.namespaces:
+        return False
     if flt.session_ids is not None and record.session_id not in flt.session_ids:
         return False
     if flt.memory_types is not None and record.memory_type not in flt.memory_types:
