@@ -73,29 +73,29 @@ async def test_nested_contexts_isolate_inherit_and_merge_two_levels(
         await hook.on_loop_start(root, child)
         await hook.on_loop_start(root, sibling)
         await hook.on_loop_start(child, grandchild)
-        assert child.memory_session_id == "run/root.1"
-        assert grandchild.memory_session_id == "run/root.1/root.1.1"
+        assert child.memory_session_id == "run:root.1"
+        assert grandchild.memory_session_id == "run:root.1:root.1.1"
         assert run.session_of("root.1.1") == grandchild.memory_session_id
 
         facts = {
             "run": "Root fact: the aligner study covers RNA-seq.",
-            "run/root.1": "Child fact: STAR is a splice-aware aligner.",
-            "run/root.2": "Sibling fact: BWA is an aligner for DNA reads.",
-            "run/root.1/root.1.1": "Grandchild fact: HISAT2 is an aligner with a graph index.",
+            "run:root.1": "Child fact: STAR is a splice-aware aligner.",
+            "run:root.2": "Sibling fact: BWA is an aligner for DNA reads.",
+            "run:root.1:root.1.1": "Grandchild fact: HISAT2 is an aligner with a graph index.",
         }
         for session, fact in facts.items():
             await client.store(fact, session_id=session)
         # The same text in grandchild and child: merged once only.
-        await client.store("Shared fact: aligners map reads.", session_id="run/root.1")
-        await client.store("Shared fact: aligners map reads.", session_id="run/root.1/root.1.1")
+        await client.store("Shared fact: aligners map reads.", session_id="run:root.1")
+        await client.store("Shared fact: aligners map reads.", session_id="run:root.1:root.1.1")
 
         # Own + ancestors, never siblings or descendants.
-        seen = await contents(client, "run/root.1/root.1.1")
-        assert {facts["run"], facts["run/root.1"], facts["run/root.1/root.1.1"]} <= seen
-        assert facts["run/root.2"] not in seen
-        seen = await contents(client, "run/root.1")
-        assert facts["run/root.1/root.1.1"] not in seen and facts["run/root.2"] not in seen
-        assert facts["run/root.1"] not in await contents(client, "run/root.2")
+        seen = await contents(client, "run:root.1:root.1.1")
+        assert {facts["run"], facts["run:root.1"], facts["run:root.1:root.1.1"]} <= seen
+        assert facts["run:root.2"] not in seen
+        seen = await contents(client, "run:root.1")
+        assert facts["run:root.1:root.1.1"] not in seen and facts["run:root.2"] not in seen
+        assert facts["run:root.1"] not in await contents(client, "run:root.2")
 
         await hook.on_loop_end(child, grandchild, done(grandchild))  # level 2 -> level 1
         await hook.on_loop_end(root, child, done(child))  # level 1 -> root
@@ -121,8 +121,8 @@ async def test_without_ancestors_a_nested_loop_sees_only_its_own(
         root, child = loop_state("root", "r"), loop_state("root.1")
         await hook.on_loop_start(root, child)
         await client.store("Root note on aligner choice.", session_id="r")
-        await client.store("Child note on aligner speed.", session_id="r/root.1")
-        assert await contents(client, "r/root.1") == {"Child note on aligner speed."}
+        await client.store("Child note on aligner speed.", session_id="r:root.1")
+        assert await contents(client, "r:root.1") == {"Child note on aligner speed."}
 
 
 async def test_the_tracker_stores_each_tool_run_once(
@@ -177,7 +177,7 @@ async def test_compound_question_nests_merges_and_logs_every_tool_run_once(
         key(r.metadata["loop_id"], r.metadata["step"], r.metadata["tool"], r.metadata["params"])
         for r in originals
     ) == Counter(key(i.loop_id, i.step_name, i.tool, i.parameters) for i in tool_runs)
-    assert {r.session_id for r in originals} == {f"{root}/root.1", f"{root}/root.2"}
+    assert {r.session_id for r in originals} == {f"{root}:root.1", f"{root}:root.2"}
     # ... and the nested loops' runs brought into the parent as PART_OF links, once each.
     assert len(copies) == len(originals) and {r.session_id for r in copies} == {root}
     report = (outcome.run_dir / "report.md").read_text()

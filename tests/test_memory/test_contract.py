@@ -87,7 +87,8 @@ async def test_a_session_never_sees_another_session(client: MemorySystemClient) 
     other = client.session_id + "-other"
     (a_id,) = await client.store_many([{"content": "alpha secret: the vault code is 1234"}])
     (b_id,) = await client.store_many([{"content": "beta secret: the vault code is 9876"}], session_id=other)
-    assert [r.id for r in await client.retrieve(query="vault code", top_k=10)] == [a_id]
+    mine = await client.retrieve(query="vault code", top_k=10, session_id=client.session_id)
+    assert [r.id for r in mine] == [a_id]
     asked = await client.retrieve(query="vault code", top_k=10, session_id=other)
     assert [r.id for r in asked] == [b_id]
     both = await client.retrieve(query="vault code", filters={"session_id": [client.session_id, other]})
@@ -231,11 +232,12 @@ async def test_nested_contexts_see_ancestors_and_merge_up(make_client: MakeClien
     await parent.store(content="grandchild found the index is stale", session_id=grandchild_session)
     seen = {r.content for r in await parent.retrieve(query="what was found", top_k=10, session_id=grandchild_session)}
     assert len(seen) == 3
-    assert len(await parent.retrieve(query="what was found", top_k=10)) == 1  # parent: only its own
+    own = await parent.retrieve(query="what was found", top_k=10, session_id=parent.session_id)
+    assert len(own) == 1  # parent: only its own
     assert await parent.merge_nested_context(grandchild_session, child_session) == 1
     assert await parent.merge_nested_context(child_session, parent.session_id) == 2
     assert await parent.merge_nested_context(child_session, parent.session_id) == 0  # de-duplicated
-    merged = await parent.retrieve(query="STAR needs 32 GB", top_k=10)
+    merged = await parent.retrieve(query="STAR needs 32 GB", top_k=10, session_id=parent.session_id)
     assert len(merged) == 3
     part_of = [r for r in await parent.get_related_memories(merged[0].id, types=["part_of"])]
     assert part_of and part_of[0].relation == RelationType.PART_OF

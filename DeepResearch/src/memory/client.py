@@ -27,7 +27,7 @@ from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError, MemoryInputError
 from DeepResearch.src.memory.inputs import (
-    clean_name,
+    clean_id,
     prepare_record,
 )
 from DeepResearch.src.memory.maintenance import Maintenance
@@ -55,6 +55,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         self,
         config: MemoryConfig | Mapping[str, Any] | None = None,
         *,
+        namespace: str | None = None,
         session_id: str | None = None,
         embedder: Embedder | None = None,
         backend: MemoryBackend | None = None,
@@ -65,8 +66,10 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         elif not isinstance(config, MemoryConfig):
             config = MemoryConfig.from_omegaconf(config)
         self.config = config
+        # The client's boundary: every record it writes, reads, walks or deletes is in it.
+        self.namespace = clean_id(namespace or config.namespace, "namespace")
         given = session_id or config.session_id
-        self.session_id = clean_name(given or new_session_id(), "session_id")
+        self.session_id = clean_id(given or new_session_id(), "session_id")
         # A session id this client made up holds nothing yet, nor do the nested contexts named
         # after it: their first memory follows none, with no lookup (two reads per session).
         self._new_root: str | None = None if given else self.session_id
@@ -208,8 +211,11 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         await self.open()
         if isinstance(items, Mapping | str | bytes):
             raise MemoryInputError("store_many takes a list of dicts with at least 'content'")
-        session = clean_name(session_id, "session_id") if session_id is not None else self.session_id
-        records = [prepare_record(item, self.config, session, i) for i, item in enumerate(items)]
+        session = clean_id(session_id, "session_id") if session_id is not None else self.session_id
+        records = [
+            prepare_record(item, self.config, session, i, self.namespace)
+            for i, item in enumerate(items)
+        ]
         if not records:
             return []
         await self._embed_missing(records)
@@ -217,6 +223,10 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         self._written.add([r for r in records if self._is_new_session(r.session_id)])
         await self.writes.submit(records)
         return [r.id for r in records]
+
+    def _bounded(self, **conditions: Any) -> MemoryFilter:
+        """A filter with the given conditions, inside this client's namespace."""
+        return MemoryFilter(namespaces=(self.namespace,), **conditions)
 
     async def _embed_missing(self, records: list[MemoryRecord]) -> None:
         todo = [r for r in records if r.vector is None]
@@ -265,7 +275,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
 
     async def _latest_in_session(self, session_id: str) -> str | None:
         await self.writes.drain_pending()
-        flt = MemoryFilter(session_ids=(session_id,))
+        flt = self._bounded(session_ids=(session_id,))
         n = await self.backend.count(flt)
         if n == 0:
             return None
@@ -273,7 +283,14 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         return last[0].id if last else None
 
     async def import_records(self, records: Sequence[MemoryRecord]) -> int:
-        """Write records exactly as given (ids, times, relations, vectors): CLI import."""
+        """Write records exactly as given (ids, times, relations, vectors): CLI import. Every
+        record must be in this client's namespace."""
+        others = sorted({r.namespace for r in records} - {self.namespace})
+        if others:
+            raise MemoryInputError(
+                f"records of namespace(s) {others} cannot be imported by a client of namespace "
+                f"{self.namespace!r}; open one with memory.namespace set to theirs"
+            )
         await self.open()
         if not self.available:
             raise MemoryBackendError(f"memory backend unavailable: {self._unavailable_reason}")

@@ -44,7 +44,7 @@ class NeighbourSmoothingConfig(_Section):
 
 
 class RetrievalConfig(_Section):
-    top_k: int = Field(default=5, ge=1, le=10_000)
+    top_k: int = Field(default=5, ge=1, le=1000)
     min_similarity: float = Field(default=0.0, ge=-1.0, le=1.0)
     max_age_seconds: float | None = Field(default=None, gt=0)
     hybrid: bool = True
@@ -171,10 +171,12 @@ def _default_profiles() -> dict[str, ProfileConfig]:
 class MemoryConfig(_Section):
     enabled: bool = True
     backend: BackendName = "faiss"
-    session_id: str | None = None
+    namespace: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")
+    session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")
     session_ttl: float | None = Field(default=None, gt=0)
     on_unavailable: Literal["warn", "fail"] = "warn"
     max_content_bytes: int = Field(default=1_000_000, ge=1)
+    max_metadata_bytes: int = Field(default=65_536, ge=2, le=16_777_216)
     nested: NestedConfig = Field(default_factory=NestedConfig)
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)

@@ -26,9 +26,21 @@ if TYPE_CHECKING:
 
 RESERVED_FILTER_KEYS = {"memory_type": "memory_types", "agent_type": "agent_types", "session_id": "session_ids", "id": "ids"}
 RECORD_FIELDS = frozenset(
-    {"content", "created_at", "expires_at", "importance", "temporal_weight", "relations", "vector"}
+    {"namespace", "content", "created_at", "expires_at", "importance", "temporal_weight", "relations", "vector"}
 )
-_METADATA_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+_METADATA_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")  # filterable keys
+_METADATA_STORE_KEY = re.compile(r"^[^\x00-\x1f\x7f]{1,128}$")
+# Namespaces, sessions, memory and loop ids: safe in a file name, a log line and a query.
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")
+ID_RULE = "1-200 characters of letters, digits and _ . : @ - (first a letter or digit; no '..')"
+MAX_METADATA_BYTES = 65_536
+MAX_METADATA_DEPTH = 32
+MAX_TOP_K = 1000
+# Names a metadata key may not take: the record's own fields (and the filter keys for them).
+RECORD_FIELD_NAMES = frozenset(
+    {"id", "namespace", "session_id", "memory_type", "agent_type", "content", "created_at",
+     "expires_at", "importance", "temporal_weight", "relations", "vector", "ttl"}
+)
 _RELATION_TYPES = [r.value for r in RelationType]
 
 
@@ -65,16 +77,23 @@ def clean_content(content: Any, max_bytes: int, *, what: str = "content") -> str
     return content
 
 
-def clean_metadata(metadata: Any) -> dict[str, Any]:
-    """A dict that survives a JSON round trip unchanged (so it is returned as stored)."""
+def clean_metadata(metadata: Any, max_bytes: int = MAX_METADATA_BYTES) -> dict[str, Any]:
+    """A dict that survives a JSON round trip unchanged (so it is returned as stored), at most
+    MAX_METADATA_DEPTH levels deep and `max_bytes` of JSON, whose keys are printable text and
+    whose top-level keys are not record field names (a filter on such a key would reach the
+    field, never the metadata)."""
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
         raise MemoryInputError(f"metadata must be a dict, got {type(metadata).__name__}")
     data = dict(metadata)
-    for key in data:
-        if not isinstance(key, str):
-            raise MemoryInputError(f"metadata key {_short(key)} must be a str")
+    shadowing = sorted(k for k in data if k in RECORD_FIELD_NAMES)
+    if shadowing:
+        raise MemoryInputError(
+            f"metadata key(s) {shadowing} name record fields; pass them as store arguments "
+            f"(e.g. {shadowing[0]}=...) or rename the key (e.g. 'meta_{shadowing[0]}')"
+        )
+    _check_shape(data)
     try:
         text = json.dumps(data, allow_nan=False)
     except (TypeError, ValueError) as exc:
@@ -82,12 +101,41 @@ def clean_metadata(metadata: Any) -> dict[str, Any]:
             f"metadata must be JSON data (str keys; str, int, float, bool, None, lists, dicts; "
             f"no NaN/inf): {exc}"
         ) from None
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        raise MemoryInputError(
+            f"metadata is {size} bytes as JSON, above the limit of {max_bytes}; keep large "
+            "data in the content or in a file the metadata names"
+        )
     if json.loads(text) != data:
         raise MemoryInputError(
             f"metadata {_short(data)} would not come back unchanged (tuples or non-str keys "
             "inside?); use lists and str keys"
         )
     return data
+
+
+def _check_shape(data: dict[str, Any]) -> None:
+    """Depth and keys, walked without recursion (a 5,000-level dict must not overflow)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise MemoryInputError(
+                f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels; flatten it"
+            )
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise MemoryInputError(f"metadata key {_short(key)} must be a str")
+                if not _METADATA_STORE_KEY.match(key):
+                    raise MemoryInputError(
+                        f"metadata key {_short(key)}: use 1-128 printable characters (no "
+                        "control characters such as NUL or newlines)"
+                    )
+                stack.append((item, depth + 1))
+        elif isinstance(value, list | tuple):
+            stack.extend((item, depth + 1) for item in value)
 
 
 def clean_vector(vector: Any, dimension: int) -> np.ndarray:
@@ -116,6 +164,19 @@ def clean_name(value: Any, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise MemoryInputError(f"{name} must be a non-empty str, got {_short(value)}")
     return value
+
+
+def clean_id(value: Any, name: str) -> str:
+    """A namespace, session, loop or memory id: ID_RULE."""
+    if not isinstance(value, str) or not ID_PATTERN.match(value) or ".." in value:
+        raise MemoryInputError(f"{name}={_short(value)} is not a valid id: use {ID_RULE}")
+    return value
+
+
+def clean_top_k(top_k: Any) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
+        raise MemoryInputError(f"top_k must be an int in [1, {MAX_TOP_K}], got {_short(top_k)}")
+    return top_k
 
 
 def clean_relations(relations: Any) -> list[tuple[str, str]]:
@@ -203,7 +264,8 @@ STORE_FIELDS = frozenset(
 
 
 def prepare_record(
-    item: Mapping[str, Any], config: MemoryConfig, default_session: str, index: int
+    item: Mapping[str, Any], config: MemoryConfig, default_session: str, index: int,
+    namespace: str,
 ) -> MemoryRecord:
     """One `store_many` item validated into a record (compressed; vector checked if given)."""
     where = f"item {index}"
@@ -223,8 +285,9 @@ def prepare_record(
     vector = item.get("vector")
     memory_type = item.get("memory_type") or "note"
     return MemoryRecord(
-        id=clean_name(item.get("id") or uuid4().hex, "id"),
-        session_id=clean_name(item.get("session_id") or default_session, "session_id"),
+        id=clean_id(item.get("id") or uuid4().hex, f"{where} id"),
+        namespace=namespace,
+        session_id=clean_id(item.get("session_id") or default_session, f"{where} session_id"),
         memory_type=clean_name(getattr(memory_type, "value", memory_type), "memory_type"),
         agent_type=None if item.get("agent_type") is None else clean_name(item["agent_type"], "agent_type"),
         content=stored,
@@ -234,7 +297,32 @@ def prepare_record(
         expires_at=None if ttl is None else created + ttl,
         content_codec=codec,
         content_blob=blob,
-        metadata=clean_metadata(item.get("metadata")),
+        metadata=clean_metadata(item.get("metadata"), config.max_metadata_bytes),
         relations=clean_relations(item.get("relations")),
         vector=None if vector is None else clean_vector(vector, config.vector_store.embedding_dimension),
     )
+
+
+def unreadable(record: MemoryRecord) -> str | None:
+    """Why a stored record cannot be served (written by hand or by an older version with
+    values `store` refuses), or None when it is fine. Reads skip such records."""
+    if not isinstance(record.content, str) or not record.content.strip():
+        return "empty content"
+    for name, value, low, high in (
+        ("importance", record.importance, 0.0, 1.0),
+        ("temporal_weight", record.temporal_weight, 0.0, 1e6),
+        ("created_at", record.created_at, 0.0, 1e12),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            return f"{name}={_short(value)} outside [{low}, {high}]"
+    if record.expires_at is not None and (
+        not isinstance(record.expires_at, int | float) or not math.isfinite(record.expires_at)
+    ):
+        return f"expires_at={_short(record.expires_at)} is not a time"
+    if any(t not in _RELATION_TYPES for t, _ in record.relations):
+        return f"unknown relation type in {_short(record.relations)}"
+    if record.vector is not None:
+        norm = float(np.linalg.norm(record.vector))
+        if not math.isfinite(norm) or abs(norm - 1.0) > 1e-3:
+            return f"vector norm {norm:.3g} (stored vectors are unit length)"
+    return None

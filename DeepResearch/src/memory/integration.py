@@ -39,12 +39,15 @@ from DeepResearch.src.memory.run_context import (
     describe,
     resolve_memory,
 )
-from DeepResearch.src.memory.toolset import shared_memory_toolset
+from DeepResearch.src.memory.toolset import MemoryBinding, memory_toolset
 from DeepResearch.src.memory.tracking import ToolExecutionTracker
 from DeepResearch.src.workflow.flows import resolve_flow
 from DeepResearch.src.workflow.hooks import RunHook
 
 if TYPE_CHECKING:
+    from pydantic_ai import RunContext
+
+    from DeepResearch.src.datatypes.agents import AgentDependencies
     from DeepResearch.src.workflow.state import ResearchState
 
 log = logging.getLogger("DeepResearch.memory")
@@ -61,6 +64,20 @@ class MemoryIntegration(RunHook):
         self.loop_hook = NestedMemoryContexts()
         self.run: MemoryRun | None = None
         self._finished: MemoryRun | None = None  # until its outputs are written
+
+    def bind(self, ctx: RunContext[AgentDependencies]) -> MemoryBinding | None:
+        """An agent run's memory tools: its loop's session, the scopes the flow allows, and
+        the loop and step stamped on what the agent stores."""
+        deps = ctx.deps
+        if deps.memory_client is None:
+            return None
+        return MemoryBinding(
+            client=deps.memory_client,
+            session_id=deps.session_id,
+            scopes=("session", "all") if self.settings.scope == "all" else ("session",),
+            profile=deps.agent_profile,
+            provenance={"loop_id": deps.loop_id, "step": deps.step_name},
+        )
 
     async def on_run_start(self, state: ResearchState) -> None:
         if self.run is not None:
@@ -182,7 +199,7 @@ class MemoryPlugins:
     def services_kwargs(self) -> dict[str, Any]:
         integration = self.integration
         return {
-            "toolsets": [shared_memory_toolset()],
+            "toolsets": [memory_toolset(integration.bind)],
             "node_hooks": [integration.node_hook],
             "loop_hooks": [integration.loop_hook],
             "run_hooks": [integration],

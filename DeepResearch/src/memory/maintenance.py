@@ -7,9 +7,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from DeepResearch.src.memory.backends import MemoryFilter
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
-from DeepResearch.src.memory.inputs import clean_name, parse_filters
+from DeepResearch.src.memory.inputs import clean_id, parse_filters
 from DeepResearch.src.memory.status import MemoryHealth, MemoryStats
 
 if TYPE_CHECKING:
@@ -20,26 +19,41 @@ class Maintenance:
     """forget / expire / stats / health of MemorySystemClient."""
 
     async def forget(
-        self,
+        self: MemorySystemClient,
         ids: str | Sequence[str] | None = None,
         *,
         filters: Mapping[str, Any] | None = None,
         session_id: str | None = None,
+        everything: bool = False,
     ) -> int:
-        """Delete memories by id and/or filters (within `session_id` if given)."""
+        """Delete memories of this namespace by id and/or filters (within `session_id` if
+        given). A forget whose filters match every memory of the namespace (a typo'd key with
+        the value None matches every memory missing that key) needs `everything=True`."""
         await self.open()
-        if ids is None and not filters and session_id is None:
-            raise MemoryInputError("forget needs ids, filters or a session_id (refusing to delete everything)")
+        if ids is None and not filters and session_id is None and not everything:
+            raise MemoryInputError(
+                "forget needs ids, filters or a session_id; to delete every memory of namespace "
+                f"{self.namespace!r} say so (everything=True, CLI: --all)"
+            )
         kwargs = parse_filters(filters)
         if ids is not None:
             ids = [ids] if isinstance(ids, str) else list(ids)
-            kwargs["ids"] = tuple(clean_name(i, "id") for i in ids)
+            kwargs["ids"] = tuple(clean_id(i, "id") for i in ids)
         if session_id is not None:
-            kwargs["session_ids"] = (clean_name(session_id, "session_id"),)
+            kwargs["session_ids"] = (clean_id(session_id, "session_id"),)
         await self.writes.drain_pending()
         if not self.available:
             return 0
-        removed = await self.backend.delete(MemoryFilter(**kwargs))
+        flt = self._bounded(**kwargs)
+        if not everything and ids is None and session_id is None:
+            matching, total = await self.backend.count(flt), await self.backend.count(self._bounded())
+            if matching == total and total > 0:
+                raise MemoryInputError(
+                    f"forget with filters {dict(filters or {})} would delete all {total} memories "
+                    f"of namespace {self.namespace!r} (a None value also matches a missing key); "
+                    "check the key, or pass everything=True (CLI: --all)"
+                )
+        removed = await self.backend.delete(flt)
         self._forget_session_tails()
         return removed
 
@@ -50,7 +64,7 @@ class Maintenance:
         if not self.available:
             return 0
         now = time.time() if now is None else now
-        everything, live = MemoryFilter(), MemoryFilter(live_at=now)
+        everything, live = self._bounded(), self._bounded(live_at=now)
         if await self.backend.count(everything) == await self.backend.count(live):
             return 0  # the common case costs two counts
         doomed: list[str] = []
@@ -63,7 +77,7 @@ class Maintenance:
             offset += page
         removed = 0
         for start in range(0, len(doomed), page):
-            removed += await self.backend.delete(MemoryFilter(ids=tuple(doomed[start : start + page])))
+            removed += await self.backend.delete(self._bounded(ids=tuple(doomed[start : start + page])))
         if removed:
             self._forget_session_tails()
         return removed
@@ -74,8 +88,8 @@ class Maintenance:
         if self.available:
             try:
                 await self.writes.drain_pending()
-                total = await self.backend.count(MemoryFilter())
-                in_session = await self.backend.count(MemoryFilter(session_ids=(self.session_id,)))
+                total = await self.backend.count(self._bounded())
+                in_session = await self.backend.count(self._bounded(session_ids=(self.session_id,)))
             except MemoryBackendError as exc:
                 self._lost(exc)
         return MemoryStats(

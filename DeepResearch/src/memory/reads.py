@@ -5,6 +5,7 @@ on the client."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -12,16 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from DeepResearch.src.memory.backends import MemoryFilter
+from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.inputs import (
     clean_content,
-    clean_name,
+    clean_id,
     clean_relations,
+    clean_top_k,
     clean_vector,
     parse_filters,
+    unreadable,
 )
 from DeepResearch.src.memory.models import RelatedMemory, RelationType, RetrievedMemory
 from DeepResearch.src.memory.ranking import RankingContext, gather_candidates, narrow_filter, rank
@@ -33,6 +36,23 @@ if TYPE_CHECKING:
     from DeepResearch.src.memory.client import MemorySystemClient
 
 _PENDING_VECTOR = np.zeros(0, dtype=np.float32)  # replaced once the query is embedded
+log = logging.getLogger(__name__)
+_reported: set[str] = set()  # unreadable records already warned about in this process
+
+
+def readable(record: MemoryRecord) -> bool:
+    """False (with one warning per record and process) for a stored record that cannot be
+    served; reads skip it instead of failing on it."""
+    problem = unreadable(record)
+    if problem is None:
+        return True
+    if record.id not in _reported:
+        _reported.add(record.id)
+        log.warning(
+            "memory: skipping stored memory %r (%s); fix or forget it "
+            "(`deepresearch-memory forget %s`)", record.id, problem, record.id,
+        )
+    return False
 
 
 async def _given(vector: np.ndarray) -> np.ndarray:
@@ -54,10 +74,14 @@ class Reads:
     ) -> tuple[str, ...] | None:
         if all_sessions:
             return None
-        session = clean_name(session_id, "session_id") if session_id is not None else self.session_id
+        session = clean_id(session_id, "session_id") if session_id is not None else self.session_id
         if self.config.nested.include_ancestors:
             return (session, *ancestor_sessions(session))
         return (session,)
+
+    async def visible_sessions(self: MemorySystemClient, session_id: str) -> tuple[str, ...]:
+        """The sessions a retrieve scoped to `session_id` reads."""
+        return self._scope(clean_id(session_id, "session_id"), False) or ()
 
     async def retrieve(
         self: MemorySystemClient,
@@ -70,16 +94,17 @@ class Reads:
         all_sessions: bool = False,
         query_vector: Any = None,
     ) -> list[RetrievedMemory]:
-        """Ranked memories for `query` from `session_id` (default: this client's session,
-        plus its ancestors for nested contexts). A `session_id` key in `filters` or
-        `all_sessions=True` searches other sessions explicitly. `query_vector` (optional)
+        """Ranked memories for `query`, always inside this client's namespace: from
+        `session_id` (plus its ancestors for nested contexts) when given, else from every
+        session of the namespace (`all_sessions=True` says so explicitly). A `session_id` key
+        in `filters` picks sessions too. `query_vector` (optional)
         is used for the dense search instead of embedding `query`, which still drives the
         lexical search and the ranking steps that read words."""
         query = clean_content(query, self.config.max_content_bytes, what="query")
         if query_vector is not None:
             query_vector = clean_vector(query_vector, self.embedder.dimension)
-        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-            raise MemoryInputError(f"top_k must be an int >= 1, got {top_k!r}")
+        if top_k is not None:
+            top_k = clean_top_k(top_k)
         prof = self.config.profile(profile)
         kwargs = parse_filters(filters)
         if not await self._ready():
@@ -97,10 +122,10 @@ class Reads:
         query_vector: np.ndarray | None = None,
     ) -> list[RetrievedMemory]:
         await self.writes.drain_pending()  # read-your-writes
-        if "session_ids" not in kwargs:
+        if "session_ids" not in kwargs and session_id is not None:
             kwargs["session_ids"] = self._scope(session_id, all_sessions)
         now = time.time()
-        flt = MemoryFilter(live_at=now, **kwargs)
+        flt = MemoryFilter(namespaces=(self.namespace,), live_at=now, **kwargs)
         # The query embeds in a worker thread; the candidate stage awaits it (and decides
         # what may overlap it); no step reads the vector before that stage has it.
         if query_vector is None:
@@ -113,7 +138,7 @@ class Reads:
         ctx = RankingContext(
             query=query, query_vector=_PENDING_VECTOR, query_tokens=frozenset(tokenize(query)), now=now,
             limit=limit, retrieval=self.config.retrieval, profile=prof,
-            accept=lambda record: record_matches(record, flt),
+            accept=lambda record: record_matches(record, flt) and readable(record),
             fetch_related=self.backend.related_many,
             fetch_neighbours=self.backend.session_neighbours,
         )
@@ -122,7 +147,7 @@ class Reads:
         # steps' enabled() that fetching is possible): steps that add records get only those
         # the filter passes, filtered where the backend reads them (most graph neighbours of a
         # candidate fail a type filter).
-        ctx.accept = lambda record: record_matches(record, flt)
+        ctx.accept = lambda record: record_matches(record, flt) and readable(record)
         ctx.fetch_related = partial(self.backend.related_many, flt=flt)
         ctx.fetch_neighbours = partial(self.backend.session_neighbours, flt=flt)
         n = max(20, limit * self.config.retrieval.candidate_multiplier)
@@ -134,6 +159,7 @@ class Reads:
             if not embedding.done():
                 embedding.cancel()
         ctx.query_vector = embedding.result()
+        pool.items = [m for m in pool.items if readable(m.record)]
         ctx.score_unseen = pool.score_unseen
         ranked = await rank(pool.items, ctx, self.steps)
         return [
@@ -145,8 +171,8 @@ class Reads:
         ]
 
     async def get(self: MemorySystemClient, memory_id: str) -> RetrievedMemory | None:
-        """One memory by id (any session), or None."""
-        memory_id = clean_name(memory_id, "memory_id")
+        """One memory by id (any session of this namespace), or None."""
+        memory_id = clean_id(memory_id, "memory_id")
         if not await self._ready():
             return None
         try:
@@ -155,7 +181,7 @@ class Reads:
         except MemoryBackendError as exc:
             self._lost(exc)
             return None
-        if not found:
+        if not found or found[0].namespace != self.namespace or not readable(found[0]):
             return None
         return RetrievedMemory(document=to_document(found[0]), similarity=1.0, score=1.0, rank=1)
 
@@ -166,7 +192,7 @@ class Reads:
         depth: int = 1,
     ) -> list[RelatedMemory]:
         """Memories linked to `memory_id` (both directions) up to `depth` hops, nearest first."""
-        memory_id = clean_name(memory_id, "memory_id")
+        memory_id = clean_id(memory_id, "memory_id")
         if isinstance(depth, bool) or not isinstance(depth, int) or not 1 <= depth <= 10:
             raise MemoryInputError(f"depth must be an int in [1, 10], got {depth!r}")
         rel_types = None if types is None else [t for t, _ in clean_relations([(t, "x") for t in types])]
@@ -174,10 +200,16 @@ class Reads:
             return []
         try:
             await self.writes.drain_pending()
-            found = await self.backend.related(memory_id, rel_types, depth)
+            start = await self.backend.get([memory_id])
+            if not start or start[0].namespace != self.namespace:
+                return []
+            walks = await self.backend.related_many(
+                [memory_id], rel_types, depth, self._bounded()
+            )
         except MemoryBackendError as exc:
             self._lost(exc)
             return []
+        found = [r for r in walks.get(memory_id, []) if readable(r.record)]
         return [
             RelatedMemory(document=to_document(r.record), relation=RelationType(r.relation), depth=r.depth)
             for r in found

@@ -26,7 +26,7 @@ from DeepResearch.src.memory.models import RelationType
 if TYPE_CHECKING:
     from DeepResearch.src.memory.client import MemorySystemClient
 
-NESTED_SEPARATOR = "/"
+NESTED_SEPARATOR = ":"
 KEPT_RECORDS = 10_000  # records NewSessionRecords holds at most; beyond, merges read
 
 

@@ -72,6 +72,10 @@ class SyncMemorySystemClient:
         return self.aio.session_id
 
     @property
+    def namespace(self) -> str:
+        return self.aio.namespace
+
+    @property
     def config(self) -> MemoryConfig:
         return self.aio.config
 
@@ -109,8 +113,10 @@ class SyncMemorySystemClient:
         return _LOOP.run(self.aio.merge_nested_context(child_session_id, parent_session_id))
 
     def forget(self, ids: str | Sequence[str] | None = None, *,
-               filters: Mapping[str, Any] | None = None, session_id: str | None = None) -> int:
-        return _LOOP.run(self.aio.forget(ids, filters=filters, session_id=session_id))
+               filters: Mapping[str, Any] | None = None, session_id: str | None = None,
+               everything: bool = False) -> int:
+        return _LOOP.run(self.aio.forget(ids, filters=filters, session_id=session_id,
+                                         everything=everything))
 
     def expire(self, now: float | None = None) -> int:
         return _LOOP.run(self.aio.expire(now))
