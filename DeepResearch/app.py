@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import sys
-from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig
@@ -30,12 +29,10 @@ No question was given. Examples:
   deepresearch --help        (all options; --cfg job shows the composed config)"""
 
 USER_ERRORS = (ConfigurationError, DocumentsFolderError, ModelConfigError, MemoryConfigError)
-# configs/ sits next to the package (editable install); an absolute path keeps Hydra from
-# looking for a python module named "configs" when we run as the console script.
-CONFIG_DIR = str(Path(__file__).resolve().parent.parent / "configs")
 
 
-@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
+# Relative to this module: Hydra reads pkg://DeepResearch.conf, inside the installed package.
+@hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     # Everything imported so far (pydantic-ai, Hydra, ...) lives as long as the process: frozen,
     # it is left out of the collector's work. Otherwise a full collection during the run walks

@@ -41,7 +41,7 @@ from benchmarks.stats import median_interval
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.workflow.run import create_run_services, run_research
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "DeepResearch" / "conf"
 QUESTIONS = (
     "Which aligner suits RNA-seq reads, as compared in lab_aligner_notes.md?",
     "Which aligner suits RNA-seq reads and how are variants called?",

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from DeepResearch.src.memory import MemoryConfig, MemoryConfigError
 
 REPO = Path(__file__).resolve().parents[2]
-MEMORY_DIR = REPO / "configs" / "memory"
+MEMORY_DIR = REPO / "DeepResearch" / "conf" / "memory"
 CLI = [sys.executable, "-m", "DeepResearch.src.memory.cli"]
 
 

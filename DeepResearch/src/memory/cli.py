@@ -27,30 +27,19 @@ from DeepResearch.src.memory.errors import MemorySubsystemError
 from DeepResearch.src.memory.inputs import clean_metadata, clean_relations, parse_filters
 from DeepResearch.src.memory.records_io import check_json_line, json_vector, record_to_json
 
-CONFIG_DIR = Path(__file__).resolve().parents[3] / "configs"
+CONFIG_MODULE = "DeepResearch.conf"  # the same configuration `deepresearch` composes
 PAGE = 1000
 
 
-def load_config(overrides: Sequence[str], config_dir: Path = CONFIG_DIR) -> MemoryConfig:
+def load_config(overrides: Sequence[str]) -> MemoryConfig:
     """Compose the project's Hydra config with `overrides`; validate its `memory` node."""
-    from hydra import compose, initialize_config_dir
+    from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()
-    if (config_dir / "config.yaml").exists():
-        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=list(overrides))
-        return MemoryConfig.from_omegaconf(cfg.memory)
-    group = "default"
-    local = []
-    for item in overrides:
-        if item.startswith("memory="):
-            group = item.split("=", 1)[1]
-        else:
-            local.append(item.removeprefix("memory."))
-    with initialize_config_dir(config_dir=str(config_dir / "memory"), version_base="1.3"):
-        cfg = compose(config_name=group, overrides=local)
-    return MemoryConfig.from_omegaconf(cfg)
+    with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=list(overrides))
+    return MemoryConfig.from_omegaconf(cfg.memory)
 
 
 def _parse_kv(items: Sequence[str] | None) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""`MemoryConfig`: the validated, typed form of the `memory` Hydra group (configs/memory/).
+"""`MemoryConfig`: the validated, typed form of the `memory` Hydra group
+(DeepResearch/conf/memory/).
 
 Every section accepts a plain dict, and every key has the default written in
-configs/memory/default.yaml, so `MemoryConfig(backend="faiss", faiss={"path": "..."})` works.
+DeepResearch/conf/memory/default.yaml, so
+`MemoryConfig(backend="faiss", faiss={"path": "..."})` works.
 Invalid values raise `MemoryConfigError` naming the dotted key, the value and what is allowed.
 """
 

@@ -1,0 +1,1 @@
+"""The Hydra configuration of `deepresearch` and `deepresearch-memory` (pkg://DeepResearch.conf)."""
