@@ -55,6 +55,35 @@ def test_same_vectors_as_sentence_transformers(encoder, reference) -> None:
     assert cosines.min() > 0.99999, cosines
 
 
+def varied_texts(n: int = 300) -> list[str]:
+    """Texts of every length and kind a memory holds: words, numbers, code, JSON, other
+    scripts, punctuation runs, repeated and truncated (over 256 tokens) ones."""
+    import random
+
+    rng = random.Random(7)
+    words = ("aligner STAR HISAT2 reads genome variant GATK 32GB failed succeeded plan step the of "
+             "Ünïcödé 中文 emoji 🎉 naïve café {\"k\": [1, 2]} x=3.14 -- ... !!! C++ a_b snake-case").split()
+    out = []
+    for i in range(n):
+        length = rng.choice([1, 2, 5, 12, 40, 120, 400])
+        out.append(" ".join(rng.choice(words) for _ in range(length)) + rng.choice(["", ".", "?", "\n"]))
+    return out
+
+
+def test_auto_uses_numpy_only_for_verified_models_and_matches_on_varied_texts(encoder) -> None:
+    texts = varied_texts()
+    reference = load_sentence_transformer(str(MODEL_DIR)).encode(
+        texts, batch_size=32, normalize_embeddings=True
+    )
+    cosines = np.sum(encoder.encode(texts) * reference, axis=1)
+    assert cosines.min() > 0.99999, np.sort(cosines)[:5]
+    assert load_runtime(DEFAULT_MODEL).name == "numpy"
+    # The same weights under another name are not "verified": auto leaves them to
+    # sentence-transformers (numpy only when asked for by name).
+    assert load_runtime(str(MODEL_DIR)).name == "sentence-transformers"
+    assert load_runtime(str(MODEL_DIR), "numpy").name == "numpy"
+
+
 def test_large_batches_run_in_parallel_and_keep_the_input_order(encoder, reference) -> None:
     texts = TEXTS * 12  # enough tokens to be split over the worker threads
     ours = encoder.encode(texts)
