@@ -1,0 +1,96 @@
+"""Memory work per workflow node: what a node's memory costs a run, embeddings included.
+
+A workflow node recalls before it works (one `retrieve`: the query embedded, dense + lexical
+candidates, the ranking pipeline) and stores what it did after (one `store_many` of a few
+memories, each embedded by its content). This times that pair on the embedded store (faiss
+backend, the default numpy embedding runtime) holding 10k and 100k memories, over a series
+of nodes with fresh texts, and reports p50 / p95 per node. Targets: p50 <= 25 ms at 10k,
+<= 60 ms at 100k.
+
+    python -m benchmarks.bench_node_memory          (BENCH_SIZES=10000,100000 by default)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_memory import cached_vectors, corpus  # noqa: E402
+from benchmarks.results import save_result  # noqa: E402
+from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
+from DeepResearch.src.memory.backends import MemoryRecord  # noqa: E402
+
+NODES = 60  # timed nodes per store size (after 5 warm-up nodes)
+TARGET_P50_MS = {10_000: 25.0, 100_000: 60.0}
+
+
+async def fill(path: Path, size: int) -> None:
+    """A store of `size` memories over 50 earlier runs' sessions (real embeddings, cached)."""
+    texts = corpus(size, seed=11)
+    vectors = cached_vectors(texts, "corpus")
+    async with MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(path)})) as client:
+        now = time.time()
+        batch: list[MemoryRecord] = []
+        for i, (text, vec) in enumerate(zip(texts, vectors, strict=True)):
+            batch.append(MemoryRecord(id=f"m{i}", session_id=f"run-{i % 50}", memory_type="note",
+                                      content=text, created_at=now - size + i, vector=vec))
+            if len(batch) == 5000:
+                await client.import_records(batch)
+                batch = []
+        if batch:
+            await client.import_records(batch)
+
+
+async def time_nodes(path: Path) -> list[float]:
+    """Seconds of memory work per node: recall, then store the node's two memories."""
+    questions = corpus(NODES + 5, seed=500)
+    results = corpus(2 * (NODES + 5), seed=900)
+    config = MemoryConfig(backend="faiss", faiss={"path": str(path)})
+    per_node = []
+    async with MemorySystemClient(config, session_id="bench-run") as client:
+        for i, question in enumerate(questions):
+            started = time.perf_counter()
+            await client.retrieve(f"Plan the next step for: {question}", top_k=8, profile="planner")
+            await client.store_many([
+                {"content": f"Question: {question}\nTool result: {results[2 * i]}",
+                 "memory_type": "tool_execution", "metadata": {"tool": "search", "success": True}},
+                {"content": f"Question: {question}\nFinding: {results[2 * i + 1]}",
+                 "memory_type": "note"},
+            ])
+            if i >= 5:
+                per_node.append(time.perf_counter() - started)
+    return per_node
+
+
+def main() -> dict[str, dict[str, float]]:
+    sizes = [int(s) for s in os.environ.get("BENCH_SIZES", "10000,100000").split(",")]
+    out: dict[str, dict[str, float]] = {}
+    for size in sizes:
+        folder = Path(tempfile.mkdtemp(prefix=f"bench-node-{size}-"))
+        try:
+            asyncio.run(fill(folder, size))
+            seconds = asyncio.run(time_nodes(folder))
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        ms = np.array(seconds) * 1000.0
+        row = {"p50_ms": float(np.median(ms)), "p95_ms": float(np.percentile(ms, 95)),
+               "target_p50_ms": TARGET_P50_MS.get(size, float("nan")), "nodes": len(ms)}
+        out[str(size)] = row
+        print(f"  {size:>7} memories: memory work per node p50 {row['p50_ms']:.1f} ms, "
+              f"p95 {row['p95_ms']:.1f} ms (target p50 <= {row['target_p50_ms']:.0f} ms)", flush=True)
+    save_result("node_memory", out)
+    return out
+
+
+if __name__ == "__main__":
+    main()
