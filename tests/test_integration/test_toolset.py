@@ -21,8 +21,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
-from DeepResearch.src.memory.toolset import MemoryBinding, memory_toolset
+from DeepResearch.src.memory import MemoryBinding, MemoryConfig, MemorySystemClient, memory_toolset
 
 pytestmark = pytest.mark.integration
 FACT = "The lab standardised on STAR 2.7 for RNA-seq alignment in March."

@@ -24,6 +24,7 @@ from DeepResearch.src.memory.sync import SyncMemorySystemClient
 __all__ = [
     "IndexMismatchError",
     "MemoryBackendError",
+    "MemoryBinding",
     "MemoryConfig",
     "MemoryConfigError",
     "MemoryDocument",
@@ -39,4 +40,14 @@ __all__ = [
     "RelationType",
     "RetrievedMemory",
     "SyncMemorySystemClient",
+    "memory_toolset",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # The agent toolset imports pydantic-ai: only when asked for.
+    if name in ("memory_toolset", "MemoryBinding"):
+        from DeepResearch.src.memory import toolset
+
+        return getattr(toolset, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

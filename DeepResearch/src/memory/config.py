@@ -60,18 +60,7 @@ class RetrievalConfig(_Section):
     mmr_enabled: bool = False
     mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
     dedup_threshold: float = Field(default=0.95, ge=0.0, le=1.0)
-    enable_reranking: bool = False
-    reranker_model: str | None = None
     neighbour_smoothing: NeighbourSmoothingConfig = Field(default_factory=NeighbourSmoothingConfig)
-
-    @model_validator(mode="after")
-    def _reranker_needs_model(self) -> RetrievalConfig:
-        if self.enable_reranking and not self.reranker_model:
-            raise ValueError(
-                "enable_reranking=true needs retrieval.reranker_model "
-                "(a local sentence-transformers CrossEncoder folder)"
-            )
-        return self
 
 
 class StorageConfig(_Section):

@@ -17,7 +17,6 @@ from DeepResearch.src.memory.ranking.diversity import (
 )
 from DeepResearch.src.memory.ranking.expansion import CrossReferenceExpansion
 from DeepResearch.src.memory.ranking.neighbours import NeighbourSmoothing
-from DeepResearch.src.memory.ranking.rerank import CrossEncoderRerank
 from DeepResearch.src.memory.ranking.thresholds import MaxAge, MinSimilarity
 from DeepResearch.src.memory.ranking.types import RankingContext, RankingStep, ScoredMemory
 from DeepResearch.src.memory.ranking.weighting import (
@@ -31,13 +30,12 @@ from DeepResearch.src.memory.ranking.weighting import (
 
 def default_steps() -> list[RankingStep]:
     """The pipeline, in order. Filters first, then neighbour smoothing (on the fused
-    relevance scores, adding session neighbours), the reranker, score adjustments,
+    relevance scores, adding session neighbours), score adjustments,
     expansion, and the steps that shape the final list."""
     return [
         MinSimilarity(),
         MaxAge(),
         NeighbourSmoothing(),
-        CrossEncoderRerank(),
         TemporalDecay(),
         Importance(),
         ProfilePriorities(),
