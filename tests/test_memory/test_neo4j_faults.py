@@ -20,7 +20,6 @@ from test_memory.neo4j_helpers import backend, record
 pytestmark = [pytest.mark.neo4j, pytest.mark.integration, pytest.mark.slow]
 FAST_FAIL = {
     "connection_timeout": 1.0,
-    "max_transaction_retry_time": 0.5,
     "retry_attempts": 2,
     "retry_backoff": 0.1,
 }
