@@ -25,7 +25,6 @@ def settings(uri: str, **overrides: Any) -> Neo4jConfig:
         "fulltext_index_name": "backend_test_text",
         "batch_size": 50,
         "connection_timeout": 2.0,
-        "max_transaction_retry_time": 1.0,
         "retry_attempts": 2,
         "retry_backoff": 0.1,
     }

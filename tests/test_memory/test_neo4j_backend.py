@@ -281,22 +281,3 @@ def test_names_formatted_into_cypher_are_validated() -> None:
             Neo4jBackend(unchecked, dimension=DIM)
     with pytest.raises(MemoryConfigError, match="index_type"):
         Neo4jBackend(backend("bolt://127.0.0.1:1").settings, dimension=DIM, metric="manhattan")
-
-
-async def test_existing_driver_is_reused_and_not_closed(neo4j_clean_uri: str) -> None:
-    from neo4j import AsyncGraphDatabase
-
-    with pytest.raises(MemoryConfigError, match="use_existing_connection"):
-        await backend(neo4j_clean_uri, use_existing_connection=True).open()
-    async with AsyncGraphDatabase.driver(neo4j_clean_uri, auth=None) as driver:
-        b = Neo4jBackend(
-            backend(neo4j_clean_uri, use_existing_connection=True).settings,
-            dimension=DIM,
-            driver=driver,
-        )
-        await b.open()
-        await b.upsert([record("shared")])
-        await b.close()
-        await driver.verify_connectivity()  # still usable: the backend did not close it
-        result = await driver.execute_query(f"MATCH (m:{LABEL}) RETURN count(m) AS n")
-        assert result.records[0]["n"] == 1

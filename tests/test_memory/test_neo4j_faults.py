@@ -20,7 +20,6 @@ from test_memory.neo4j_helpers import backend, record
 pytestmark = [pytest.mark.neo4j, pytest.mark.integration, pytest.mark.slow]
 FAST_FAIL = {
     "connection_timeout": 1.0,
-    "max_transaction_retry_time": 0.5,
     "retry_attempts": 2,
     "retry_backoff": 0.1,
 }
@@ -179,3 +178,41 @@ async def test_client_reads_raise_mid_run_with_on_unavailable_fail(
         await client.close()
         if not server.running:
             server.start()
+
+
+async def test_a_server_killed_mid_run_costs_seconds_and_one_warning(
+    embedder: Embedder, tmp_path: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The default retry settings: SIGKILL the server, then keep working. Each call after the
+    first failure fails fast; writes wait in the outbox; one warning says memory is off."""
+    with Neo4jTestServer() as private:
+        config = MemoryConfig(
+            backend="neo4j", neo4j={"uri": private.uri, "password": None},
+            faiss={"path": str(tmp_path)}, retrieval={"min_similarity": -1.0},
+        )
+        client = MemorySystemClient(config, session_id="killed", embedder=embedder)
+        kept = await client.store(content="STAR aligns RNA-seq reads")
+        assert [m.id for m in await client.retrieve(query="reads")] == [kept]
+        private.stop(kill=True)
+        caplog.clear()
+        caplog.set_level(logging.INFO)
+        started = time.monotonic()
+        for i in range(4):
+            await client.store(content=f"finding {i} made while the server is gone")
+            assert await client.retrieve(query=f"finding {i}") == []
+        assert await client.get_related_memories(kept) == []
+        elapsed = time.monotonic() - started
+        assert elapsed < 10, f"8 calls took {elapsed:.1f}s with the server gone"
+        stats = await client.stats()
+        assert (stats.available, stats.outbox) == (False, 4)
+
+        warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert [r for r in caplog.records if r.name.startswith("neo4j")] == []  # driver quiet
+        lost = [r for r in warnings if "was lost" in r.getMessage()]
+        assert len(lost) == 1 and f"Neo4j at {private.uri}" in lost[0].getMessage()
+        assert len(warnings) <= 2  # that one, and the outbox's note that writes are kept
+        await client.close()
+        spilled = client.writes.spilled_file
+        assert spilled is not None
+        with open(spilled, encoding="utf-8") as fh:
+            assert len(fh.readlines()) == 4

@@ -99,11 +99,10 @@ class Neo4jConfig(_Section):
     node_label: str = Field(default="Memory", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
     max_connection_pool_size: int = Field(default=50, ge=1)
     batch_size: int = Field(default=500, ge=1)
-    use_existing_connection: bool = False
     similarity_to_threshold: float | None = Field(default=None, ge=-1.0, le=1.0)
     connection_timeout: float = Field(default=5.0, gt=0)
-    max_transaction_retry_time: float = Field(default=5.0, ge=0)
-    retry_attempts: int = Field(default=3, ge=0)
+    # Ours are the only retries (the driver's are off): at most retry_backoff * (2**n - 1) s.
+    retry_attempts: int = Field(default=3, ge=0, le=10)
     retry_backoff: float = Field(default=0.5, ge=0)
 
 

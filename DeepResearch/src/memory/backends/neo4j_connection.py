@@ -1,11 +1,17 @@
-"""The neo4j backend's connection: driver, schema set-up, retries with backoff.
+"""The neo4j backend's connection: driver, schema set-up, one bounded retry policy.
 
-A server that cannot be reached at `open()` gives MemoryBackendError at once (no retries: the
-client then warns once and degrades). An operation that loses the server later is retried
-`retry_attempts` times with exponential backoff (`retry_backoff`, doubled each time; the
-driver's own transaction retries are bounded by `max_transaction_retry_time`), then raises
-MemoryBackendError, so the client's outbox keeps the write for later. While the server is known
-to be down, each call first probes it once and fails fast instead of retrying again.
+- A server that cannot be reached at `open()` gives MemoryBackendError at once (no retries:
+  the client then warns once and degrades).
+- Retries are ours alone: the driver's own transaction retries are never used (explicit
+  transactions and auto-commit reads do not retry), so the two cannot stack. A call that
+  fails for a reason worth retrying (connection lost, session expired, a transient server
+  error) is retried `retry_attempts` times after `retry_backoff`, doubled each time
+  (defaults: 3 retries, 0.5 + 1 + 2 s), then raises MemoryBackendError and marks the server
+  down. While it is down, every call makes one connection attempt (refused at once by a
+  stopped server) instead of the retry schedule, and raises MemoryBackendError.
+- Data the server refuses (a type error, an invalid property name, a constraint) raises
+  MemoryInputError with the server's reason, never retried; other refusals (permissions, a
+  missing database) raise MemoryBackendError, not retried either.
 """
 
 from __future__ import annotations
@@ -17,16 +23,22 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
+from DeepResearch.src.memory.backends.base import DEFAULT_NAMESPACE
 from DeepResearch.src.memory.backends.neo4j_cypher import Queries
 from DeepResearch.src.memory.errors import (
     IndexMismatchError,
     MemoryBackendError,
-    MemoryConfigError,
+    MemoryInputError,
 )
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-_existing_driver: Any = None
+# Server error classes that mean "this data cannot be stored or matched", not "try later".
+DATA_REFUSALS = ("Neo.ClientError.Statement.", "Neo.ClientError.Schema.")
+
+
+class DataRefused(MemoryInputError):
+    """The server refused the data of a write or read (its code and message are in the text)."""
 
 
 class Neo4jSettings(Protocol):
@@ -41,40 +53,23 @@ class Neo4jSettings(Protocol):
     node_label: str
     max_connection_pool_size: int
     batch_size: int
-    use_existing_connection: bool
     similarity_to_threshold: float | None
     connection_timeout: float
-    max_transaction_retry_time: float
     retry_attempts: int
     retry_backoff: float
 
 
-def register_existing_driver(driver: Any) -> None:
-    """Share the framework's own neo4j AsyncDriver (its `db.neo4j` connection) with memory
-    backends configured with `use_existing_connection: true`. They never close it."""
-    global _existing_driver
-    _existing_driver = driver
-
-
 class Neo4jConnection:
-    """One driver (ours, or an existing one we never close) to one database."""
+    """One driver to one database."""
 
     def __init__(
-        self,
-        settings: Neo4jSettings,
-        queries: Queries,
-        *,
-        dimension: int,
-        similarity: str,
-        driver: Any = None,
+        self, settings: Neo4jSettings, queries: Queries, *, dimension: int, similarity: str
     ) -> None:
         self.settings = settings
         self.q = queries
         self.dimension = dimension
         self.similarity = similarity
-        self._given_driver = driver
         self.driver: Any = None
-        self._owns_driver = False
         self.server_agent = ""
         self.down_since: float | None = None  # set when retries ran out; cleared on success
 
@@ -85,30 +80,19 @@ class Neo4jConnection:
         password = self.settings.password or os.environ.get("NEO4J_PASSWORD")
         return (self.settings.username, password) if password else None
 
-    def _make_driver(self) -> tuple[Any, bool]:
-        if self.settings.use_existing_connection:
-            driver = self._given_driver or _existing_driver
-            if driver is None:
-                raise MemoryConfigError(
-                    "memory.neo4j.use_existing_connection=true but no existing Neo4j driver "
-                    "was given: pass driver= or call register_existing_driver(driver) first"
-                )
-            return driver, False
-        if self._given_driver is not None:
-            return self._given_driver, False
+    def _make_driver(self) -> Any:
         from neo4j import AsyncGraphDatabase
 
         s = self.settings
-        driver = AsyncGraphDatabase.driver(
+        return AsyncGraphDatabase.driver(
             s.uri,
             auth=self._auth(),
             max_connection_pool_size=s.max_connection_pool_size,
             connection_timeout=s.connection_timeout,
             connection_acquisition_timeout=max(2 * s.connection_timeout, 1.0),
-            max_transaction_retry_time=s.max_transaction_retry_time,
+            max_transaction_retry_time=0.0,  # execute_query (schema set-up) must not retry either
             notifications_min_severity="OFF",
         )
-        return driver, True
 
     async def open(self) -> None:
         """Connect, check the server, create the schema; MemoryBackendError if impossible."""
@@ -116,9 +100,7 @@ class Neo4jConnection:
         from neo4j.exceptions import AuthError
 
         try:
-            self.driver, self._owns_driver = self._make_driver()
-        except MemoryConfigError:
-            raise
+            self.driver = self._make_driver()
         except ValueError as exc:  # e.g. a malformed URI
             raise MemoryBackendError(f"memory.neo4j.uri={self.settings.uri!r}: {exc}") from exc
         try:
@@ -132,7 +114,7 @@ class Neo4jConnection:
                 f"{self.where()} refused the credentials of user {self.settings.username!r} "
                 "(memory.neo4j.username / memory.neo4j.password or NEO4J_PASSWORD)"
             ) from exc
-        except (MemoryBackendError, MemoryConfigError):
+        except MemoryBackendError:
             await self.close()
             raise
         except Exception as exc:  # Neo4jError, DriverError (ServiceUnavailable...), OSError
@@ -150,6 +132,15 @@ class Neo4jConnection:
                     f"{self.where()} runs {self.server_agent}; the neo4j memory backend "
                     "needs Neo4j 5.18 or newer (vector index, Cypher 5 subqueries)"
                 )
+        named = await self.driver.execute_query(
+            self.q.show_index, {"name": self.q.namespace_index}, database_=self.settings.database
+        )
+        if not named.records:  # first open by a version with namespaces (before its index)
+            async with self.driver.session(database=self.settings.database) as session:
+                result = await session.run(
+                    self.q.default_namespace, {"namespace": DEFAULT_NAMESPACE}
+                )
+                await result.consume()
         for statement in self.q.schema:
             await self.driver.execute_query(statement, database_=self.settings.database)
         await self.driver.execute_query(
@@ -208,102 +199,128 @@ class Neo4jConnection:
             )
 
     async def close(self) -> None:
+        self.down_since = None
         driver, self.driver = self.driver, None
-        if driver is not None and self._owns_driver:
+        if driver is not None:
             try:
                 await driver.close()
             except Exception as exc:  # closing a driver to a dead server must not mask errors
                 log.debug("closing the Neo4j driver failed: %s", exc)
 
+
     # --- retries -------------------------------------------------------------------------
     async def retrying(self, what: str, op: Callable[[], Awaitable[T]]) -> T:
-        from neo4j.exceptions import (
-            ClientError,
-            DriverError,
-            Neo4jError,
-            ServiceUnavailable,
-            SessionExpired,
-            TransientError,
-        )
+        """`op()`, retried as the module docstring says; MemoryBackendError or DataRefused."""
+        from neo4j.exceptions import ClientError, DriverError, Neo4jError
 
         if self.driver is None:
             raise MemoryBackendError(f"neo4j backend is not open (call open() first) for {what}")
         if self.down_since is not None:
-            # Known down: one cheap probe instead of the full retry schedule, so every call
-            # made during an outage does not stall for the whole backoff.
-            try:
-                await self.driver.verify_connectivity()
-            except Exception as exc:
-                raise MemoryBackendError(
-                    f"{self.where()} unavailable for {time.monotonic() - self.down_since:.0f}s: "
-                    f"{what} not attempted ({type(exc).__name__}: {exc})"
-                ) from exc
-            self.down_since = None
-            log.warning("%s is reachable again", self.where())
+            await self._probe(what)
         attempts = self.settings.retry_attempts + 1
-        last: Exception | None = None
         for attempt in range(attempts):
             try:
                 return await op()
-            except ClientError as exc:  # a query the server rejects will not succeed later
+            except (UnicodeEncodeError, OverflowError) as exc:  # the driver cannot send it
+                raise DataRefused(f"{what}: a value cannot be sent to Neo4j: {exc}") from exc
+            except ClientError as exc:
+                if str(exc.code).startswith(DATA_REFUSALS):
+                    raise DataRefused(
+                        f"{self.where()} refused {what}: {exc.code}: {exc.message}"
+                    ) from exc
                 raise MemoryBackendError(
                     f"{self.where()} rejected {what}: {exc.code}: {exc.message}"
                 ) from exc
-            except (
-                TimeoutError,
-                ServiceUnavailable,
-                SessionExpired,
-                TransientError,
-                DriverError,
-                Neo4jError,
-                OSError,
-            ) as exc:
-                last = exc
-                if attempt + 1 < attempts:
-                    delay = self.settings.retry_backoff * 2**attempt
-                    log.info(
-                        "Neo4j %s failed (%s: %s); retry %d/%d in %.2fs",
-                        what,
-                        type(exc).__name__,
-                        exc,
-                        attempt + 1,
-                        attempts - 1,
-                        delay,
-                    )
-                    await asyncio.sleep(delay)
-        self.down_since = time.monotonic()
-        raise MemoryBackendError(
-            f"{self.where()} unavailable: {what} failed after {attempts} attempt(s): "
-            f"{type(last).__name__}: {last}"
-        ) from last
+            except (Neo4jError, DriverError, OSError) as exc:
+                retryable = isinstance(exc, OSError) or exc.is_retryable()
+                if not retryable:
+                    raise MemoryBackendError(
+                        f"{self.where()} failed {what}: {type(exc).__name__}: {exc}"
+                    ) from exc
+                if attempt + 1 == attempts:
+                    self.down_since = time.monotonic()
+                    raise MemoryBackendError(
+                        f"{self.where()} unavailable: {what} failed after {attempts} "
+                        f"attempt(s): {type(exc).__name__}: {exc}"
+                    ) from exc
+                delay = self.settings.retry_backoff * 2**attempt
+                log.info(
+                    "Neo4j %s failed (%s: %s); retry %d/%d in %.2fs",
+                    what, type(exc).__name__, exc, attempt + 1, attempts - 1, delay,
+                )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _probe(self, what: str) -> None:
+        """Known down: one connection attempt instead of the whole retry schedule, so each
+        call made during an outage fails at once."""
+        try:
+            await self.driver.verify_connectivity()
+        except Exception as exc:
+            raise MemoryBackendError(
+                f"{self.where()} unavailable for {time.monotonic() - self.down_since:.0f}s: "
+                f"{what} not attempted ({type(exc).__name__}: {exc})"
+            ) from exc
+        self.down_since = None
+        log.info("%s is reachable again", self.where())
+
+    def _session(self, access_mode: str) -> Any:
+        return self.driver.session(
+            database=self.settings.database,
+            default_access_mode=access_mode,
+            # shared by reads and writes: a read routed to a replica sees our last write
+            bookmark_manager=self.driver.execute_query_bookmark_manager,
+        )
 
     async def read(self, what: str, query: str, params: dict[str, Any]) -> list[Any]:
-        from neo4j import RoutingControl
+        from neo4j import READ_ACCESS
 
         async def op() -> list[Any]:
-            result = await self.driver.execute_query(
-                query, params, database_=self.settings.database, routing_=RoutingControl.READ
-            )
-            return list(result.records)
+            async with self._session(READ_ACCESS) as session:
+                result = await session.run(query, params)
+                return [record async for record in result]
 
         return await self.retrying(what, op)
 
-    async def write(self, what: str, statements: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-        """Run the statements in one write transaction; the last one's records."""
+    async def write(
+        self,
+        what: str,
+        statements: list[tuple[str, dict[str, Any]]],
+        stop: Callable[[int, list[Any]], BaseException | None] | None = None,
+    ) -> list[Any]:
+        """Run the statements in one write transaction (see `transaction`), with retries."""
+        return await self.retrying(
+            what, lambda: self.transaction(statements, commit=True, stop=stop)
+        )
 
-        async def work(tx: Any) -> list[Any]:
-            records: list[Any] = []
-            for query, params in statements:
-                result = await tx.run(query, params)
-                records = [r async for r in result]
+    async def transaction(
+        self,
+        statements: list[tuple[str, dict[str, Any]]],
+        *,
+        commit: bool,
+        stop: Callable[[int, list[Any]], BaseException | None] | None = None,
+    ) -> list[Any]:
+        """One write transaction, committed or (`commit=False`) rolled back; the last
+        statement's records. `stop(i, records)` may return an exception after statement i:
+        the transaction is rolled back and that exception raised. Not retried."""
+        from neo4j import WRITE_ACCESS
+
+        async with self._session(WRITE_ACCESS) as session:
+            tx = await session.begin_transaction()
+            try:
+                records: list[Any] = []
+                for i, (query, params) in enumerate(statements):
+                    result = await tx.run(query, params)
+                    records = [record async for record in result]
+                    refusal = stop(i, records) if stop is not None else None
+                    if refusal is not None:
+                        raise refusal
+            except BaseException:
+                if not tx.closed():
+                    try:
+                        await tx.close()  # rolls back
+                    except Exception as exc:  # the error in flight is the one to report
+                        log.debug("rolling back a Neo4j transaction failed: %s", exc)
+                raise
+            await (tx.commit() if commit else tx.rollback())
             return records
-
-        async def op() -> list[Any]:
-            async with self.driver.session(
-                database=self.settings.database,
-                # the bookmarks execute_query uses: reads routed to a replica see this write
-                bookmark_manager=self.driver.execute_query_bookmark_manager,
-            ) as session:
-                return await session.execute_write(work)
-
-        return await self.retrying(what, op)

@@ -1,4 +1,4 @@
-"""The Cypher of the neo4j backend, and the conversions between `MemoryRecord` and node properties.
+"""The Cypher of the neo4j backend (the node properties are built in neo4j_records.py).
 
 Injection safety: every value a user can influence (ids, content, metadata keys and values,
 vectors, filters, the text query) travels as a query *parameter*. The only things formatted
@@ -7,32 +7,27 @@ the backend is built, (b) relationship types taken from the fixed `REL_TYPES` ta
 value was checked against `RelationType`, (c) a traversal depth checked to be an int in
 1..MAX_DEPTH, and (d) constant WHERE fragments chosen by which filter fields are set.
 
-Graph model: `(:Memory {id, session_id, memory_type, content, created_at, ...})` with the
-metadata kept verbatim as a JSON string (`metadata_json`; Neo4j cannot store maps) and, for
-filtering, each scalar metadata value also as a property `md.<key>` (read with the dynamic
-lookup `m[$key]`, so keys need no escaping). Relations are edges FOLLOWS / CAUSED_BY /
-REFERENCES / PART_OF / SIMILAR_TO from the record to its target; a target not written yet is a
-placeholder node labelled `<Label>Pending` until its memory arrives.
+Graph model: `(:Memory {id, namespace, session_id, memory_type, content, created_at, ...})`;
+metadata values are read by filters with the dynamic lookup `m[$key]` (keys need no escaping).
+Relations are edges FOLLOWS / CAUSED_BY / REFERENCES / PART_OF / SIMILAR_TO from the record to
+its target; a target not written yet is a placeholder node labelled `<Label>Pending` until its
+memory arrives. Namespaces: every filtered query tests `m.namespace IN $f_namespaces`, and a
+filtered relation walk only steps on memories of those namespaces.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
-from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.base import MemoryFilter
 from DeepResearch.src.memory.errors import MemoryConfigError, MemoryInputError
 from DeepResearch.src.memory.models import RelationType
-from DeepResearch.src.memory.text import token_string, tokenize
+from DeepResearch.src.memory.text import tokenize
 
 NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 META_PREFIX = "md."
 MAX_DEPTH = 10
-_INT64 = (-(2**63), 2**63 - 1)
 # RelationType value -> relationship type. The only source of relationship types in queries.
 REL_TYPES: dict[str, str] = {t.value: t.value.upper() for t in RelationType}
 ALL_REL_TYPES = list(REL_TYPES.values())
@@ -40,7 +35,7 @@ REL_VALUES = {v: k for k, v in REL_TYPES.items()}
 
 # Fields read back into a MemoryRecord (a fixed projection: no md.* copies over the wire).
 RETURN_FIELDS = (
-    "id session_id memory_type content created_at agent_type importance temporal_weight "
+    "id namespace session_id memory_type content created_at agent_type importance temporal_weight "
     "expires_at content_codec content_blob metadata_json relations_json embedding"
 ).split()
 PROJECTION = "m {" + ", ".join(f".{f}" for f in RETURN_FIELDS) + "}"
@@ -73,6 +68,7 @@ def filter_clause(flt: MemoryFilter, var: str = "m") -> tuple[str, dict[str, Any
     params: dict[str, Any] = {}
     for attr, prop in (
         ("ids", "id"),
+        ("namespaces", "namespace"),
         ("session_ids", "session_id"),
         ("memory_types", "memory_type"),
         ("agent_types", "agent_type"),
@@ -130,85 +126,6 @@ def fulltext_query(text: str, max_terms: int = 512) -> str:
     return " ".join(lucene_escape(w) for w in words)
 
 
-# --- records <-> properties ------------------------------------------------------------------
-def _flat_metadata(metadata: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """`md.<key>` properties for scalar values; the keys whose values cannot be filtered on."""
-    flat: dict[str, Any] = {}
-    complex_keys: list[str] = []
-    for key, value in metadata.items():
-        if value is None:
-            continue
-        if isinstance(value, bool | str | float) or (
-            isinstance(value, int) and _INT64[0] <= value <= _INT64[1]
-        ):
-            flat[META_PREFIX + str(key)] = value
-        else:
-            complex_keys.append(str(key))
-    return flat, complex_keys
-
-
-def record_row(record: MemoryRecord, dimension: int) -> dict[str, Any]:
-    """The UNWIND row for one record: {id, props, vector}."""
-    try:
-        metadata_json = json.dumps(record.metadata, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise MemoryInputError(
-            f"record {record.id!r}: metadata is not JSON-serialisable ({exc})"
-        ) from None
-    vector = None
-    if record.vector is not None:
-        arr = np.asarray(record.vector, dtype=np.float32)
-        if arr.shape != (dimension,) or not np.all(np.isfinite(arr)):
-            raise MemoryInputError(
-                f"record {record.id!r}: vector of shape {arr.shape} (finite: "
-                f"{bool(np.all(np.isfinite(arr)))}), expected ({dimension},) finite floats"
-            )
-        vector = arr.tolist()
-    for rel, _target in record.relations:
-        rel_type(rel)
-    flat, complex_keys = _flat_metadata(record.metadata)
-    props: dict[str, Any] = {
-        **flat,
-        "id": record.id,
-        "session_id": record.session_id,
-        "memory_type": record.memory_type,
-        "content": record.content,
-        "search_text": token_string(record.content),  # what the full-text index matches
-        "created_at": float(record.created_at),
-        "agent_type": record.agent_type,
-        "importance": float(record.importance),
-        "temporal_weight": float(record.temporal_weight),
-        "expires_at": None if record.expires_at is None else float(record.expires_at),
-        "content_codec": record.content_codec,
-        "content_blob": None if record.content_blob is None else bytes(record.content_blob),
-        "metadata_json": metadata_json,
-        "relations_json": json.dumps([[t, target] for t, target in record.relations]),
-        "md_complex": complex_keys or None,
-    }
-    return {"id": record.id, "props": props, "vector": vector}
-
-
-def record_from_props(p: Mapping[str, Any]) -> MemoryRecord:
-    vector = p.get("embedding")
-    blob = p.get("content_blob")
-    return MemoryRecord(
-        id=p["id"],
-        session_id=p["session_id"],
-        memory_type=p["memory_type"],
-        content=p.get("content") or "",
-        created_at=float(p["created_at"]),
-        agent_type=p.get("agent_type"),
-        importance=float(p.get("importance", 0.5)),
-        temporal_weight=float(p.get("temporal_weight", 1.0)),
-        expires_at=None if p.get("expires_at") is None else float(p["expires_at"]),
-        content_codec=p.get("content_codec"),
-        content_blob=None if blob is None else bytes(blob),
-        metadata=json.loads(p.get("metadata_json") or "{}"),
-        relations=[(t, target) for t, target in json.loads(p.get("relations_json") or "[]")],
-        vector=None if vector is None else np.asarray(vector, dtype=np.float32),
-    )
-
-
 # --- query texts (label/index names validated by the caller) ---------------------------------
 class Queries:
     """Every query the backend runs, built once for one validated label and index pair."""
@@ -219,12 +136,14 @@ class Queries:
         self.vector_index = check_name(vector_index, "index_name")
         self.fulltext_index = check_name(fulltext_index, "fulltext_index_name")
         L, P = f"`{self.label}`", f"`{self.pending}`"
+        self.namespace_index = f"{self.label}_namespace"
         self.schema = [
             f"CREATE CONSTRAINT `{self.label}_id_unique` IF NOT EXISTS "
             f"FOR (m:{L}) REQUIRE m.id IS UNIQUE",
             f"CREATE CONSTRAINT `{self.pending}_id_unique` IF NOT EXISTS "
             f"FOR (m:{P}) REQUIRE m.id IS UNIQUE",
             f"CREATE INDEX `{self.label}_session_id` IF NOT EXISTS FOR (m:{L}) ON (m.session_id)",
+            f"CREATE INDEX `{self.namespace_index}` IF NOT EXISTS FOR (m:{L}) ON (m.namespace)",
             f"CREATE INDEX `{self.label}_created_at` IF NOT EXISTS FOR (m:{L}) ON (m.created_at)",
             # Pre-tokenised text (text.py) split on white space: the same terms as the BM25 index.
             f"CREATE FULLTEXT INDEX `{self.fulltext_index}` IF NOT EXISTS "
@@ -241,6 +160,17 @@ class Queries:
             "WHERE name = $name RETURN type, labelsOrTypes, properties, options"
         )
         self.promote_pending = f"UNWIND $ids AS id MATCH (p:{P} {{id: id}}) REMOVE p:{P} SET p:{L}"
+        # MERGE first (it locks the id), so two writers of one id cannot both pass the check.
+        self.claim_ids = (
+            f"UNWIND $rows AS r MERGE (m:{L} {{id: r.id}}) ON CREATE SET m.namespace = r.namespace "
+            "WITH m, r WHERE m.namespace <> r.namespace "
+            "RETURN m.id AS id, m.namespace AS namespace, r.namespace AS wanted LIMIT 1"
+        )
+        # Nodes written before namespaces existed belong to the default one (auto-commit only).
+        self.default_namespace = (
+            f"MATCH (m:{L}) WHERE m.namespace IS NULL "
+            "CALL (m) { SET m.namespace = $namespace } IN TRANSACTIONS OF 10000 ROWS"
+        )
         self.clear_outgoing = (
             f"UNWIND $ids AS id MATCH (m:{L} {{id: id}})-[r]->() WHERE type(r) IN $types DELETE r"
         )
@@ -260,6 +190,7 @@ class Queries:
             f"UNWIND $rows AS r MATCH (m:{L} {{id: r.id}}) "
             "CALL db.index.vector.queryNodes($index, $k, r.vector) YIELD node, score "
             "WITH m, node, score WHERE node <> m AND score >= $min_score "
+            "AND node.namespace = m.namespace "
             "MERGE (m)-[s:SIMILAR_TO]->(node) SET s.score = score"
         )
         self.total = f"MATCH (m:{L}) RETURN count(m) AS n"
@@ -275,13 +206,21 @@ class Queries:
             f"WITH a, coalesce(b1, b2) AS b WHERE b IS NOT NULL MERGE (a)-[:`{rel}`]->(b)"
         )
 
+    def _filtered_hits(self, where: str) -> str:
+        """One row: `raw` = how many hits the index gave, `found` = the best $k of those
+        passing the filter (the index call comes first and yields `node, score`)."""
+        return (
+            "WITH collect({m: node, score: score}) AS hits "
+            "RETURN size(hits) AS raw, COLLECT { UNWIND hits AS hit "
+            f"WITH hit.m AS m, hit.score AS score WHERE m:{self._label_sql} AND {where} "
+            f"RETURN {{m: {PROJECTION}, score: score}} ORDER BY score DESC LIMIT $k }} AS found"
+        )
+
     def vector_ann(self, where: str) -> str:
-        """Top $fetch from the index, then the filter; `raw` = how many the index gave."""
+        """Top $fetch from the vector index, then the filter."""
         return (
             "CALL db.index.vector.queryNodes($index, $fetch, $vector) YIELD node, score "
-            "WITH collect([node, score]) AS hits UNWIND hits AS hit "
-            f"WITH hit[0] AS m, hit[1] AS score, size(hits) AS raw WHERE {where} "
-            f"RETURN {PROJECTION} AS m, score, raw ORDER BY score DESC LIMIT $k"
+            + self._filtered_hits(where)
         )
 
     def vector_exact(self, where: str) -> str:
@@ -292,12 +231,10 @@ class Queries:
         )
 
     def text(self, where: str) -> str:
+        """Top $fetch from the full-text index, then the filter."""
         return (
             "CALL db.index.fulltext.queryNodes($index, $query, {limit: $fetch}) "
-            "YIELD node, score WITH collect([node, score]) AS hits UNWIND hits AS hit "
-            f"WITH hit[0] AS m, hit[1] AS score, size(hits) AS raw "
-            f"WHERE m:{self._label_sql} AND {where} "
-            f"RETURN {PROJECTION} AS m, score, raw ORDER BY score DESC LIMIT $k"
+            "YIELD node, score " + self._filtered_hits(where)
         )
 
     def get(self) -> str:
@@ -332,15 +269,18 @@ class Queries:
     def drop_orphan_pending(self) -> str:
         return f"MATCH (p:{self._pending_sql}) WHERE NOT (p)--() DELETE p"
 
-    def related(self, depth: int) -> str:
+    def related(self, depth: int, confined: bool) -> str:
         """For every start id in $ids at once: the memories within `depth` hops over the
         relationship types in $types (both directions), with the hop count and the type of
-        the edge that reached each."""
+        the edge that reached each. `confined`: the start and every step are memories of the
+        namespaces $namespaces (the walk never passes through another one)."""
         _check_depth(depth)
         L = self._label_sql
+        inside = " WHERE x.namespace IN $namespaces" if confined else ""
+        start = " WHERE s.namespace IN $namespaces" if confined else ""
         return (
-            f"UNWIND $ids AS start MATCH p = ANY SHORTEST (s:{L} {{id: start}})"
-            f"(()-[r WHERE type(r) IN $types]-(:{L})){{1,{depth}}}(t:{L}) WHERE t <> s "
+            f"UNWIND $ids AS start MATCH p = ANY SHORTEST (s:{L} {{id: start}}{start})"
+            f"(()-[r WHERE type(r) IN $types]-(x:{L}{inside})){{1,{depth}}}(t:{L}) WHERE t <> s "
             f"WITH start, t AS m, length(p) AS depth, type(last(relationships(p))) AS rel "
             f"RETURN start, {PROJECTION} AS m, depth, rel ORDER BY start, depth, m.created_at, m.id"
         )

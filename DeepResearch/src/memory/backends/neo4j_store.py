@@ -5,12 +5,16 @@ relationship edges, in a Neo4j 5.26+ server (a single instance, a cluster or a h
   similarity is 'cosine' for metric cosine *and* dot_product (vectors are unit-norm, so the
   two orders agree and Neo4j has no dot-product index), 'euclidean' for euclidean. Whatever
   the index, candidates are re-scored with the exact cosine similarity in [-1, 1].
-- Search: `db.index.vector.queryNodes` over-fetches, then filters; when the filter leaves
-  fewer than k, or names sessions/ids with few records, an exact filtered scan answers.
-- Faults: an unreachable server at `open()` raises MemoryBackendError (the client warns once
-  and degrades, or fails with on_unavailable=fail). Losing the server later: each operation is
-  retried `retry_attempts` times with exponential backoff, then MemoryBackendError, so the
-  client's outbox keeps the write. The driver is closed on every path.
+- Search: `db.index.vector.queryNodes` over-fetches, then filters, fetching 4x more while
+  the filter leaves fewer than k; past MAX_ANN_FETCH, or when the filter names sessions/ids
+  with few records, an exact filtered scan answers.
+- Namespaces: every node carries `namespace` (indexed); filters, walks and deletes honour
+  `MemoryFilter.namespaces`. An upsert of an id that exists in another namespace raises
+  MemoryBackendError and writes nothing of its batch (checked inside the write transaction).
+- Bad records: each is checked before the write (neo4j_records.py); data the server still
+  refuses raises MemoryInputError naming the record and the server's reason. Neither is
+  retried, and a batch refused writes nothing.
+- Faults: see neo4j_connection.py (bounded retries, then fail fast while the server is down).
 """
 
 from __future__ import annotations
@@ -31,12 +35,10 @@ from DeepResearch.src.memory.backends.base import (
 )
 from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.backends.neo4j_connection import (
+    DataRefused,
     Neo4jConnection,
     Neo4jSettings,
-    register_existing_driver,
 )
-
-__all__ = ["Neo4jBackend", "Neo4jSettings", "register_existing_driver"]
 from DeepResearch.src.memory.backends.neo4j_cypher import (
     ALL_REL_TYPES,
     REL_VALUES,
@@ -44,10 +46,9 @@ from DeepResearch.src.memory.backends.neo4j_cypher import (
     filter_clause,
     fulltext_query,
     is_selective,
-    record_from_props,
-    record_row,
     rel_type,
 )
+from DeepResearch.src.memory.backends.neo4j_records import record_from_props, record_row
 from DeepResearch.src.memory.errors import (
     MemoryBackendError,
     MemoryConfigError,
@@ -56,8 +57,9 @@ from DeepResearch.src.memory.errors import (
 
 log = logging.getLogger(__name__)
 METRICS = {"cosine": "cosine", "dot_product": "cosine", "euclidean": "euclidean"}
-OVERFETCH = 4  # ANN candidates fetched per wanted result before filtering
+OVERFETCH = 4  # index hits fetched per wanted result before filtering (and growth factor)
 EXACT_BELOW = 2000  # a session/id filter matching at most this many records is scanned exactly
+MAX_ANN_FETCH = 10_000  # vector hits read at most before an exact filtered scan answers
 MAX_TEXT_FETCH = 100_000  # full-text hits read at most before filtering
 SIMILAR_TO_NEIGHBOURS = 5
 
@@ -66,9 +68,7 @@ class Neo4jBackend(MemoryBackend):
     name: ClassVar[str] = "neo4j"
     lexical_in_process: ClassVar[bool] = False  # Lucene runs on the server
 
-    def __init__(
-        self, settings: Neo4jSettings, *, dimension: int, metric: str = "cosine", driver: Any = None
-    ) -> None:
+    def __init__(self, settings: Neo4jSettings, *, dimension: int, metric: str = "cosine") -> None:
         if not isinstance(dimension, int) or not 1 <= dimension <= 4096:
             raise MemoryConfigError(
                 f"memory.vector_store.embedding_dimension={dimension!r}: Neo4j vector indexes "
@@ -84,7 +84,7 @@ class Neo4jBackend(MemoryBackend):
         self.similarity = METRICS[metric]
         self.q = Queries(settings.node_label, settings.index_name, settings.fulltext_index_name)
         self.conn = Neo4jConnection(
-            settings, self.q, dimension=dimension, similarity=self.similarity, driver=driver
+            settings, self.q, dimension=dimension, similarity=self.similarity
         )
 
     async def open(self) -> None:
@@ -99,18 +99,26 @@ class Neo4jBackend(MemoryBackend):
 
     # --- writes --------------------------------------------------------------------------
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        rows = [record_row(r, self.dimension) for r in records]
+        rows = [record_row(r, self.dimension) for r in records]  # all checked before any write
+        owner: dict[str, str] = {}
+        for row in rows:
+            if owner.setdefault(row["id"], row["namespace"]) != row["namespace"]:
+                raise MemoryBackendError(
+                    f"record id {row['id']!r} is given in namespaces {owner[row['id']]!r} and "
+                    f"{row['namespace']!r} in one upsert; an id belongs to one namespace"
+                )
         size = self.settings.batch_size
         for start in range(0, len(rows), size):
             await self._write_batch(records[start : start + size], rows[start : start + size])
 
-    async def _write_batch(
+    def _batch_statements(
         self, records: Sequence[MemoryRecord], rows: list[dict[str, Any]]
-    ) -> None:
+    ) -> list[tuple[str, dict[str, Any]]]:
         ids = [row["id"] for row in rows]
-        with_vector = [{"id": r["id"], "vector": r["vector"]} for r in rows if r["vector"]]
+        claims = [{"id": row["id"], "namespace": row["namespace"]} for row in rows]
         statements: list[tuple[str, dict[str, Any]]] = [
             (self.q.promote_pending, {"ids": ids}),
+            (self.q.claim_ids, {"rows": claims}),  # statement 1: see _namespace_conflict
             (self.q.clear_outgoing, {"ids": ids, "types": ALL_REL_TYPES}),
             (self.q.write_nodes, {"rows": rows}),
         ]
@@ -123,8 +131,29 @@ class Neo4jBackend(MemoryBackend):
             statements.append((self.q.ensure_targets, {"ids": targets}))
             for rel, group in pairs.items():
                 statements.append((self.q.write_edges(rel), {"pairs": group}))
-        await self.conn.write(f"writing {len(rows)} memories", statements)
+        return statements
+
+    def _namespace_conflict(self, i: int, found: list[Any]) -> MemoryBackendError | None:
+        if i != 1 or not found:
+            return None
+        row = found[0]
+        return MemoryBackendError(
+            f"record id {row['id']!r} already exists in namespace {row['namespace']!r}; it "
+            f"cannot be written to namespace {row['wanted']!r} (a namespace never replaces "
+            "another's memories): nothing of this batch was written. Use another id"
+        )
+
+    async def _write_batch(
+        self, records: Sequence[MemoryRecord], rows: list[dict[str, Any]]
+    ) -> None:
+        what = f"writing {len(rows)} memories"
+        statements = self._batch_statements(records, rows)
+        try:
+            await self.conn.write(what, statements, stop=self._namespace_conflict)
+        except DataRefused as exc:
+            raise await self._name_refused(records, rows, exc) from exc
         threshold = self.settings.similarity_to_threshold
+        with_vector = [{"id": r["id"], "vector": r["vector"]} for r in rows if r["vector"]]
         if threshold is not None and with_vector:
             # After the commit: the vector index does not see writes of its own transaction.
             await self.conn.write(
@@ -141,6 +170,39 @@ class Neo4jBackend(MemoryBackend):
                     )
                 ],
             )
+
+    async def _name_refused(
+        self, records: Sequence[MemoryRecord], rows: list[dict[str, Any]], exc: DataRefused
+    ) -> MemoryInputError:
+        """The server refused a batch: find one record it refuses on its own, by halving the
+        batch in transactions that are rolled back, and name it with the server's reason."""
+        group = list(zip(records, rows, strict=True))
+        while len(group) > 1:
+            half = group[: len(group) // 2]
+            refused = await self._refusal([g[0] for g in half], [g[1] for g in half])
+            group = half if refused is not None else group[len(group) // 2 :]
+        record, row = group[0]
+        reason = await self._refusal([record], [row])
+        if reason is None:  # refused only together: name the batch
+            ids = ", ".join(repr(r.id) for r in records[:5])
+            more = f" and {len(records) - 5} more" if len(records) > 5 else ""
+            return MemoryInputError(f"records {ids}{more}: {exc} (nothing of them written)")
+        return MemoryInputError(
+            f"record {record.id!r} cannot be stored: {reason} (nothing of its batch of "
+            f"{len(records)} was written)"
+        )
+
+    async def _refusal(
+        self, records: Sequence[MemoryRecord], rows: list[dict[str, Any]]
+    ) -> DataRefused | None:
+        try:
+            await self.conn.retrying(
+                "checking memories",
+                lambda: self.conn.transaction(self._batch_statements(records, rows), commit=False),
+            )
+        except DataRefused as exc:
+            return exc
+        return None
 
     def _index_score(self, cosine: float) -> float:
         """The index's score for a cosine similarity between unit vectors."""
@@ -176,11 +238,13 @@ class Neo4jBackend(MemoryBackend):
         rows = await self.conn.read("counting memories", self.q.total, {})
         return int(rows[0]["n"]) if rows else 0
 
-    def _candidates(self, rows: list[Any], query: np.ndarray | None, k: int) -> list[Candidate]:
+    def _candidates(
+        self, found: list[Any], query: np.ndarray | None, k: int
+    ) -> list[Candidate]:
         out = []
-        for row in rows:
-            record = record_from_props(row["m"])
-            score = float(row["score"])
+        for hit in found:
+            record = record_from_props(hit["m"])
+            score = float(hit["score"])
             if query is not None and record.vector is not None:
                 norm = float(np.linalg.norm(record.vector)) or 1.0
                 score = float(np.dot(query, record.vector)) / norm
@@ -188,6 +252,20 @@ class Neo4jBackend(MemoryBackend):
         if query is not None:
             out.sort(key=lambda c: -c.score)
         return out[:k]
+
+    async def _overfetch(
+        self, what: str, query: str, params: dict[str, Any], k: int, cap: int
+    ) -> tuple[list[Any], bool]:
+        """The best k index hits passing the filter, fetching OVERFETCH x more hits while the
+        filter leaves fewer than k and the index has more, up to `cap` hits; and whether
+        that is the full answer (False: `cap` hits were not enough)."""
+        fetch = max(k * OVERFETCH, k + 16)
+        while True:
+            rows = await self.conn.read(what, query, {**params, "fetch": fetch})
+            raw, found = (int(rows[0]["raw"]), list(rows[0]["found"])) if rows else (0, [])
+            if len(found) >= k or raw < fetch or fetch >= cap:
+                return found, len(found) >= k or raw < fetch
+            fetch = min(fetch * OVERFETCH, cap)
 
     async def vector_search(self, vector: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
         query = np.asarray(vector, dtype=np.float32)
@@ -203,17 +281,15 @@ class Neo4jBackend(MemoryBackend):
         query = query / norm
         where, params = filter_clause(flt)
         params = {**params, "vector": query.tolist(), "k": k, "index": self.q.vector_index}
-        exact = is_selective(flt) and await self._count_upto(flt, EXACT_BELOW + 1) <= EXACT_BELOW
-        if not exact:
-            fetch = max(k * OVERFETCH, k + 16)
-            rows = await self.conn.read(
-                "vector search", self.q.vector_ann(where), {**params, "fetch": fetch}
+        found, complete = [], False
+        if not (is_selective(flt) and await self._count_upto(flt, EXACT_BELOW + 1) <= EXACT_BELOW):
+            found, complete = await self._overfetch(
+                "vector search", self.q.vector_ann(where), params, k, max(MAX_ANN_FETCH, k)
             )
-            # Too few left after filtering, and the index may hold more: answer exactly.
-            exact = len(rows) < k and (not rows or rows[0]["raw"] >= fetch)
-        if exact:
+        if not complete:
             rows = await self.conn.read("exact vector search", self.q.vector_exact(where), params)
-        return self._candidates(rows, query, k)
+            found = [{"m": r["m"], "score": r["score"]} for r in rows]
+        return self._candidates(found, query, k)
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         lucene = fulltext_query(query)
@@ -221,20 +297,10 @@ class Neo4jBackend(MemoryBackend):
             return []
         where, params = filter_clause(flt)
         params = {**params, "query": lucene, "k": k, "index": self.q.fulltext_index}
-        fetch = max(k * OVERFETCH, k + 16)
-        while True:
-            rows = await self.conn.read(
-                "text search", self.q.text(where), {**params, "fetch": fetch}
-            )
-            if len(rows) >= k or (rows and rows[0]["raw"] < fetch) or fetch >= MAX_TEXT_FETCH:
-                return self._candidates(rows, None, k)
-            if not rows:  # nothing passed the filter: is there anything more to fetch?
-                probe = await self.conn.read(
-                    "text search", self.q.text("true"), {**params, "fetch": fetch, "k": 1}
-                )
-                if not probe or probe[0]["raw"] < fetch:
-                    return []
-            fetch *= 4
+        cap = max(MAX_TEXT_FETCH, k)
+        # past `cap` hits, the best k of those is the answer
+        found, _ = await self._overfetch("text search", self.q.text(where), params, k, cap)
+        return self._candidates(found, None, k)
 
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
@@ -267,17 +333,20 @@ class Neo4jBackend(MemoryBackend):
         flt: MemoryFilter | None = None,
     ) -> dict[str, list[RelatedRecord]]:
         """One query for all starts (the base class walks `related` once per id: a round
-        trip each, for the ~20 candidates neighbour smoothing asks about). `flt` is applied
-        here, to the rows the walk returns."""
+        trip each, for the ~20 candidates neighbour smoothing asks about). The walk stays
+        inside `flt.namespaces` (start included); the rest of `flt` is applied to what it
+        returns."""
         starts = list(dict.fromkeys(record_ids))
         if depth <= 0 or not starts:
             return {}
         types = ALL_REL_TYPES if relation_types is None else [rel_type(t) for t in relation_types]
         if not types:
             return {}
-        rows = await self.conn.read(
-            "walking relations", self.q.related(depth), {"ids": starts, "types": types}
-        )
+        params: dict[str, Any] = {"ids": starts, "types": types}
+        confined = flt is not None and flt.namespaces is not None
+        if confined:
+            params["namespaces"] = list(flt.namespaces)
+        rows = await self.conn.read("walking relations", self.q.related(depth, confined), params)
         out: dict[str, list[RelatedRecord]] = {}
         for r in rows:
             record = record_from_props(r["m"])

@@ -1,0 +1,83 @@
+"""A record Neo4j cannot store never poisons a batch: it is refused before the write with an
+error naming it (or, if the server refuses it, with the server's reason), nothing of its batch
+is written, and the next batch lands. Real server throughout."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from DeepResearch.src.memory.backends.base import MemoryFilter
+from DeepResearch.src.memory.backends.neo4j_connection import DataRefused
+from DeepResearch.src.memory.backends.neo4j_records import record_row
+from DeepResearch.src.memory.backends.neo4j_store import Neo4jBackend
+from DeepResearch.src.memory.errors import MemoryInputError
+from test_memory.neo4j_helpers import DIM, backend, record
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.integration]
+
+
+@pytest.fixture
+async def store(neo4j_clean_uri: str) -> AsyncIterator[Neo4jBackend]:
+    b = backend(neo4j_clean_uri, batch_size=8)
+    await b.open()
+    yield b
+    await b.close()
+
+
+def batch(prefix: str, n: int = 20) -> list:
+    return [record(f"{prefix}{i}", seed=i, metadata={"i": i}) for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        (record("bad", metadata={"tool\x00name": "bwa"}), r"metadata key 'tool\\x00name' contains NUL"),
+        (record("bad", content="lone \ud800 surrogate"), "content is not valid UTF-8"),
+        (record("bad", metadata={"k\udcff": 1}), "metadata key .* is not valid UTF-8"),
+        (record("bad", metadata={"deep": {"x": ["\ud800"]}}), r"metadata \(a nested"),
+        (record("bad", relations=[("follows", "t\ud800")]), "relation target"),
+        (record("bad", importance=float("nan")), "importance=nan must be a finite number"),
+        (record("bad", metadata={"x": {1, 2}}), "not JSON-serialisable"),
+    ],
+)
+async def test_one_bad_record_is_named_and_the_next_batch_lands(
+    store: Neo4jBackend, bad: object, named: str
+) -> None:
+    first = batch("a")
+    first.insert(13, bad)  # in the second write transaction of 8
+    with pytest.raises(MemoryInputError, match=rf"record 'bad'.*{named}"):
+        await store.upsert(first)
+    assert await store.count(MemoryFilter()) == 0  # checked before any transaction
+    await store.upsert(batch("b"))
+    assert await store.count(MemoryFilter()) == 20
+
+
+async def test_data_the_server_refuses_is_named_with_its_reason_and_not_retried(
+    store: Neo4jBackend,
+) -> None:
+    # Bypass the check of record_row: the server itself refuses a property name with NUL.
+    records = batch("a", 8)
+    rows = [record_row(r, DIM) for r in records]
+    rows[5]["props"]["md.bad\x00key"] = 1
+    started = time.monotonic()
+    with pytest.raises(MemoryInputError, match=r"record 'a5' cannot be stored: .*"
+                       r"TokenNameError.*null-bytes.*nothing of its batch of 8 was written"):
+        await store._write_batch(records, rows)
+    assert time.monotonic() - started < 5  # refused, not retried with backoff
+    assert await store.count(MemoryFilter()) == 0
+    await store.upsert(batch("b", 8))
+    assert await store.count(MemoryFilter()) == 8
+
+    with pytest.raises(DataRefused, match="TokenNameError") as info:
+        await store.conn.write("writing one", [("CREATE (m:Scratch) SET m = $p", {"p": {"": 1}})])
+    assert isinstance(info.value, MemoryInputError)
+
+
+async def test_a_read_with_text_neo4j_cannot_take_is_an_input_error(store: Neo4jBackend) -> None:
+    await store.upsert(batch("a", 3))
+    with pytest.raises(MemoryInputError, match="cannot be sent to Neo4j"):
+        await store.scan(MemoryFilter(session_ids=("s\ud800",)))
+    assert len(await store.scan(MemoryFilter())) == 3  # the connection is still fine

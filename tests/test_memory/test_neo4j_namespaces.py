@@ -1,0 +1,146 @@
+"""Namespaces on a real Neo4j: a hard boundary for every read, count, delete and relation
+walk, and an id of one namespace is never overwritten from another."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from neo4j import GraphDatabase
+
+from DeepResearch.src.memory.backends.base import MemoryFilter
+from DeepResearch.src.memory.backends.neo4j_store import Neo4jBackend
+from DeepResearch.src.memory.errors import MemoryBackendError
+from test_memory.neo4j_helpers import LABEL, backend, record, unit
+
+pytestmark = [pytest.mark.neo4j, pytest.mark.integration]
+ALICE = MemoryFilter(namespaces=("alice",))
+BOB = MemoryFilter(namespaces=("bob",))
+
+
+@pytest.fixture
+async def store(neo4j_clean_uri: str) -> AsyncIterator[Neo4jBackend]:
+    b = backend(neo4j_clean_uri)
+    await b.open()
+    yield b
+    await b.close()
+
+
+async def twins(store: Neo4jBackend) -> None:
+    """The same three memories (content, vectors, session, relations) in both namespaces."""
+    for ns in ("alice", "bob"):
+        await store.upsert([
+            record(f"{ns}-1", namespace=ns, content="STAR aligns RNA-seq reads", seed=1,
+                   created_at=1.0),
+            record(f"{ns}-2", namespace=ns, content="BWA maps DNA reads", seed=2, created_at=2.0,
+                   relations=[("follows", f"{ns}-1")]),
+            record(f"{ns}-3", namespace=ns, content="Salmon counts reads", seed=3, created_at=3.0,
+                   relations=[("follows", f"{ns}-2")]),
+        ])
+
+
+async def test_reads_counts_and_searches_stay_inside_the_namespace(store: Neo4jBackend) -> None:
+    await twins(store)
+    assert [r.id for r in await store.scan(ALICE)] == ["alice-1", "alice-2", "alice-3"]
+    assert [r.namespace for r in await store.scan(BOB)] == ["bob"] * 3
+    assert await store.count(ALICE) == 3 and await store.count(MemoryFilter()) == 6
+    assert await store.count(MemoryFilter(namespaces=("carol",))) == 0
+
+    dense = await store.vector_search(unit(1), 6, ALICE)
+    assert {c.record.id for c in dense} == {"alice-1", "alice-2", "alice-3"}
+    assert dense[0].record.id == "alice-1" and dense[0].score == pytest.approx(1.0, abs=1e-5)
+    lexical = await store.text_search("reads", 6, BOB)
+    assert {c.record.id for c in lexical} == {"bob-1", "bob-2", "bob-3"}
+    session = MemoryFilter(namespaces=("bob",), session_ids=("s1",))  # the exact-scan path
+    assert {c.record.id for c in await store.vector_search(unit(1), 6, session)} == {
+        "bob-1", "bob-2", "bob-3"
+    }
+    both = MemoryFilter(namespaces=("alice", "bob"))
+    assert len(await store.vector_search(unit(1), 6, both)) == 6
+
+
+async def test_a_small_namespace_among_many_still_finds_k(store: Neo4jBackend) -> None:
+    # 400 memories of one namespace right around the query, 5 of another far from it: the
+    # index's nearest hits are all of the big one, so the search must fetch further.
+    query = unit(7)
+    await store.upsert(
+        [record(f"big{i}", namespace="big", vector=unit(list(query + 0.01 * unit(i))))
+         for i in range(400)]
+    )
+    await store.upsert([record(f"small{i}", namespace="small", vector=-unit(500 + i))
+                        for i in range(5)])
+    found = await store.vector_search(query, 3, MemoryFilter(namespaces=("small",)))
+    assert len(found) == 3 and all(c.record.namespace == "small" for c in found)
+
+
+async def test_delete_removes_only_its_namespace(store: Neo4jBackend) -> None:
+    await twins(store)
+    assert await store.delete(MemoryFilter(namespaces=("alice",), session_ids=("s1",))) == 3
+    assert await store.count(ALICE) == 0
+    assert [r.id for r in await store.scan(BOB)] == ["bob-1", "bob-2", "bob-3"]
+    assert [r.record.id for r in await store.related("bob-1", None, 2)] == ["bob-2", "bob-3"]
+
+
+async def test_relation_walks_never_reach_or_cross_another_namespace(
+    store: Neo4jBackend,
+) -> None:
+    await twins(store)
+    # a bridge: alice-3 -> bob-1 (a relation to an id that is bob's), bob-1 <- bob-2 <- ...
+    await store.upsert([record("alice-3", namespace="alice", content="Salmon counts reads",
+                               seed=3, created_at=3.0,
+                               relations=[("follows", "alice-2"), ("references", "bob-1")])])
+    walk = await store.related_many(["alice-3"], None, 3, ALICE)
+    assert [(r.record.id, r.depth) for r in walk["alice-3"]] == [("alice-2", 1), ("alice-1", 2)]
+    # unconfined, the bridge is there: the confinement is what keeps bob out
+    unconfined = await store.related_many(["alice-3"], None, 2, None)
+    assert "bob-1" in {r.record.id for r in unconfined["alice-3"]}
+    # from bob's side the walk may not step onto alice-3 and beyond
+    assert {r.record.id for r in (await store.related_many(["bob-1"], None, 3, BOB))["bob-1"]} \
+        == {"bob-2", "bob-3"}
+    # a start of another namespace walks nowhere
+    assert await store.related_many(["bob-1"], None, 3, ALICE) == {}
+    assert await store.session_neighbours(["alice-2"], 2, BOB) == {}
+    near = await store.session_neighbours(["alice-2"], 2, ALICE)
+    assert {r.record.id for r in near["alice-2"]} == {"alice-1", "alice-3"}
+
+
+async def test_an_id_of_another_namespace_is_refused_and_nothing_is_written(
+    store: Neo4jBackend, neo4j_clean_uri: str
+) -> None:
+    await store.upsert([record("shared-id", namespace="alice", content="alice's own")])
+    batch = [
+        record("bob-new", namespace="bob", content="would be written first"),
+        record("shared-id", namespace="bob", content="bob overwrites alice"),
+        record("bob-later", namespace="bob"),
+    ]
+    with pytest.raises(MemoryBackendError, match=r"'shared-id' already exists in namespace "
+                       r"'alice'.*namespace 'bob'.*nothing of this batch was written"):
+        await store.upsert(batch)
+    [kept] = await store.get(["shared-id"])
+    assert (kept.namespace, kept.content) == ("alice", "alice's own")
+    assert await store.count(BOB) == 0
+    with GraphDatabase.driver(neo4j_clean_uri, auth=None) as driver:
+        nodes = driver.execute_query("MATCH (n) RETURN count(n) AS n").records[0]["n"]
+    assert nodes == 1  # no node, placeholder or edge left by the refused batch
+
+    with pytest.raises(MemoryBackendError, match=r"'twice'.*namespaces 'alice' and 'bob'"):
+        await store.upsert([record("twice", namespace="alice"), record("twice", namespace="bob")])
+    await store.upsert([record("shared-id", namespace="alice", content="alice updates it")])
+    assert (await store.get(["shared-id"]))[0].content == "alice updates it"
+
+
+async def test_memories_written_before_namespaces_join_the_default_one(
+    neo4j_clean_uri: str,
+) -> None:
+    store = backend(neo4j_clean_uri)
+    await store.open()
+    await store.upsert([record("old", content="written by an older version")])
+    await store.close()
+    with GraphDatabase.driver(neo4j_clean_uri, auth=None) as driver:  # as an older version left it
+        driver.execute_query(f"MATCH (m:{LABEL}) REMOVE m.namespace")
+        driver.execute_query(f"DROP INDEX {LABEL}_namespace")
+    await store.open()
+    try:
+        assert [r.id for r in await store.scan(MemoryFilter(namespaces=("default",)))] == ["old"]
+    finally:
+        await store.close()
