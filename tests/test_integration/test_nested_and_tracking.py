@@ -16,11 +16,11 @@ from omegaconf import DictConfig, OmegaConf
 from DeepResearch.src.datatypes.execution import ExecutionResult, ExecutionStatus
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter
-from DeepResearch.src.memory.nested import NestedMemoryContexts
-from DeepResearch.src.memory.run_context import MemoryRun, WorkflowMemorySettings
-from DeepResearch.src.memory.tracking import ToolExecutionTracker
 from DeepResearch.src.tools.runner import ToolRunEvent
 from DeepResearch.src.utils.execution_history import ExecutionItem
+from DeepResearch.src.workflow.memory.nested import NestedMemoryContexts
+from DeepResearch.src.workflow.memory.run_context import MemoryRun, WorkflowMemorySettings
+from DeepResearch.src.workflow.memory.tracking import ToolExecutionTracker
 from DeepResearch.src.workflow.run import create_run_services, run_research
 from DeepResearch.src.workflow.state import ResearchState, SubLoopResult
 
@@ -190,7 +190,7 @@ async def test_keyed_memories_get_their_keys_vectors_whether_the_model_is_needed
     """A key this run's recalls embedded is taken from the query cache (no model call); a new
     key goes through the model; an earlier run's key comes from key_vectors.sqlite. Each
     stored memory carries its key's vector, and every key is kept for later runs."""
-    from DeepResearch.src.memory.integration import key_vector_cache
+    from DeepResearch.src.workflow.memory.integration import key_vector_cache
 
     config = faiss_config()
     async with MemorySystemClient(config) as client:

@@ -17,9 +17,9 @@ from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.backends.base import EMBEDDING_KEY
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryConfigError
-from DeepResearch.src.memory.integration import memory_plugins
 from DeepResearch.src.memory.key_vectors import KeyVectorCache
-from DeepResearch.src.memory.run_context import resolve_memory
+from DeepResearch.src.workflow.memory.integration import memory_plugins
+from DeepResearch.src.workflow.memory.run_context import resolve_memory
 from DeepResearch.src.workflow.run import (
     RunOutcome,
     create_run_services,

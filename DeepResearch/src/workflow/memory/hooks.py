@@ -24,8 +24,8 @@ from uuid import uuid4
 
 from DeepResearch.src.agents.prompts import SUBQUESTION, cited_sources
 from DeepResearch.src.memory.models import RetrievedMemory
-from DeepResearch.src.memory.run_context import MemoryRun, excerpt
 from DeepResearch.src.workflow.hooks import NodeHook
+from DeepResearch.src.workflow.memory.run_context import MemoryRun, excerpt
 
 if TYPE_CHECKING:
     from DeepResearch.src.workflow.base import WorkflowNode

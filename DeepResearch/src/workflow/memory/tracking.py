@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 from DeepResearch.src.datatypes.execution import ExecutionStatus
-from DeepResearch.src.memory.run_context import MemoryRun, excerpt
 from DeepResearch.src.tools.runner import ToolRunEvent
+from DeepResearch.src.workflow.memory.run_context import MemoryRun, excerpt
 
 SUCCESS_IMPORTANCE = 0.4
 FAILURE_IMPORTANCE = 0.7

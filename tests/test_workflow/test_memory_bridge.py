@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from DeepResearch.src.datatypes.execution import ErrorCategory, ExecutionStatus
-from DeepResearch.src.memory.bridge import history_memories
 from DeepResearch.src.utils.execution_history import ExecutionHistory, ExecutionItem
+from DeepResearch.src.workflow.memory.bridge import history_memories
 
 pytestmark = pytest.mark.unit
 QUESTION = "Which aligner suits RNA-seq reads and how are variants called?"

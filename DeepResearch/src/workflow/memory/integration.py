@@ -26,23 +26,23 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 
 from DeepResearch.src.memory.backends import IMPORT_SECONDS
-from DeepResearch.src.memory.bridge import history_memories
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemorySubsystemError
-from DeepResearch.src.memory.hooks import MemoryNodeHook
 from DeepResearch.src.memory.key_vectors import KeyVectorCache
-from DeepResearch.src.memory.nested import NestedMemoryContexts
-from DeepResearch.src.memory.run_context import (
+from DeepResearch.src.memory.toolset import shared_memory_toolset
+from DeepResearch.src.workflow.flows import resolve_flow
+from DeepResearch.src.workflow.hooks import RunHook
+from DeepResearch.src.workflow.memory.bridge import history_memories
+from DeepResearch.src.workflow.memory.hooks import MemoryNodeHook
+from DeepResearch.src.workflow.memory.nested import NestedMemoryContexts
+from DeepResearch.src.workflow.memory.run_context import (
     MemoryRun,
     WorkflowMemorySettings,
     describe,
     resolve_memory,
 )
-from DeepResearch.src.memory.toolset import shared_memory_toolset
-from DeepResearch.src.memory.tracking import ToolExecutionTracker
-from DeepResearch.src.workflow.flows import resolve_flow
-from DeepResearch.src.workflow.hooks import RunHook
+from DeepResearch.src.workflow.memory.tracking import ToolExecutionTracker
 
 if TYPE_CHECKING:
     from DeepResearch.src.workflow.state import ResearchState

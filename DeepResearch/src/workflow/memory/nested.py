@@ -15,8 +15,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from DeepResearch.src.memory.errors import MemorySubsystemError
-from DeepResearch.src.memory.run_context import MemoryRun
 from DeepResearch.src.workflow.hooks import LoopHook
+from DeepResearch.src.workflow.memory.run_context import MemoryRun
 
 if TYPE_CHECKING:
     from DeepResearch.src.workflow.state import ResearchState, SubLoopResult
