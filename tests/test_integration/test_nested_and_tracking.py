@@ -7,9 +7,7 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from uuid import uuid4
 
-import numpy as np
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
@@ -182,39 +180,3 @@ async def test_compound_question_nests_merges_and_logs_every_tool_run_once(
     assert len(copies) == len(originals) and {r.session_id for r in copies} == {root}
     report = (outcome.run_dir / "report.md").read_text()
     assert "merged" in report and "root.1" in report
-
-
-async def test_keyed_memories_get_their_keys_vectors_whether_the_model_is_needed_or_not(
-    faiss_config: Callable[..., MemoryConfig],
-) -> None:
-    """A key this run's recalls embedded is taken from the query cache (no model call); a new
-    key goes through the model; an earlier run's key comes from key_vectors.sqlite. Each
-    stored memory carries its key's vector, and every key is kept for later runs."""
-    from DeepResearch.src.workflow.memory.integration import key_vector_cache
-
-    config = faiss_config()
-    async with MemorySystemClient(config) as client:
-        embedder = client.embedder
-        # `new` is new to the process-wide query cache too (other tests embed questions).
-        asked, new = "Which aligner suits RNA-seq reads?", f"How are variants called? {uuid4().hex}"
-        embedder.embed_query(asked)  # what a loop's recall does first
-        calls: list[list[str]] = []
-        real = embedder.embed
-        embedder.embed = lambda texts: calls.append(list(texts)) or real(texts)  # type: ignore[method-assign]
-        try:
-            run = MemoryRun(client, config, WorkflowMemorySettings(), root_session="k",
-                            key_vectors=key_vector_cache(config))
-            ids = await run.store([{"content": "plan A", "key": asked}], "storing")
-            assert calls == []  # the cached question: no model call
-            ids += await run.store([{"content": "plan B", "key": new},
-                                    {"content": "plan C", "key": asked}], "storing")
-            assert calls == [[new]]  # only the new key reaches the model
-            stored = {r.id: r for r in await client.backend.get(ids)}
-            expected = real([asked, new, asked])
-            for memory_id, vector in zip(ids, expected, strict=True):
-                np.testing.assert_allclose(stored[memory_id].vector, vector, atol=1e-5)
-            assert run.key_vectors is not None
-            assert set(run.key_vectors.lookup([asked, new])) == {asked, new}
-            run.key_vectors.close()
-        finally:
-            embedder.embed = real  # type: ignore[method-assign]

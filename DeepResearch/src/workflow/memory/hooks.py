@@ -153,12 +153,10 @@ class ExecuteMemory(PhaseMemory):
                     state,
                     phase="execute",
                     purpose=f"past failures of {', '.join(tools)}",
-                    query=f"Tool failures of {' '.join(tools)}",
+                    # tool runs say the question they served: those met on a similar one rank first
+                    query=f"Question: {state.question}\nTool failures of {' '.join(tools)}",
                     filters={"memory_type": "tool_execution", "tool": tools, "success": False},
                     agent_type="executor",
-                    # the filter picks the failures; the question's vector (already embedded
-                    # for the plan recall) ranks those met on similar questions first
-                    vector_of=state.question,
                 )
                 if tools
                 else []
@@ -211,7 +209,6 @@ def plan_memory(draft: _PlanDraft, state: ResearchState, succeeded: bool) -> dic
     return {
         "id": draft.memory_id,
         "content": content,
-        "key": draft.question,  # see MemoryRun.store: a loop's memories share its question's vector
         "memory_type": "plan",
         "agent_type": "planner",
         "importance": PLAN_IMPORTANCE,
@@ -230,7 +227,6 @@ def answer_memory(state: ResearchState, plan_id: str | None) -> dict[str, Any]:
     answer = state.final_answer or ""
     return {
         "content": f"Question: {state.question}\nAnswer: {answer}",
-        "key": state.question,  # embedded already for the loop's recalls: no extra model call
         "memory_type": "answer",
         "agent_type": "synthesizer",
         "importance": ANSWER_IMPORTANCE,
