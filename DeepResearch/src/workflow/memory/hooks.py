@@ -175,7 +175,8 @@ class SynthesizeMemory(PhaseMemory):
             filters={"memory_type": "answer"},
             agent_type="synthesizer",
         )
-        earlier = [m for m in found if not m.document.session_id.startswith(run.root_session)]
+        this_run = set(run.sessions.values())
+        earlier = [m for m in found if m.document.session_id not in this_run]
         if earlier:
             state.briefings["synthesizer"] = "\n".join(briefing_line(m) for m in earlier)
 
