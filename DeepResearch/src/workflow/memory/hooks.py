@@ -5,7 +5,7 @@
 | phase | before the node | after the node |
 |---|---|---|
 | plan | recall earlier plans (with outcomes, success-weighted), answers and failure analyses for the question; brief the Planner | keep the plan, to store it with its outcome when the loop ends |
-| execute | recall past failures of the tools the plan uses (once per loop, failure-pattern matching); flag those of the next step's tool to the Executor (prompt, notes, console, research draft) BEFORE the call | (tool runs are taken by the tracker) |
+| execute | recall past failures of the next step's tool (failure-pattern matching); flag them to the Executor (prompt, notes, console, research draft) BEFORE the call | (tool runs are taken by the tracker) |
 | synthesize | recall earlier answers to related questions; brief the Synthesizer | store the answer, and the plan with its outcome |
 
 A node that raises still gets its plan stored, with a failed outcome. Briefings reach the
@@ -116,8 +116,15 @@ class ExecuteMemory(PhaseMemory):
         step = pending[0]
         if step.kind == SUBQUESTION or not step.tool:
             return
-        failures = await self._failures(hook, run, ctx)
-        found = [m for m in failures if m.metadata.get("tool") == step.tool]
+        found = await run.recall(
+            state,
+            phase="execute",
+            purpose=f"past failures of {step.tool}",
+            # tool runs say the question they served: those met on a similar one rank first
+            query=f"Question: {state.question}\nTool failures of {step.tool}",
+            filters={"memory_type": "tool_execution", "tool": step.tool, "success": False},
+            agent_type="executor",
+        )
         if not found:
             return
         lines = [flag_line(m) for m in found]
@@ -138,30 +145,6 @@ class ExecuteMemory(PhaseMemory):
             f"### Loop `{state.loop_id}` {step.name}: memory flags before calling "
             f"`{step.tool}`\n\n" + "\n".join(lines) + "\n",
         )
-
-    @staticmethod
-    async def _failures(
-        hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext
-    ) -> list[RetrievedMemory]:
-        """Past failures of every tool the loop's plan uses: one recall per loop, on the first
-        Execute visit (the query names the tools, so failure-pattern matching applies)."""
-        state = ctx.state
-        if state.loop_id not in hook.failures:
-            tools = sorted({s.tool for s in state.plan if s.kind != SUBQUESTION and s.tool})
-            hook.failures[state.loop_id] = (
-                await run.recall(
-                    state,
-                    phase="execute",
-                    purpose=f"past failures of {', '.join(tools)}",
-                    # tool runs say the question they served: those met on a similar one rank first
-                    query=f"Question: {state.question}\nTool failures of {' '.join(tools)}",
-                    filters={"memory_type": "tool_execution", "tool": tools, "success": False},
-                    agent_type="executor",
-                )
-                if tools
-                else []
-            )
-        return hook.failures[state.loop_id]
 
 
 class SynthesizeMemory(PhaseMemory):
@@ -249,10 +232,9 @@ class MemoryNodeHook(NodeHook):
         self.run: MemoryRun | None = None
         self.plans: dict[str, _PlanDraft] = {}  # loop id -> plan waiting for its outcome
         self.flagged: dict[str, set[str]] = {}  # loop id -> flag lines already shown
-        self.failures: dict[str, list[RetrievedMemory]] = {}  # loop id -> recalled failures
 
     def start(self, run: MemoryRun) -> None:
-        self.run, self.plans, self.flagged, self.failures = run, {}, {}, {}
+        self.run, self.plans, self.flagged = run, {}, {}
 
     def _policy(self, node: WorkflowNode, ctx: NodeContext) -> PhaseMemory | None:
         if self.run is None or ctx.state.memory_client is None:
