@@ -204,26 +204,28 @@ def test_offline_planner_uses_its_memory_section_before_searching_memory_itself(
     assert isinstance(call, ToolCallPart) and call.tool_name == "retrieve_memory"
 
 
-def test_offline_planner_that_splits_the_question_does_not_search_memory() -> None:
-    """A compound question becomes sub-questions whose own loops read documents (and recall
-    for themselves): searching memory for documents to read here would be a wasted turn."""
+def test_offline_planner_that_splits_the_question_searches_memory_too() -> None:
+    """A compound question becomes sub-questions; unbriefed, the planner still asks memory
+    first, as a planner would, and notes in its plan what earlier answers cited."""
     question = "Which aligner suits RNA-seq reads and how are variants called?"
     tools = default_registry().names()
     prompt = planner_prompt(question, tools, 3, "- [plan, succeeded, score 2.100] Plan for 'x'")
-    response = OfflineModel().plan([ModelRequest(parts=[UserPromptPart(prompt)])],
-                                   agent_info("retrieve_memory"))
-    assert not [p for p in response.parts if isinstance(p, ToolCallPart)]
+    (call,) = OfflineModel().plan([ModelRequest(parts=[UserPromptPart(prompt)])],
+                                  agent_info("retrieve_memory")).parts
+    assert isinstance(call, ToolCallPart) and call.tool_name == "retrieve_memory"
+    recalled = {"memories": [
+        {"score": 2.0, "metadata": {"question": "earlier one", "sources": ["variant_calling.md"]}}]}
+    response = OfflineModel().plan([
+        ModelRequest(parts=[UserPromptPart(prompt)]), ModelResponse(parts=[call]),
+        ModelRequest(parts=[ToolReturnPart("retrieve_memory", recalled)]),
+    ], agent_info("retrieve_memory"))
     text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
     assert [s.line() for s in parse_plan(text, tools)] == [
         "1. subquestion: Which aligner suits RNA-seq reads",
         "2. subquestion: how are variants called?",
     ]
-    # Not allowed to split, the same question reads documents: memory is searched first.
-    (call,) = OfflineModel().plan(
-        [ModelRequest(parts=[UserPromptPart(planner_prompt(question, tools, 0, ""))])],
-        agent_info("retrieve_memory"),
-    ).parts
-    assert isinstance(call, ToolCallPart) and call.tool_name == "retrieve_memory"
+    assert "# memory: the earlier answer to 'earlier one' (recalled, score 2.000) cited it: " \
+        "variant_calling.md" in text
 
 
 def test_offline_planner_reads_the_sources_recalled_answers_cited_with_the_top_results() -> None:

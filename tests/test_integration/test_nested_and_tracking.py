@@ -1,4 +1,4 @@
-"""Nested loop contexts (isolation, merge, two levels deep) and tool-run tracking (each tool
+"""Nested loop contexts (isolation, linking, two levels deep) and tool-run tracking (each tool
 run stored exactly once), on real FAISS with the real embedding model."""
 
 from __future__ import annotations
@@ -7,20 +7,18 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from uuid import uuid4
 
-import numpy as np
 import pytest
 from omegaconf import DictConfig, OmegaConf
 
 from DeepResearch.src.datatypes.execution import ExecutionResult, ExecutionStatus
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter
-from DeepResearch.src.memory.nested import NestedMemoryContexts
-from DeepResearch.src.memory.run_context import MemoryRun, WorkflowMemorySettings
-from DeepResearch.src.memory.tracking import ToolExecutionTracker
 from DeepResearch.src.tools.runner import ToolRunEvent
 from DeepResearch.src.utils.execution_history import ExecutionItem
+from DeepResearch.src.workflow.memory.nested import NestedMemoryContexts
+from DeepResearch.src.workflow.memory.run_context import MemoryRun, WorkflowMemorySettings
+from DeepResearch.src.workflow.memory.tracking import ToolExecutionTracker
 from DeepResearch.src.workflow.run import create_run_services, run_research
 from DeepResearch.src.workflow.state import ResearchState, SubLoopResult
 
@@ -57,7 +55,7 @@ def faiss_config(tmp_path: Path) -> Callable[..., MemoryConfig]:
     return make
 
 
-async def test_nested_contexts_isolate_inherit_and_merge_two_levels(
+async def test_nested_contexts_isolate_inherit_and_link_two_levels(
     faiss_config: Callable[..., MemoryConfig],
 ) -> None:
     async with MemorySystemClient(faiss_config(), session_id="run") as client:
@@ -85,44 +83,41 @@ async def test_nested_contexts_isolate_inherit_and_merge_two_levels(
         }
         for session, fact in facts.items():
             await client.store(fact, session_id=session)
-        # The same text in grandchild and child: merged once only.
-        await client.store("Shared fact: aligners map reads.", session_id="run:root.1")
-        await client.store("Shared fact: aligners map reads.", session_id="run:root.1:root.1.1")
 
-        # Own + ancestors, never siblings or descendants.
+        # Own + ancestors, never siblings or descendants not merged yet.
         seen = await contents(client, "run:root.1:root.1.1")
         assert {facts["run"], facts["run:root.1"], facts["run:root.1:root.1.1"]} <= seen
         assert facts["run:root.2"] not in seen
         seen = await contents(client, "run:root.1")
         assert facts["run:root.1:root.1.1"] not in seen and facts["run:root.2"] not in seen
         assert facts["run:root.1"] not in await contents(client, "run:root.2")
+        assert await contents(client, "run") == {facts["run"]}
 
         await hook.on_loop_end(child, grandchild, done(grandchild))  # level 2 -> level 1
+        assert facts["run:root.1:root.1.1"] in await contents(client, "run:root.1")
         await hook.on_loop_end(root, child, done(child))  # level 1 -> root
+        assert await contents(client, "run") == {
+            facts[s] for s in ("run", "run:root.1", "run:root.1:root.1.1")}
         await hook.on_loop_end(root, sibling, done(sibling))
+        assert await contents(client, "run") == set(facts.values())
 
-        in_root = await client.backend.scan(MemoryFilter(session_ids=("run",)))
-        texts = Counter(r.content for r in in_root)
-        assert set(facts.values()) <= set(texts)
-        assert texts["Shared fact: aligners map reads."] == 1  # de-duplicated by content
-        assert all(n == 1 for n in texts.values())
-        copies = [r for r in in_root if r.content != facts["run"]]
-        assert copies and all(any(t == "part_of" for t, _ in r.relations) for r in copies)
+        # Linked, not copied: each memory is stored once, in the session that wrote it.
+        stored = await client.backend.scan(MemoryFilter())
+        assert sorted((r.session_id, r.content) for r in stored) == sorted(facts.items())
         assert len(run.merges) == 3
 
 
-async def test_without_ancestors_a_nested_loop_sees_only_its_own(
+async def test_a_session_named_like_a_nested_one_is_not_its_child(
     faiss_config: Callable[..., MemoryConfig],
 ) -> None:
-    async with MemorySystemClient(faiss_config(include_ancestors=False), session_id="r") as client:
-        run = MemoryRun(client, client.config, WorkflowMemorySettings(), root_session="r")
-        hook = NestedMemoryContexts()
-        hook.run = run
-        root, child = loop_state("root", "r"), loop_state("root.1")
-        await hook.on_loop_start(root, child)
-        await client.store("Root note on aligner choice.", session_id="r")
-        await client.store("Child note on aligner speed.", session_id="r:root.1")
-        assert await contents(client, "r:root.1") == {"Child note on aligner speed."}
+    """Ancestry comes from the client's links, not from names: a session anyone names
+    'run:root.9' sees nothing of 'run', and 'run' sees nothing of it."""
+    async with MemorySystemClient(faiss_config(), session_id="run") as client:
+        await client.store("Root fact: the aligner study covers RNA-seq.", session_id="run")
+        await client.store("Typed fact: an aligner someone else named.", session_id="run:root.9")
+        await client.merge_nested_context(client.create_nested_context("run", "root.1"), "run")
+        assert await contents(client, "run:root.9") == {"Typed fact: an aligner someone else named."}
+        assert await contents(client, "run") == {"Root fact: the aligner study covers RNA-seq."}
 
 
 async def test_the_tracker_stores_each_tool_run_once(
@@ -169,52 +164,13 @@ async def test_compound_question_nests_merges_and_logs_every_tool_run_once(
     ]
     async with MemorySystemClient(state.memory_config) as client:
         records = await client.backend.scan(MemoryFilter(memory_types=("tool_execution",)))
-    originals = [r for r in records if not any(t == "part_of" for t, _ in r.relations)]
-    copies = [r for r in records if r not in originals]
-    # Exactly one original memory per tool run, written in the loop's own session ...
+    # Exactly one memory per tool run, written in the loop's own session; nothing copied.
     key = lambda loop, step, tool, params: (loop, step, tool, json.dumps(params, sort_keys=True))  # noqa: E731
     assert Counter(
         key(r.metadata["loop_id"], r.metadata["step"], r.metadata["tool"], r.metadata["params"])
-        for r in originals
+        for r in records
     ) == Counter(key(i.loop_id, i.step_name, i.tool, i.parameters) for i in tool_runs)
-    assert {r.session_id for r in originals} == {f"{root}:root.1", f"{root}:root.2"}
-    # ... and the nested loops' runs brought into the parent as PART_OF links, once each.
-    assert len(copies) == len(originals) and {r.session_id for r in copies} == {root}
+    assert {r.session_id for r in records} == {f"{root}:root.1", f"{root}:root.2"}
+    assert not any(t == "part_of" for r in records for t, _ in r.relations)
     report = (outcome.run_dir / "report.md").read_text()
-    assert "merged" in report and "root.1" in report
-
-
-async def test_keyed_memories_get_their_keys_vectors_whether_the_model_is_needed_or_not(
-    faiss_config: Callable[..., MemoryConfig],
-) -> None:
-    """A key this run's recalls embedded is taken from the query cache (no model call); a new
-    key goes through the model; an earlier run's key comes from key_vectors.sqlite. Each
-    stored memory carries its key's vector, and every key is kept for later runs."""
-    from DeepResearch.src.memory.integration import key_vector_cache
-
-    config = faiss_config()
-    async with MemorySystemClient(config) as client:
-        embedder = client.embedder
-        # `new` is new to the process-wide query cache too (other tests embed questions).
-        asked, new = "Which aligner suits RNA-seq reads?", f"How are variants called? {uuid4().hex}"
-        embedder.embed_query(asked)  # what a loop's recall does first
-        calls: list[list[str]] = []
-        real = embedder.embed
-        embedder.embed = lambda texts: calls.append(list(texts)) or real(texts)  # type: ignore[method-assign]
-        try:
-            run = MemoryRun(client, config, WorkflowMemorySettings(), root_session="k",
-                            key_vectors=key_vector_cache(config))
-            ids = await run.store([{"content": "plan A", "key": asked}], "storing")
-            assert calls == []  # the cached question: no model call
-            ids += await run.store([{"content": "plan B", "key": new},
-                                    {"content": "plan C", "key": asked}], "storing")
-            assert calls == [[new]]  # only the new key reaches the model
-            stored = {r.id: r for r in await client.backend.get(ids)}
-            expected = real([asked, new, asked])
-            for memory_id, vector in zip(ids, expected, strict=True):
-                np.testing.assert_allclose(stored[memory_id].vector, vector, atol=1e-5)
-            assert run.key_vectors is not None
-            assert set(run.key_vectors.lookup([asked, new])) == {asked, new}
-            run.key_vectors.close()
-        finally:
-            embedder.embed = real  # type: ignore[method-assign]
+    assert "merged loop root.1 into loop root" in report

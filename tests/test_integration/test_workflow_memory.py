@@ -14,12 +14,10 @@ from omegaconf import DictConfig
 from DeepResearch.src.datatypes.agents import AgentType
 from DeepResearch.src.memory import MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
-from DeepResearch.src.memory.backends.base import EMBEDDING_KEY
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryConfigError
-from DeepResearch.src.memory.integration import memory_plugins
-from DeepResearch.src.memory.key_vectors import KeyVectorCache
-from DeepResearch.src.memory.run_context import resolve_memory
+from DeepResearch.src.workflow.memory.integration import memory_plugins
+from DeepResearch.src.workflow.memory.run_context import resolve_memory
 from DeepResearch.src.workflow.run import (
     RunOutcome,
     create_run_services,
@@ -151,35 +149,35 @@ def watch_the_model(
     return embedder, seen, real_embed
 
 
-async def test_a_run_embeds_its_new_question_once_and_nothing_else(
+async def test_each_workflow_memory_is_embedded_by_its_own_content(
     make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every memory of a loop -- plan, answer, trace and each tool run -- is keyed by the
-    loop's question: the model sees a new question once (its recalls need it anyway) and
-    no other text. The key is kept in the memory's metadata, and a loop's tool runs carry
-    the question's vector."""
+    """Plan, answer, trace, failure analysis and each tool run: the vector stands for the
+    memory's own text (which names the question it served), so memories of one loop differ,
+    and a recall by what a tool run said finds that tool run by its vector alone."""
     cfg = make_config()
-    embedder, seen, real_embed = watch_the_model(cfg, monkeypatch)
-    embedder.clear_cache()
-    first = await run_research(Q1, cfg)  # its read of lab_aligner_notes.md fails
-    assert seen == [Q1]
-    seen.clear()
-    embedder.clear_cache()  # a new process: no query vectors in memory
-    question = "Briefly: " + Q1
-    second = await run_research(question, cfg)
-    assert seen == [question]
+    _, seen, real_embed = watch_the_model(cfg, monkeypatch)
+    outcome = await run_research(Q1, cfg)  # its read of lab_aligner_notes.md fails
+    mine = await _scan_session(outcome)
+    assert {"plan", "answer", "execution_trace", "tool_execution", "failure_analysis"} <= {
+        r.memory_type for r in mine}
+    for record in mine:
+        assert "embedding_key" not in record.metadata, record.memory_type
+        assert record.content in seen, record.memory_type  # the model saw its own text
+        np.testing.assert_allclose(record.vector, real_embed([record.content])[0], atol=1e-5)
+    assert len({r.vector.tobytes() for r in mine}) == len(mine)
+    (failed,) = [r for r in mine if r.memory_type == "tool_execution"
+                 and r.metadata["tool"] == "read_document" and not r.metadata["success"]]
+    assert failed.content.startswith(f"Question: {Q1}\nTool read_document failed")
 
-    for run, asked in ((first, Q1), (second, question)):
-        mine = await _scan_session(run)
-        kinds = {r.memory_type for r in mine}
-        assert {"plan", "answer", "execution_trace", "tool_execution"} <= kinds
-        tools = {r.metadata["tool"] for r in mine if r.memory_type == "tool_execution"}
-        assert {"search_documents", "read_document"} <= tools
-        expected = real_embed([asked])[0]
-        for record in mine:
-            assert record.metadata[EMBEDDING_KEY] == asked, record.memory_type
-            np.testing.assert_allclose(record.vector, expected, atol=1e-5)
-    assert "failure_analysis" in {r.memory_type for r in await _scan_session(first)}
+    dense_only = outcome.state.memory_config.model_dump()
+    dense_only["retrieval"]["hybrid"] = False
+    async with MemorySystemClient(dense_only) as client:
+        found = await client.retrieve(
+            "read_document failed: no such document lab_aligner_notes.md", top_k=3,
+            session_id=outcome.state.memory_session_id, filters={"memory_type": "tool_execution"},
+        )
+    assert found[0].id == failed.id, [(m.document.memory_type, m.similarity, m.content[:150]) for m in found]
 
 
 async def _scan_session(outcome: RunOutcome) -> list[MemoryRecord]:
@@ -187,44 +185,6 @@ async def _scan_session(outcome: RunOutcome) -> list[MemoryRecord]:
         return await client.backend.scan(
             MemoryFilter(session_ids=(outcome.state.memory_session_id,))
         )
-
-
-async def test_a_question_asked_again_reaches_the_model_not_at_all(
-    make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Run 2 asks run 1's question in a new process: its recalls take the question's vector
-    from key_vectors.sqlite (run 1 stored its plan under it), its tool calls recur, so the
-    model embeds nothing -- yet run 2 recalls run 1 as usual."""
-    cfg = make_config()
-    embedder, seen, real_embed = watch_the_model(cfg, monkeypatch)
-    first = await run_research(Q1, cfg)
-    assert Q1 in seen
-    seen.clear()
-    embedder.clear_cache()  # a new process: no query vectors in memory
-    second = await run_research(Q1, cfg)
-    assert seen == []
-    recalled = (second.run_dir / "report.md").read_text().split("### Recalled from memory")[1]
-    assert re.search(rf"plan \(session {first.state.memory_session_id[:8]}\): Plan for", recalled)
-    np.testing.assert_allclose(embedder.cached(Q1), real_embed([Q1])[0], atol=1e-6)
-
-
-async def test_a_damaged_key_vector_cache_is_set_aside(
-    make_config: MakeConfig, caplog: pytest.LogCaptureFixture
-) -> None:
-    cfg = make_config()
-    folder = Path(cfg.memory.faiss.path)
-    folder.mkdir(parents=True)
-    (folder / "key_vectors.sqlite").write_bytes(b"not a database" * 100)
-    with caplog.at_level("WARNING", logger="DeepResearch.memory"):
-        outcome = await run_research(Q1, cfg)
-    assert not [e for e in outcome.state.errors if e.startswith("memory")]
-    async with MemorySystemClient(outcome.state.memory_config) as client:  # all stored
-        assert await client.backend.count(MemoryFilter()) > 0
-    assert "key-vector cache" in caplog.text and "damaged" in caplog.text and "starting a new one" in caplog.text
-    assert (folder / "key_vectors.damaged").read_bytes().startswith(b"not a database")
-    cache = KeyVectorCache(folder, cfg.memory.vector_store.embedding_model, 384)
-    assert cache.lookup(["Which aligner suits RNA-seq reads?"]) == {}
-    cache.close()
 
 
 async def test_an_unusable_memory_folder_leaves_a_run_without_memory_not_a_crash(
@@ -243,7 +203,6 @@ async def test_an_unusable_memory_folder_leaves_a_run_without_memory_not_a_crash
         outcome = await run_research(Q1, cfg)
     assert outcome.state.final_answer and (outcome.run_dir / "report.md").exists()
     assert "unavailable, running without memory" in caplog.text
-    assert "key-vector cache" in caplog.text and "not reusing key vectors" in caplog.text
     (spilled,) = (work / "memory-unwritten").glob("unwritten-*.jsonl")
     lines = spilled.read_text().splitlines()
     kinds = {json.loads(line)["memory_type"] for line in lines}

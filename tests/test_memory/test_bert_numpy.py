@@ -64,7 +64,7 @@ def varied_texts(n: int = 300) -> list[str]:
     words = ("aligner STAR HISAT2 reads genome variant GATK 32GB failed succeeded plan step the of "
              "Ünïcödé 中文 emoji 🎉 naïve café {\"k\": [1, 2]} x=3.14 -- ... !!! C++ a_b snake-case").split()
     out = []
-    for i in range(n):
+    for _ in range(n):
         length = rng.choice([1, 2, 5, 12, 40, 120, 400])
         out.append(" ".join(rng.choice(words) for _ in range(length)) + rng.choice(["", ".", "?", "\n"]))
     return out

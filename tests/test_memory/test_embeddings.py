@@ -26,24 +26,6 @@ class CountingEmbedder(Embedder):
         return super().embed(texts)
 
 
-def test_embed_reusing_runs_only_new_texts_through_the_model() -> None:
-    embedder = CountingEmbedder()
-    question = "Which aligner suits RNA-seq reads?"
-    asked = embedder.embed_query(question)  # cached, like a loop's question
-    embedder.seen.clear()
-    keys = [question, "Tool read_document with {} succeeded", question, "Plan for it failed",
-            "Tool read_document with {} succeeded"]
-    vectors = embedder.embed_reusing(keys)
-    assert embedder.seen == [["Tool read_document with {} succeeded", "Plan for it failed"]]
-    assert vectors.shape == (5, 384) and vectors.dtype == np.float32
-    assert vectors.flags.c_contiguous
-    np.testing.assert_allclose(vectors[0], asked, atol=1e-6)
-    np.testing.assert_allclose(vectors[1], vectors[4])
-    np.testing.assert_allclose(vectors, embedder.embed(keys), atol=1e-5)  # same as embed
-    assert embedder.cached("Plan for it failed") is None  # keys do not evict queries
-    assert embedder.embed_reusing([]).shape == (0, 384)
-
-
 def test_a_primed_vector_is_served_as_the_query_vector_without_the_model() -> None:
     embedder = CountingEmbedder()
     known = embedder.embed(["asked in an earlier run"])[0]

@@ -451,53 +451,6 @@ def test_filter_counts_read_only_indexes_and_older_stores_are_migrated(tmp_path:
     db.close()
 
 
-@pytest.mark.parametrize("kind", ["flat", "hnsw"])
-async def test_distinct_search_matches_the_generic_one_and_reads_only_what_it_keeps(
-    tmp_path: Path, kind: str, broad_filters: str
-) -> None:
-    """The faiss override tells copies apart on their type and text and reads whole records
-    only for the k it keeps; its answer is the base class's (widen vector_search, keep the
-    best, newest copy), on every search path: the whole store, a selective filter (FAISS
-    selector / exact numpy on HNSW), and a filter most rows pass."""
-    cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path), "index_kind": kind})
-    backend = create_backend(cfg, 8)
-    await backend.open()
-    records = _records(600, seed=3, sessions=20)
-    near = records[0].vector
-    for i, record in enumerate(records[:120]):  # 120 copies of 4 memories, all near the query
-        record.content, record.memory_type = f"copied {i % 4}", ("plan", "answer")[i % 2]
-        record.vector = near
-    await backend.upsert(records)
-    reads: list[int] = []
-    by_seqs = backend._db.by_seqs  # the real read, counted
-    backend._db.by_seqs = lambda seqs, flt: reads.append(len(seqs)) or by_seqs(seqs, flt)
-    keyed: list[int] = []  # every seq whose copy key was asked for
-    copy_keys = backend._db.copy_keys
-    backend._db.copy_keys = lambda seqs, flt: keyed.extend(seqs) or copy_keys(seqs, flt)
-
-    for flt in (MemoryFilter(), MemoryFilter(session_ids=("s3",)),
-                MemoryFilter(memory_types=("answer", "note"))):
-        reads.clear()
-        keyed.clear()
-        got = await backend.distinct_vector_search(near, 10, flt)
-        assert reads and max(reads) <= 10, reads
-        assert len(keyed) == len(set(keyed)), "a widened search asked again for copy keys"
-        generic = await MemoryBackend.distinct_vector_search(backend, near, 10, flt)
-        assert [(c.record.id, round(c.score, 5)) for c in got] == [
-            (c.record.id, round(c.score, 5)) for c in generic
-        ]
-        if kind == "flat" or flt.session_ids:  # HNSW's graph search cannot get past 120
-            assert len(got) == 10  # equal vectors; a selective filter searches exactly
-        keys = [(c.record.memory_type, c.record.content) for c in got]
-        assert len(set(keys)) == len(keys)  # no two copies of one memory
-        copies = [c for c in got if c.record.content.startswith("copied")]
-        for cand in copies:  # each copy kept is its memory's newest among those matching
-            newest = max(r.created_at for r in records if r.content == cand.record.content
-                         and _passes(r, flt))
-            assert cand.record.created_at == newest
-    await backend.close()
-
-
 async def test_dense_and_lexical_in_one_go_match_the_two_searches(tmp_path: Path) -> None:
     """The faiss backend runs a retrieve's dense and lexical searches in one worker hand-off;
     the answers are those of the two separate calls, and of the generic side-by-side one."""
@@ -519,12 +472,6 @@ async def test_dense_and_lexical_in_one_go_match_the_two_searches(tmp_path: Path
             ]
         assert together[0] and together[1]
     await backend.close()
-
-
-def _passes(record: MemoryRecord, flt: MemoryFilter) -> bool:
-    return (flt.session_ids is None or record.session_id in flt.session_ids) and (
-        flt.memory_types is None or record.memory_type in flt.memory_types
-    )
 
 
 async def test_a_search_never_runs_while_a_write_changes_the_caches(tmp_path: Path) -> None:

@@ -29,8 +29,6 @@ class FakeBackend:
     async def vector_search(self, vector: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
         return self.dense[:k]
 
-    distinct_vector_search = vector_search  # the fixed dense list holds no copies
-
     async def dense_and_lexical(
         self, vector: np.ndarray, query: str, k: int, flt: MemoryFilter
     ) -> tuple[list[Candidate], list[Candidate]]:

@@ -150,17 +150,18 @@ class OfflineModel:
         limit_match = re.search(r"at most (\d+)", allowed)
         limit = int(limit_match.group(1)) if limit_match and allowed.startswith("allowed") else 0
         parts = split_question(question)
-        splits = len(parts) > 1 and limit > 0  # each sub-question's own loop reads documents
+        splits = len(parts) > 1 and limit > 0
         # The workflow's MEMORY section usually names the earlier answers and what they
-        # cited; only when it does not, and this plan will read documents, is memory
-        # searched directly (one more model turn).
+        # cited; when it does not, memory is searched directly (one more model turn).
         tools = {t.name for t in info.function_tools}
-        if not splits and not returns and not briefed and MEMORY_TOOL in tools:
+        if not returns and not briefed and MEMORY_TOOL in tools:
             query = {"query": question, "top_k": 3, "filters": {"memory_type": "answer"}}
             return ModelResponse(parts=[ToolCallPart(MEMORY_TOOL, {**query, "scope": "all"})])
         comments = _memory_comments(memory)
-        if splits:
+        if splits:  # each sub-question's loop reads documents; the plan notes what memory knew
             lines = [f"{SUBQUESTION}: {part}" for part in parts[:limit]]
+            cited = dict(briefed + _recalled_sources(returns))
+            comments += [f"# memory: {note}: {source}" for source, note in cited.items()]
         else:
             lines = [f"search_documents: {part}" for part in parts]
             named = list(dict.fromkeys(_FILE.findall(question)))

@@ -37,12 +37,7 @@ from DeepResearch.src.memory.ranking import (
     default_steps,
 )
 from DeepResearch.src.memory.reads import Reads
-from DeepResearch.src.memory.sessions import (
-    NESTED_SEPARATOR,
-    NestedContexts,
-    NewSessionRecords,
-    new_session_id,
-)
+from DeepResearch.src.memory.sessions import NestedContexts, SessionLinks, new_session_id
 from DeepResearch.src.memory.writes import WriteQueue
 
 log = logging.getLogger(__name__)
@@ -70,10 +65,10 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         self.namespace = clean_id(namespace or config.namespace, "namespace")
         given = session_id or config.session_id
         self.session_id = clean_id(given or new_session_id(), "session_id")
-        # A session id this client made up holds nothing yet, nor do the nested contexts named
-        # after it: their first memory follows none, with no lookup (two reads per session).
+        # A session id this client made up holds nothing yet, nor do the nested contexts it
+        # makes in it: their first memory follows none, with no lookup (two reads per session).
         self._new_root: str | None = None if given else self.session_id
-        self._written = NewSessionRecords()  # what it wrote there: merges need not read them
+        self._links = SessionLinks()
         self._embedder = embedder
         self._backend = backend
         self.steps: list[RankingStep] = list(steps) if steps is not None else default_steps()
@@ -220,7 +215,6 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
             return []
         await self._embed_missing(records)
         await self._link_follows(records)
-        self._written.add([r for r in records if self._is_new_session(r.session_id)])
         await self.writes.submit(records)
         return [r.id for r in records]
 
@@ -263,7 +257,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         """Made up by this client (or nested in such a session) and not yet written to."""
         root = self._new_root
         return root is not None and (
-            session_id == root or session_id.startswith(root + NESTED_SEPARATOR)
+            session_id == root or root in self._links.ancestors(session_id)
         )
 
     def _forget_session_tails(self) -> None:
@@ -271,7 +265,6 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         sessions this client made up may have lost records."""
         self._last_in_session.clear()
         self._new_root = None
-        self._written.forget()
 
     async def _latest_in_session(self, session_id: str) -> str | None:
         await self.writes.drain_pending()
@@ -296,7 +289,6 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
             raise MemoryBackendError(f"memory backend unavailable: {self._unavailable_reason}")
         await self.writes.drain_pending()
         await self.backend.upsert(list(records))
-        self._written.forget()  # records exactly as given: they may join any session
         return len(records)
 
     def batched_writes(self) -> AbstractAsyncContextManager[None]:

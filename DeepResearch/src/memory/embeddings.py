@@ -187,19 +187,6 @@ class Embedder:
         vectors = self.model.encode([_encodable(t) for t in texts], self.batch_size)
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
-    def embed_reusing(self, texts: Sequence[str]) -> np.ndarray:
-        """Like `embed`, but a text whose query vector is cached, or that repeats in `texts`,
-        is not run through the model again (workflow keys often repeat the loop's question
-        or an earlier tool call). Same vectors as `embed`; the cache is not filled."""
-        if len(texts) == 0:
-            return self.embed([])
-        unique = list(dict.fromkeys(texts))
-        known = {text: vector for text in unique if (vector := self.cached(text)) is not None}
-        missing = [text for text in unique if text not in known]
-        if missing:
-            known.update(zip(missing, self.embed(missing), strict=True))
-        return np.ascontiguousarray(np.stack([known[text] for text in texts]), dtype=np.float32)
-
     def clear_cache(self) -> None:
         """Forget cached query vectors (benchmarks: every timed query pays its embedding)."""
         with self._cache_lock:
@@ -220,8 +207,8 @@ class Embedder:
         return self.prime(text, self.embed([text])[0])
 
     def prime(self, text: str, vector: np.ndarray) -> np.ndarray:
-        """Put `text`'s vector, computed by this model (here or by an earlier run), in the
-        query cache; returns the cached, read-only copy."""
+        """Put `text`'s vector, computed by this model, in the query cache; returns the
+        cached, read-only copy."""
         vector = np.array(vector, dtype=np.float32)
         vector.setflags(write=False)
         with self._cache_lock:

@@ -6,13 +6,12 @@ converts between the two, so compression and validation are written once.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
+from uuid import uuid4
 
 from pydantic import BaseModel, Field
-
-from DeepResearch.src.datatypes.documents import Document
 
 
 class MemoryType(StrEnum):
@@ -39,9 +38,14 @@ class Relation(BaseModel):
     target_id: str
 
 
-class MemoryDocument(Document):
-    """A stored memory: a Document plus who wrote it, when, how important, how it relates."""
+class MemoryDocument(BaseModel):
+    """A stored memory: its text and metadata, who wrote it, when, how important, how it
+    relates to other memories."""
 
+    id: str = Field(default_factory=lambda: uuid4().hex)
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     memory_type: str = MemoryType.NOTE.value
     agent_type: str | None = None
     session_id: str

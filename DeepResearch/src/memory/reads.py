@@ -29,7 +29,6 @@ from DeepResearch.src.memory.inputs import (
 from DeepResearch.src.memory.models import RelatedMemory, RelationType, RetrievedMemory
 from DeepResearch.src.memory.ranking import RankingContext, gather_candidates, narrow_filter, rank
 from DeepResearch.src.memory.records_io import to_document
-from DeepResearch.src.memory.sessions import ancestor_sessions
 from DeepResearch.src.memory.text import tokenize
 
 if TYPE_CHECKING:
@@ -75,9 +74,7 @@ class Reads:
         if all_sessions:
             return None
         session = clean_id(session_id, "session_id") if session_id is not None else self.session_id
-        if self.config.nested.include_ancestors:
-            return (session, *ancestor_sessions(session))
-        return (session,)
+        return self._links.scope(session, self.config.nested.include_ancestors)
 
     async def visible_sessions(self: MemorySystemClient, session_id: str) -> tuple[str, ...]:
         """The sessions a retrieve scoped to `session_id` reads."""

@@ -109,8 +109,8 @@ class SyncMemorySystemClient:
     def create_nested_context(self, parent_session_id: str, loop_id: str) -> str:
         return self.aio.create_nested_context(parent_session_id, loop_id)
 
-    def merge_nested_context(self, child_session_id: str, parent_session_id: str) -> int:
-        return _LOOP.run(self.aio.merge_nested_context(child_session_id, parent_session_id))
+    def merge_nested_context(self, child_session_id: str, parent_session_id: str) -> None:
+        _LOOP.run(self.aio.merge_nested_context(child_session_id, parent_session_id))
 
     def forget(self, ids: str | Sequence[str] | None = None, *,
                filters: Mapping[str, Any] | None = None, session_id: str | None = None,

@@ -16,7 +16,6 @@ from pydantic_ai.toolsets import AbstractToolset
 from DeepResearch.agents import build_agents
 from DeepResearch.src.agents.agent_orchestrator import AgentOrchestrator
 from DeepResearch.src.datatypes.agents import AgentDependencies
-from DeepResearch.src.memory.integration import memory_plugins
 from DeepResearch.src.rag.library import DocumentLibrary
 from DeepResearch.src.rag.loader import resolve_documents_dir
 from DeepResearch.src.tools.document_tools import default_registry
@@ -28,6 +27,7 @@ from DeepResearch.src.workflow.errors import ConfigurationError
 from DeepResearch.src.workflow.flows import documents_dir_setting, max_iterations, resolve_flow
 from DeepResearch.src.workflow.graph import run_workflow
 from DeepResearch.src.workflow.hooks import LoopHook, NodeHook, RunHook
+from DeepResearch.src.workflow.memory.integration import memory_plugins
 from DeepResearch.src.workflow.services import WorkflowServices
 from DeepResearch.src.workflow.state import ResearchState
 

@@ -21,9 +21,8 @@ FOLLOWS = "follows"
 DEFAULT_NAMESPACE = "default"  # RelationType.FOLLOWS: a memory follows the previous one of its session
 
 
-# The metadata key naming the text a record's vector was embedded from, when that is not its
-# content (the workflow keys a loop's memories by the loop's question). Re-embedding uses it,
-# and de-duplication knows that two records sharing that text may still say different things.
+# Kept for the faiss backend files (re-embedding, copy-aware search) until their rewrite; the
+# client, the ranking and the workflow use none of these.
 EMBEDDING_KEY = "embedding_key"
 
 
@@ -56,13 +55,8 @@ class MemoryRecord:
     namespace: str = DEFAULT_NAMESPACE
 
 
-CopyKey = tuple[str, str, bytes | None]
-MAX_COPY_WIDENING = 16  # a distinct search asks for at most this many times k hits
-
-
-def same_memory_key(record: MemoryRecord) -> CopyKey:
-    """Records with equal keys are copies of one memory: the same type and the same text."""
-    return (record.memory_type, record.content, record.content_blob)
+CopyKey = tuple[str, str, bytes | None]  # (type, text, compressed text); see EMBEDDING_KEY
+MAX_COPY_WIDENING = 16
 
 
 def keep_newest_copies(
@@ -157,25 +151,6 @@ class MemoryBackend(ABC):
     ) -> list[Candidate]:
         """The k records nearest to `vector` among those matching `flt`, best first."""
 
-    async def distinct_vector_search(
-        self, vector: np.ndarray, k: int, flt: MemoryFilter
-    ) -> list[Candidate]:
-        """Like vector_search, but the k nearest *different* memories: of copies (equal
-        same_memory_key, e.g. a nested loop's memories merged into its parent, or the plan
-        every run of a recurring question writes) only the best is kept, the newest on a
-        tie. Copies share a vector, so a few memories could otherwise fill the k nearest.
-        This default widens vector_search (x4, up to MAX_COPY_WIDENING x k) until k differ; a
-        backend that can tell copies apart without reading whole records overrides it."""
-        fetch = k
-        while True:
-            found = await self.vector_search(vector, fetch, flt)
-            hits = [(i, c.score, same_memory_key(c.record), c.record.created_at)
-                    for i, c in enumerate(found)]
-            kept = keep_newest_copies(hits, k)
-            if len(kept) >= k or len(found) < fetch or fetch >= k * MAX_COPY_WIDENING:
-                return [found[i] for i, _ in kept]
-            fetch *= 4
-
     @abstractmethod
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         """The k best lexical (BM25-like) matches for `query` among those matching `flt`."""
@@ -183,10 +158,10 @@ class MemoryBackend(ABC):
     async def dense_and_lexical(
         self, vector: np.ndarray, query: str, k: int, flt: MemoryFilter
     ) -> tuple[list[Candidate], list[Candidate]]:
-        """distinct_vector_search(vector) and text_search(query) of one retrieve, side by
-        side. A backend that computes both in this process may do them in one go instead."""
+        """vector_search(vector) and text_search(query) of one retrieve, side by side. A
+        backend that computes both in this process may do them in one go instead."""
         dense, lexical = await asyncio.gather(
-            self.distinct_vector_search(vector, k, flt), self.text_search(query, k, flt)
+            self.vector_search(vector, k, flt), self.text_search(query, k, flt)
         )
         return dense, lexical
 

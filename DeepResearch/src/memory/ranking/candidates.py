@@ -66,11 +66,10 @@ async def gather_candidates(
     lexical: list[Candidate] | None = None
     try:
         vector = query_vector if isinstance(query_vector, np.ndarray) else await query_vector
-        # Copies of one memory share a vector: n different memories, not n copies.
         if retrieval.hybrid and lexical_task is None:
             dense, lexical = await backend.dense_and_lexical(vector, lexical_query, n, flt)
         else:
-            dense = await backend.distinct_vector_search(vector, n, flt)
+            dense = await backend.vector_search(vector, n, flt)
     except BaseException:
         if lexical_task is not None:
             lexical_task.cancel()

@@ -35,7 +35,7 @@ def trace_memories(
     session_id: str,
     loop_questions: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """One `execution_trace` memory per loop that ran anything, keyed by the loop's question
+    """One `execution_trace` memory per loop that ran anything, naming the loop's question
     (`loop_questions`: loop id -> question; the run's question for a loop not named)."""
     loop_questions = loop_questions or {}
     by_loop: dict[str, list[ExecutionItem]] = {}
@@ -43,22 +43,20 @@ def trace_memories(
         by_loop.setdefault(item.loop_id, []).append(item)
     memories = []
     for loop_id, items in by_loop.items():
+        asked = loop_questions.get(loop_id, question)
         failed = [i for i in items if i.status is ExecutionStatus.FAILED]
         lines = [_line(i) for i in items[:MAX_TRACE_LINES]]
         if len(items) > MAX_TRACE_LINES:
             lines.append(f"... {len(items) - MAX_TRACE_LINES} more")
         memories.append(
             {
-                "content": f"Execution trace of loop {loop_id} for {question!r}:\n"
+                "content": f"Execution trace of loop {loop_id} for {asked!r}:\n"
                 + "\n".join(lines),
-                # The loop's question, embedded already for its recalls: no model call (the
-                # loop id, tools and outcomes are in the content, searched lexically).
-                "key": loop_questions.get(loop_id, question),
                 "memory_type": "execution_trace",
                 "importance": TRACE_IMPORTANCE,
                 "session_id": session_id,
                 "metadata": {
-                    "question": question,
+                    "question": asked,
                     "loop_id": loop_id,
                     "success": not failed,
                     "tools": dict(Counter(i.tool for i in items)),
@@ -96,7 +94,6 @@ def failure_analysis_memory(
     return {
         "content": f"Failure analysis of the run for {question!r}: {len(failures)} of "
         f"{len(history)} tool runs failed.\n" + "\n".join(lines),
-        "key": question,  # like the run's other memories: found by related questions
         "memory_type": "failure_analysis",
         "importance": FAILURE_ANALYSIS_IMPORTANCE,
         "session_id": session_id,

@@ -4,7 +4,7 @@ This listener is the only layer that writes tool runs to memory (the agents' too
 nodes and the history bridge do not), and it remembers which runs it has taken, so a run
 is never stored twice -- not even when a nested loop's history is merged into its parent's.
 Runs join the run's pending batch (`MemoryRun.pending`), written with `store_many` when a
-nested loop ends and when the run ends, keyed (embedded) by their loop's question.
+nested loop ends and when the run ends.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 from DeepResearch.src.datatypes.execution import ExecutionStatus
-from DeepResearch.src.memory.run_context import MemoryRun, excerpt
 from DeepResearch.src.tools.runner import ToolRunEvent
+from DeepResearch.src.workflow.memory.run_context import MemoryRun, excerpt
 
 SUCCESS_IMPORTANCE = 0.4
 FAILURE_IMPORTANCE = 0.7
@@ -36,10 +36,8 @@ def _summary(data: Any, limit: int = 300) -> str:
 
 
 def tool_memory(event: ToolRunEvent, session_id: str, question: str | None = None) -> dict[str, Any]:
-    """The store_many item of one tool run. `key` (what gets embedded) is the question of the
-    loop the tool ran for: a tool run is found by the questions it served, and the loop's
-    recalls have already embedded that question (a new search query would otherwise cost a
-    model call per loop). Without a question: tool, parameters and outcome."""
+    """The store_many item of one tool run. Its content (what gets embedded) starts with the
+    question of the loop the tool ran for, so a tool run is found by what it did and for what."""
     item = event.item
     ok = item.status is ExecutionStatus.SUCCESS
     params = json.dumps(item.parameters, sort_keys=True, default=str)
@@ -48,10 +46,8 @@ def tool_memory(event: ToolRunEvent, session_id: str, question: str | None = Non
         content = f"Tool {item.tool} succeeded with {params}: {_summary(item.result)}"
     else:
         content = f"Tool {item.tool} failed ({category}) with {params}: {item.error}"
-    outcome = "succeeded" if ok else f"failed ({category}): {(item.error or '')[:60]}"
     return {
-        "content": content,
-        "key": question or f"Tool {item.tool} with {params[:80]} {outcome}",
+        "content": f"Question: {question}\n{content}" if question else content,
         "memory_type": "tool_execution",
         "agent_type": "executor",
         "importance": SUCCESS_IMPORTANCE if ok else FAILURE_IMPORTANCE,

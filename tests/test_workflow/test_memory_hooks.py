@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from DeepResearch.src.memory.hooks import briefing_line
 from DeepResearch.src.memory.models import MemoryDocument, RetrievedMemory
+from DeepResearch.src.workflow.memory.hooks import briefing_line
 
 pytestmark = pytest.mark.unit
 

@@ -11,19 +11,15 @@ Settings come from two places, merged once per run:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from DeepResearch.src.memory.backends.base import EMBEDDING_KEY
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryConfigError, MemorySubsystemError
-from DeepResearch.src.memory.key_vectors import KeyVectorCache
 from DeepResearch.src.memory.models import RetrievedMemory
 
 if TYPE_CHECKING:
@@ -115,10 +111,8 @@ class MemoryRun:
     merges: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     # Written together at the next write point (a nested loop's end, the run's end): one
-    # embedding batch instead of one per step -- embedding calls are most of memory's cost.
+    # embedding batch instead of one per step.
     pending: list[dict[str, Any]] = field(default_factory=list)
-    # Keys embedded by earlier runs (faiss backend: a file beside the store); None = no reuse.
-    key_vectors: KeyVectorCache | None = None
     _warned: set[str] = field(default_factory=set)
 
     def session_of(self, loop_id: str) -> str:
@@ -135,65 +129,19 @@ class MemoryRun:
     async def store(
         self, items: Sequence[dict[str, Any]], what: str, state: ResearchState | None = None
     ) -> list[str]:
-        """Store workflow memories in one batch. Each item may carry a `key`: a short text
-        that is embedded instead of the whole content -- it is what later recalls match on,
-        and it keeps the embedding cost of a run small. The content itself is stored whole
-        (and searched lexically), the key in its metadata (`embedding_key`). A loop's plan,
-        answer, execution trace and tool runs are keyed by the loop's question, whose vector
-        its recalls have already computed: they are found by related questions, and cost no
-        model call."""
+        """Store workflow memories in one batch (one embedding pass: each is embedded by its
+        own content, which names the question it served)."""
         if not items:
             return []
-        keys = [str(item.get("key") or item["content"]) for item in items]
-        batch = [{k: v for k, v in item.items() if k != "key"} for item in items]
-        for item, key in zip(batch, keys, strict=True):
-            if key != item["content"]:  # the vector is the key's: say so (see EMBEDDING_KEY)
-                item["metadata"] = {**(item.get("metadata") or {}), EMBEDDING_KEY: key}
         try:
-            # Usually every key is the question of a loop whose recalls embedded it: no model
-            # call, and no worker hand-off for the cache reads that find it.
-            vectors = self._vectors_of(keys, use_model=False)
-            if vectors is None:
-                vectors = await asyncio.to_thread(self._vectors_of, keys)
-            for item, vector in zip(batch, vectors, strict=True):
-                item["vector"] = vector
-            ids = await self.client.store_many(batch)
+            ids = await self.client.store_many(items)
         except MemorySubsystemError as exc:
             self.degrade(what, exc, state)
             return []
-        for item in batch:
+        for item in items:
             kind = str(item.get("memory_type", "note"))
             self.stored[kind] = self.stored.get(kind, 0) + 1
         return ids
-
-    def _vectors_of(self, keys: list[str], use_model: bool = True) -> np.ndarray | None:
-        """The keys' vectors: from earlier runs when known, else from this run's query cache
-        or the model (then kept). None when the model would be needed and `use_model` is
-        False."""
-        embedder = self.client.embedder
-        known = self.key_vectors.lookup(keys) if self.key_vectors is not None else {}
-        missing = list(dict.fromkeys(key for key in keys if key not in known))
-        if not use_model and any(embedder.cached(key) is None for key in missing):
-            return None
-        if missing:
-            fresh = embedder.embed_reusing(missing)
-            if self.key_vectors is not None:
-                self.key_vectors.remember(missing, fresh)
-            known.update(zip(missing, fresh, strict=True))
-        return np.ascontiguousarray(np.stack([known[key] for key in keys]), dtype=np.float32)
-
-    def _known_vector(self, text: str) -> np.ndarray | None:
-        """`text`'s vector without the model, or None: from this process's query cache, else
-        from a key an earlier run stored (a question asked again; it is then cached for this
-        run's later recalls and keys)."""
-        embedder = self.client.embedder
-        vector = embedder.cached(text)
-        if vector is None and self.key_vectors is not None:
-            # One primary-key read (~50 us): cheaper in this thread than a worker's hand-off.
-            vector = self.key_vectors.lookup([text]).get(text)
-            if vector is not None:
-                vector = embedder.prime(text, vector)
-        return vector
 
     def degrade(self, what: str, exc: Exception, state: ResearchState | None = None) -> None:
         """A memory operation failed: one warning per kind of operation, the run goes on."""
@@ -214,17 +162,10 @@ class MemoryRun:
         query: str,
         filters: Mapping[str, Any],
         agent_type: str,
-        vector_of: str | None = None,
     ) -> list[RetrievedMemory]:
         """Retrieve for a node hook (in the configured scope), log it and keep it for the
-        report. `vector_of`: search densely by this text's (cached) vector instead of
-        embedding the query, whose words still drive lexical search and pattern matching."""
+        report."""
         try:
-            query_vector = self._known_vector(vector_of if vector_of is not None else query)
-            if query_vector is None and vector_of is not None:
-                embedder = self.client.embedder
-                query_vector = await asyncio.to_thread(embedder.embed_query, vector_of)
-            # else the client embeds the query, overlapping its lexical search
             found = await self.client.retrieve(
                 query,
                 top_k=self.settings.top_k,
@@ -232,7 +173,6 @@ class MemoryRun:
                 session_id=self.session_of(state.loop_id),
                 profile=self.profile_for(agent_type),
                 all_sessions=self.settings.scope == "all",
-                query_vector=query_vector,
             )
         except MemorySubsystemError as exc:
             self.degrade(f"recall for {phase}", exc, state)

@@ -5,7 +5,7 @@
 | phase | before the node | after the node |
 |---|---|---|
 | plan | recall earlier plans (with outcomes, success-weighted), answers and failure analyses for the question; brief the Planner | keep the plan, to store it with its outcome when the loop ends |
-| execute | recall past failures of the tools the plan uses (once per loop, failure-pattern matching); flag those of the next step's tool to the Executor (prompt, notes, console, research draft) BEFORE the call | (tool runs are taken by the tracker) |
+| execute | recall past failures of the next step's tool (failure-pattern matching); flag them to the Executor (prompt, notes, console, research draft) BEFORE the call | (tool runs are taken by the tracker) |
 | synthesize | recall earlier answers to related questions; brief the Synthesizer | store the answer, and the plan with its outcome |
 
 A node that raises still gets its plan stored, with a failed outcome. Briefings reach the
@@ -24,8 +24,8 @@ from uuid import uuid4
 
 from DeepResearch.src.agents.prompts import SUBQUESTION, cited_sources
 from DeepResearch.src.memory.models import RetrievedMemory
-from DeepResearch.src.memory.run_context import MemoryRun, excerpt
 from DeepResearch.src.workflow.hooks import NodeHook
+from DeepResearch.src.workflow.memory.run_context import MemoryRun, excerpt
 
 if TYPE_CHECKING:
     from DeepResearch.src.workflow.base import WorkflowNode
@@ -116,8 +116,15 @@ class ExecuteMemory(PhaseMemory):
         step = pending[0]
         if step.kind == SUBQUESTION or not step.tool:
             return
-        failures = await self._failures(hook, run, ctx)
-        found = [m for m in failures if m.metadata.get("tool") == step.tool]
+        found = await run.recall(
+            state,
+            phase="execute",
+            purpose=f"past failures of {step.tool}",
+            # tool runs say the question they served: those met on a similar one rank first
+            query=f"Question: {state.question}\nTool failures of {step.tool}",
+            filters={"memory_type": "tool_execution", "tool": step.tool, "success": False},
+            agent_type="executor",
+        )
         if not found:
             return
         lines = [flag_line(m) for m in found]
@@ -139,32 +146,6 @@ class ExecuteMemory(PhaseMemory):
             f"`{step.tool}`\n\n" + "\n".join(lines) + "\n",
         )
 
-    @staticmethod
-    async def _failures(
-        hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext
-    ) -> list[RetrievedMemory]:
-        """Past failures of every tool the loop's plan uses: one recall per loop, on the first
-        Execute visit (the query names the tools, so failure-pattern matching applies)."""
-        state = ctx.state
-        if state.loop_id not in hook.failures:
-            tools = sorted({s.tool for s in state.plan if s.kind != SUBQUESTION and s.tool})
-            hook.failures[state.loop_id] = (
-                await run.recall(
-                    state,
-                    phase="execute",
-                    purpose=f"past failures of {', '.join(tools)}",
-                    query=f"Tool failures of {' '.join(tools)}",
-                    filters={"memory_type": "tool_execution", "tool": tools, "success": False},
-                    agent_type="executor",
-                    # the filter picks the failures; the question's vector (already embedded
-                    # for the plan recall) ranks those met on similar questions first
-                    vector_of=state.question,
-                )
-                if tools
-                else []
-            )
-        return hook.failures[state.loop_id]
-
 
 class SynthesizeMemory(PhaseMemory):
     async def before(self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext) -> None:
@@ -177,7 +158,8 @@ class SynthesizeMemory(PhaseMemory):
             filters={"memory_type": "answer"},
             agent_type="synthesizer",
         )
-        earlier = [m for m in found if not m.document.session_id.startswith(run.root_session)]
+        this_run = set(run.sessions.values())
+        earlier = [m for m in found if m.document.session_id not in this_run]
         if earlier:
             state.briefings["synthesizer"] = "\n".join(briefing_line(m) for m in earlier)
 
@@ -211,7 +193,6 @@ def plan_memory(draft: _PlanDraft, state: ResearchState, succeeded: bool) -> dic
     return {
         "id": draft.memory_id,
         "content": content,
-        "key": draft.question,  # see MemoryRun.store: a loop's memories share its question's vector
         "memory_type": "plan",
         "agent_type": "planner",
         "importance": PLAN_IMPORTANCE,
@@ -230,7 +211,6 @@ def answer_memory(state: ResearchState, plan_id: str | None) -> dict[str, Any]:
     answer = state.final_answer or ""
     return {
         "content": f"Question: {state.question}\nAnswer: {answer}",
-        "key": state.question,  # embedded already for the loop's recalls: no extra model call
         "memory_type": "answer",
         "agent_type": "synthesizer",
         "importance": ANSWER_IMPORTANCE,
@@ -252,10 +232,9 @@ class MemoryNodeHook(NodeHook):
         self.run: MemoryRun | None = None
         self.plans: dict[str, _PlanDraft] = {}  # loop id -> plan waiting for its outcome
         self.flagged: dict[str, set[str]] = {}  # loop id -> flag lines already shown
-        self.failures: dict[str, list[RetrievedMemory]] = {}  # loop id -> recalled failures
 
     def start(self, run: MemoryRun) -> None:
-        self.run, self.plans, self.flagged, self.failures = run, {}, {}, {}
+        self.run, self.plans, self.flagged = run, {}, {}
 
     def _policy(self, node: WorkflowNode, ctx: NodeContext) -> PhaseMemory | None:
         if self.run is None or ctx.state.memory_client is None:

@@ -1,12 +1,11 @@
 """Nested loop contexts: each nested loop gets its own memory session.
 
-On loop start the child gets `client.create_nested_context(parent_session, loop_id)` (named
-after its parent, so loops inside loops nest: `<run>/root.1/root.1.2`). Retrieval in the
-child's session sees its own memories and, with `memory.nested.include_ancestors`, its
-ancestors'; never its siblings'. On loop end the run's pending memories (the child's tool
-runs, plan and answer) are stored and `client.merge_nested_context` copies the child's
-memories into the parent's session, each PART_OF its original, skipping content the parent
-already holds: one backend write for both (`client.batched_writes()`).
+On loop start the child gets `client.create_nested_context(parent_session, loop_id)`, a
+session linked to its parent's (loops inside loops nest). Retrieval in the child's session
+sees its own memories and, with `memory.nested.include_ancestors`, its ancestors'; never a
+sibling's that has not been merged. On loop end the run's pending memories (the child's tool
+runs, plan and answer) are stored and `client.merge_nested_context` links the child into the
+parent: the parent's recalls see the child's memories from then on, and nothing is copied.
 """
 
 from __future__ import annotations
@@ -15,8 +14,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from DeepResearch.src.memory.errors import MemorySubsystemError
-from DeepResearch.src.memory.run_context import MemoryRun
 from DeepResearch.src.workflow.hooks import LoopHook
+from DeepResearch.src.workflow.memory.run_context import MemoryRun
 
 if TYPE_CHECKING:
     from DeepResearch.src.workflow.state import ResearchState, SubLoopResult
@@ -43,17 +42,17 @@ class NestedMemoryContexts(LoopHook):
         run = self.run
         if run is None or child.memory_session_id is None or parent.memory_session_id is None:
             return
-        # The child's tool runs, plan and answer are merged too; with the copies they go to
-        # the backend in one write (the merge of sessions this run made up reads nothing).
+        await run.write_pending(parent)  # the child's tool runs, plan and answer
         try:
-            async with run.client.batched_writes():
-                await run.write_pending(parent)
-                copied = await run.client.merge_nested_context(
-                    child.memory_session_id, parent.memory_session_id
-                )
+            await run.client.merge_nested_context(
+                child.memory_session_id, parent.memory_session_id
+            )
         except MemorySubsystemError as exc:
             run.degrade(f"merging loop {child.loop_id}", exc, parent)
             return
-        message = f"merged {copied} memories of loop {child.loop_id} into loop {parent.loop_id}"
+        message = (
+            f"merged loop {child.loop_id} into loop {parent.loop_id} "
+            f"(session {child.memory_session_id} linked to {parent.memory_session_id})"
+        )
         run.merges.append(message)
         log.info("memory: %s", message)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from DeepResearch.src.datatypes.execution import ErrorCategory, ExecutionStatus
-from DeepResearch.src.memory.bridge import history_memories
 from DeepResearch.src.utils.execution_history import ExecutionHistory, ExecutionItem
+from DeepResearch.src.workflow.memory.bridge import history_memories
 
 pytestmark = pytest.mark.unit
 QUESTION = "Which aligner suits RNA-seq reads and how are variants called?"
@@ -21,7 +21,7 @@ def item(loop: str, tool: str, ok: bool = True, **params: str) -> ExecutionItem:
     )
 
 
-def test_one_trace_per_loop_keyed_by_its_question_and_a_failure_analysis() -> None:
+def test_one_trace_per_loop_naming_its_question_and_a_failure_analysis() -> None:
     history = ExecutionHistory()
     history.extend([
         item("root.1", "search_documents", query="aligner"), item("root.1", "read_document", source="a.md"),
@@ -32,12 +32,11 @@ def test_one_trace_per_loop_keyed_by_its_question_and_a_failure_analysis() -> No
     memories = history_memories(history, QUESTION, "session-1", loop_questions)
     traces = {m["metadata"]["loop_id"]: m for m in memories if m["memory_type"] == "execution_trace"}
     assert sorted(traces) == ["root", "root.1", "root.2"]
-    for loop_id, trace in traces.items():  # the content names the loop and every call
-        assert trace["content"].startswith(f"Execution trace of loop {loop_id} for {QUESTION!r}")
+    asked = {**{loop: QUESTION for loop in traces}, "root.1": "Which aligner?"}
+    for loop_id, trace in traces.items():  # the content (what is embedded) names loop, question
+        assert trace["content"].startswith(f"Execution trace of loop {loop_id} for {asked[loop_id]!r}")
+        assert trace["metadata"]["question"] == asked[loop_id] and "key" not in trace
     assert "read_document" in traces["root.1"]["content"] and "a.md" in traces["root.1"]["content"]
-    # Keys are what gets embedded: the loop's question (its recalls embedded it already).
-    assert traces["root.1"]["key"] == "Which aligner?"
-    assert traces["root"]["key"] == traces["root.2"]["key"] == QUESTION
     assert not traces["root"]["metadata"]["success"] and traces["root.1"]["metadata"]["success"]
     (analysis,) = [m for m in memories if m["memory_type"] == "failure_analysis"]
     assert analysis["importance"] > max(t["importance"] for t in traces.values())

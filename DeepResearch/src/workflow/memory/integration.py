@@ -26,23 +26,22 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig
 
 from DeepResearch.src.memory.backends import IMPORT_SECONDS
-from DeepResearch.src.memory.bridge import history_memories
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemorySubsystemError
-from DeepResearch.src.memory.hooks import MemoryNodeHook
-from DeepResearch.src.memory.key_vectors import KeyVectorCache
-from DeepResearch.src.memory.nested import NestedMemoryContexts
-from DeepResearch.src.memory.run_context import (
+from DeepResearch.src.memory.toolset import MemoryBinding, memory_toolset
+from DeepResearch.src.workflow.flows import resolve_flow
+from DeepResearch.src.workflow.hooks import RunHook
+from DeepResearch.src.workflow.memory.bridge import history_memories
+from DeepResearch.src.workflow.memory.hooks import MemoryNodeHook
+from DeepResearch.src.workflow.memory.nested import NestedMemoryContexts
+from DeepResearch.src.workflow.memory.run_context import (
     MemoryRun,
     WorkflowMemorySettings,
     describe,
     resolve_memory,
 )
-from DeepResearch.src.memory.toolset import MemoryBinding, memory_toolset
-from DeepResearch.src.memory.tracking import ToolExecutionTracker
-from DeepResearch.src.workflow.flows import resolve_flow
-from DeepResearch.src.workflow.hooks import RunHook
+from DeepResearch.src.workflow.memory.tracking import ToolExecutionTracker
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext
@@ -93,8 +92,7 @@ class MemoryIntegration(RunHook):
         opened = time.perf_counter() - started
         # A process's first store of a kind imports the backend's modules and libraries.
         imported = None if imported_before else IMPORT_SECONDS.get(backend)
-        run = MemoryRun(client, self.config, self.settings, root_session=client.session_id,
-                        key_vectors=key_vector_cache(self.config))
+        run = MemoryRun(client, self.config, self.settings, root_session=client.session_id)
         run.sessions[state.loop_id] = client.session_id
         run.questions[state.loop_id] = state.question
         self.run = run
@@ -132,8 +130,6 @@ class MemoryIntegration(RunHook):
             self.run, self._finished = None, run
             self.loop_hook.run = None
             self.node_hook.run = None
-            if run.key_vectors is not None:
-                run.key_vectors.close()
             try:
                 await run.client.close()
             except MemorySubsystemError as exc:
@@ -151,15 +147,6 @@ class MemoryIntegration(RunHook):
             if path is not None:
                 with path.open("a", encoding="utf-8") as handle:
                     handle.write("\n" + section)
-
-
-def key_vector_cache(config: MemoryConfig) -> KeyVectorCache | None:
-    """Where workflow keys' vectors outlive the run: beside a faiss store. (in_memory keeps
-    nothing across runs; a Neo4j deployment has no local folder of its own.)"""
-    if config.backend != "faiss":
-        return None
-    store = config.vector_store
-    return KeyVectorCache(config.faiss.path, store.embedding_model, store.embedding_dimension)
 
 
 def render_memory_section(run: MemoryRun) -> str:

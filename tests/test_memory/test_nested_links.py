@@ -1,0 +1,112 @@
+"""Nested contexts are linked, never copied: the client registers child -> parent when it
+makes a nested context, a merge lets the parent see the child and writes nothing. Runs on
+every backend (the real stores)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from DeepResearch.src.memory import MemoryConfig, MemoryInputError, MemorySystemClient
+from DeepResearch.src.memory.backends import MemoryFilter
+from DeepResearch.src.memory.embeddings import Embedder
+
+
+def _spy(client: MemorySystemClient, method: str) -> list[Any]:
+    """Record the arguments of every call of one (real) backend method."""
+    calls: list[Any] = []
+    backend = client.backend
+    real = getattr(backend, method)
+
+    async def spied(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return await real(*args, **kwargs)
+
+    setattr(backend, method, spied)
+    return calls
+
+
+async def _seen(client: MemorySystemClient, session: str) -> set[str]:
+    return {m.content for m in await client.retrieve("what was found", top_k=20, session_id=session)}
+
+
+async def test_a_merge_links_the_child_and_copies_nothing(
+    memory_config_factory: Callable[..., MemoryConfig], embedder: Embedder
+) -> None:
+    client = MemorySystemClient(memory_config_factory(), embedder=embedder)
+    await client.open()
+    child = client.create_nested_context(client.session_id, "loop1")
+    grandchild = client.create_nested_context(child, "inner")
+    await client.store(content="parent knows the reference is GRCh38")
+    await client.store(content="child found that STAR needs 32 GB", session_id=child)
+    await client.store(content="grandchild found the index is stale", session_id=grandchild)
+    assert await _seen(client, client.session_id) == {"parent knows the reference is GRCh38"}
+
+    upserts = _spy(client, "upsert")
+    await client.merge_nested_context(grandchild, child)
+    assert await _seen(client, client.session_id) == {"parent knows the reference is GRCh38"}
+    await client.merge_nested_context(child, client.session_id)
+    await client.merge_nested_context(child, client.session_id)  # merging twice: the same
+    assert await _seen(client, client.session_id) == {
+        "parent knows the reference is GRCh38",
+        "child found that STAR needs 32 GB",
+        "grandchild found the index is stale",
+    }
+    assert upserts == []
+    stored = await client.backend.scan(MemoryFilter())
+    assert len(stored) == 3 and not any(t == "part_of" for r in stored for t, _ in r.relations)
+    await client.close()
+
+
+async def test_a_nested_context_has_one_parent_and_no_cycle(
+    memory_config_factory: Callable[..., MemoryConfig], embedder: Embedder
+) -> None:
+    client = MemorySystemClient(memory_config_factory(), embedder=embedder)
+    child = client.create_nested_context("run", "loop1")
+    assert child == "run:loop1"
+    with pytest.raises(MemoryInputError, match="is nested in 'run', not in 'other'"):
+        await client.merge_nested_context(child, "other")
+    with pytest.raises(MemoryInputError, match="one of its ancestors"):
+        await client.merge_nested_context("run", child)
+    assert client.create_nested_context(child, "x") == "run:loop1:x"
+    with pytest.raises(MemoryInputError, match="is nested in 'run:loop1', not in 'run'"):
+        client.create_nested_context("run", "loop1:x")  # the same name, another parent
+    await client.close()
+
+
+async def test_a_merge_registers_a_link_the_client_did_not_make(
+    memory_config_factory: Callable[..., MemoryConfig], embedder: Embedder
+) -> None:
+    """A session made by another client (an earlier run) joins its parent when merged."""
+    client = MemorySystemClient(memory_config_factory(), session_id="parent", embedder=embedder)
+    await client.store(content="earlier run: kallisto is fast", session_id="elsewhere")
+    assert await _seen(client, "parent") == set()
+    await client.merge_nested_context("elsewhere", "parent")
+    assert await _seen(client, "parent") == {"earlier run: kallisto is fast"}
+    await client.close()
+
+
+async def test_batched_writes_go_to_the_backend_in_one_write_and_lose_nothing(
+    memory_config_factory: Callable[..., MemoryConfig], embedder: Embedder
+) -> None:
+    client = MemorySystemClient(memory_config_factory(), embedder=embedder)
+    await client.open()
+    upserts = _spy(client, "upsert")
+    async with client.batched_writes():
+        await client.store(content="first note")
+        await client.store(content="second note")
+        assert upserts == []
+    assert [len(records) for (records,) in upserts] == [2]
+
+    async with client.batched_writes():  # a read inside sees what was stored before it
+        third = await client.store(content="third note, about STAR")
+        assert await client.get(third) is not None
+
+    with pytest.raises(RuntimeError):
+        async with client.batched_writes():
+            fourth = await client.store(content="fourth note")
+            raise RuntimeError("the loop failed")
+    assert await client.get(fourth) is not None
+    await client.close()
