@@ -29,7 +29,6 @@ from DeepResearch.src.memory.backends import IMPORT_SECONDS
 from DeepResearch.src.memory.bridge import history_memories
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
-from DeepResearch.src.memory.errors import MemorySubsystemError
 from DeepResearch.src.memory.hooks import MemoryNodeHook
 from DeepResearch.src.memory.key_vectors import KeyVectorCache
 from DeepResearch.src.memory.nested import NestedMemoryContexts
@@ -39,8 +38,10 @@ from DeepResearch.src.memory.run_context import (
     describe,
     resolve_memory,
 )
+from DeepResearch.src.memory.store_folder import check_store_folder
 from DeepResearch.src.memory.toolset import shared_memory_toolset
 from DeepResearch.src.memory.tracking import ToolExecutionTracker
+from DeepResearch.src.memory.writes import UnwrittenMemoriesError
 from DeepResearch.src.workflow.flows import resolve_flow
 from DeepResearch.src.workflow.hooks import RunHook
 
@@ -119,10 +120,21 @@ class MemoryIntegration(RunHook):
                 run.key_vectors.close()
             try:
                 await run.client.close()
-            except MemorySubsystemError as exc:
+            except UnwrittenMemoriesError as exc:  # lost: the run's exit status says so
+                message = f"memory: {exc}"
+                run.problems.append(message)
+                state.errors.append(message)
+                log.error(message)
+            except Exception as exc:  # e.g. a cache file the full disk cannot take
                 run.degrade("closing the memory client", exc, state)
         stored = ", ".join(f"{n} {kind}" for kind, n in sorted(run.stored.items())) or "nothing"
-        log.info("memory: stored %s in session %s", stored, run.root_session)
+        writes = run.client.writes
+        if writes.unsaved or writes.spilled_file:
+            where = writes.spilled_file or "nowhere: lost"
+            log.info("memory: gathered %s in session %s; not in the store (saved to %s)",
+                     stored, run.root_session, where)
+        else:
+            log.info("memory: stored %s in session %s", stored, run.root_session)
 
     async def on_outputs_written(self, state: ResearchState, paths: dict[str, Path]) -> None:
         run, self._finished = self._finished, None
@@ -195,4 +207,5 @@ def memory_plugins(cfg: DictConfig) -> MemoryPlugins | None:
     resolved = resolve_memory(cfg, resolve_flow(cfg))
     if resolved is None:
         return None
+    check_store_folder(resolved[0])  # an unusable folder stops the run here (exit 2)
     return MemoryPlugins(MemoryIntegration(*resolved))

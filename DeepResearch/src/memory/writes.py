@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,10 +53,16 @@ class UnwrittenMemoriesError(MemoryBackendError):
 
 
 def failure_cause(exc: BaseException) -> str:
-    """The cause of a failed write as the user should read it."""
-    if isinstance(exc, MemoryBackendError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+    """The cause of a failed write as the user should read it: the error, and the errors it
+    was raised while handling (a failed ROLLBACK hides the "disk is full" that caused it)."""
+    parts: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(parts) < 3:
+        text = str(seen) if isinstance(seen, MemoryBackendError) else f"{type(seen).__name__}: {seen}"
+        if not any(text in part for part in parts):
+            parts.append(text)
+        seen = seen.__cause__ or seen.__context__
+    return "; after ".join(parts)
 
 
 class WriteQueue:
@@ -228,7 +234,7 @@ class WriteQueue:
 
     async def close(self) -> None:
         """Flush; spill what is still unwritten. Raises UnwrittenMemoriesError when no folder
-        can take the spill (the records stay queued: the exit hook tries once more)."""
+        can take the spill (the records stay in `outbox` for the caller; `unsaved` counts them)."""
         if self._flusher is not None:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -243,6 +249,7 @@ class WriteQueue:
             self.spill()
         except OSError as exc:
             self.unsaved = len(self.outbox) + len(self.pending)
+            _open_queues.discard(self)  # the caller hears it now; the exit hook stays quiet
             raise UnwrittenMemoriesError(
                 f"{self.unsaved} memories could not be written to the "
                 f"{self.client.config.backend!r} backend ({self.cause()}) nor saved to a spill "
@@ -260,8 +267,8 @@ class WriteQueue:
             return None
         name = spill_name(self.client.session_id)
         lines = [json.dumps(record_to_json(record)) + "\n" for record in leftover]
-        failures = []
-        for folder in _spill_folders(Path(self.client.config.faiss.path)):
+        failures: list[str] = []
+        for folder in _spill_folders(Path(self.client.config.faiss.path), failures):
             path = folder / name
             try:
                 folder.mkdir(parents=True, exist_ok=True)
@@ -306,9 +313,17 @@ def spill_name(session_id: str) -> str:
     return f"unwritten-{stamp}-{os.getpid()}-{slug}-{digest}.jsonl"
 
 
-def _spill_folders(store: Path) -> list[Path]:
-    return [store, Path.cwd() / "memory-unwritten",
-            Path(tempfile.gettempdir()) / "deepresearch-memory-unwritten"]
+def _spill_folders(store: Path, failures: list[str]) -> Iterator[Path]:
+    """Where a spill may go, in order; a folder that cannot even be named is a failure."""
+    yield store
+    for name, where in (("working folder", Path.cwd), ("temp folder", tempfile.gettempdir)):
+        try:
+            base = where()
+        except OSError as exc:  # a deleted working folder; no usable temp folder
+            failures.append(f"{name}: {exc.strerror or exc}")
+            continue
+        yield Path(base) / ("memory-unwritten" if name == "working folder"
+                            else "deepresearch-memory-unwritten")
 
 
 def _flush_at_exit() -> None:
