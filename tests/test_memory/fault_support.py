@@ -23,10 +23,11 @@ time.sleep(600)
 
 
 @contextlib.contextmanager
-def small_disk(path: Path, size: str = "2m") -> Iterator[Path]:
+def small_disk(path: Path, size: str = "2m", *, read_only: bool = False) -> Iterator[Path]:
     """A tmpfs of `size` mounted at `path` (needs root; the test is skipped when refused)."""
     path.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+    options = f"size={size}" + (",ro" if read_only else "")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
                           capture_output=True, text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs for a real full disk: {done.stderr.strip()}")
