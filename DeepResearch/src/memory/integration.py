@@ -129,10 +129,12 @@ class MemoryIntegration(RunHook):
                 run.degrade("closing the memory client", exc, state)
         stored = ", ".join(f"{n} {kind}" for kind, n in sorted(run.stored.items())) or "nothing"
         writes = run.client.writes
-        if writes.unsaved or writes.spilled_file:
-            where = writes.spilled_file or "nowhere: lost"
-            log.info("memory: gathered %s in session %s; not in the store (saved to %s)",
-                     stored, run.root_session, where)
+        if writes.unsaved:
+            log.info("memory: %d memories of session %s are lost (see the error above)",
+                     writes.unsaved, run.root_session)
+        elif writes.spilled:
+            log.info("memory: %d memories of session %s are not in the store but in %s",
+                     writes.spilled, run.root_session, writes.spilled_file)
         else:
             log.info("memory: stored %s in session %s", stored, run.root_session)
 

@@ -73,6 +73,7 @@ class WriteQueue:
         self.written = 0
         self.failed_attempts = 0
         self.spilled_file: str | None = None
+        self.spilled = 0  # memories saved to spill files
         self.unsaved = 0  # memories neither written nor spilled when the queue closed
         self.last_failure = ""
         self._retry_delay = 0.0
@@ -278,6 +279,7 @@ class WriteQueue:
                 continue
             self.outbox, self.pending = [], []
             self.spilled_file = str(path)
+            self.spilled += len(leftover)
             self.unsaved = 0
             log.warning(
                 "memory: %d memories could not be written to the %r backend (%s) and were "
