@@ -2,8 +2,8 @@
 
 - `enable_async_writes=false`: `store`/`store_many` return after the backend committed the
   call's records in ONE upsert (one transaction on the embedded backend: a crash leaves all of
-  them or none); inside `held()` (the client's `batched_writes()`) writes go in one batch at
-  its end. A failed write raises one MemoryBackendError naming the cause.
+  them or none); a failed one raises one MemoryBackendError naming the cause. Inside `held()`
+  (the client's `batched_writes()`) writes go in one upsert at its end.
 - `true`: records wait in `pending`; a background task writes them every `flush_interval`
   seconds or as soon as `batch_size` are waiting; every read drains `pending` first
   (read-your-writes); `close()` and interpreter exit flush.
@@ -141,28 +141,25 @@ class WriteQueue:
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
         """Writes submitted inside wait in `pending` and go to the backend together at the
-        end, also when the block raises; reads inside drain them first, as always. With
-        synchronous writes a failed final write raises (unless the block itself raised)."""
+        end (one upsert), also when the block raises; reads inside drain them first, as
+        always. A failed final write keeps them in the outbox with one warning, as a
+        write-behind flush does (the workflow's nested merges go on)."""
         self._holds += 1
         try:
             yield
-        except BaseException:
+        finally:
             self._holds -= 1
             if not self._holds:
-                await self.drain_pending()
-            raise
-        self._holds -= 1
-        if not self._holds:
-            await self.drain_pending(raise_failure=not self._cfg.enable_async_writes)
+                await self.drain_pending(at_once=True)
 
-    async def drain_pending(self, *, raise_failure: bool = False) -> None:
+    async def drain_pending(self, *, at_once: bool = False) -> None:
         """Write what is pending now (reads call this: read-your-writes)."""
         if not self.pending:
             return
         async with self._get_lock():
             batch, self.pending = self.pending, []
             if self.client.available:
-                await self._write(batch, at_once=raise_failure, raise_failure=raise_failure)
+                await self._write(batch, at_once=at_once or not self._cfg.enable_async_writes)
             else:
                 self._to_outbox(batch, "backend unavailable")
 
@@ -184,7 +181,7 @@ class WriteQueue:
     ) -> None:
         """Upsert `records` (all in one call when `at_once`, else in batch_size batches).
         Whatever the backend raises, the records not committed go to the outbox."""
-        size = len(records) if at_once else self._cfg.batch_size
+        size = max(1, len(records)) if at_once else self._cfg.batch_size
         for start in range(0, len(records), size):
             batch = records[start : start + size]
             try:
