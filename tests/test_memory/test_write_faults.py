@@ -245,3 +245,17 @@ def test_workflow_on_a_locked_store_finishes_with_a_warning_and_keeps_the_memori
     (spilled,) = spill_files(store)
     assert len(spilled.read_text().splitlines()) > 0
     assert stored_ids(store) == before
+
+
+async def test_batched_writes_on_a_locked_database_keep_their_records(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    store = tmp_path / "memory"
+    client = MemorySystemClient(faiss_config(store), session_id="held", embedder=embedder)
+    await client.store(content="stored before the lock", id="first")
+    with write_lock_held(store / DB_FILE):
+        async with client.batched_writes():  # its one write at the end meets the lock
+            await client.store_many([{"content": f"held note {i}", "id": f"h{i}"} for i in range(4)])
+        assert client.writes.counters()["outbox"] == 4
+    await client.close()
+    assert stored_ids(store) == {"first", "h0", "h1", "h2", "h3"}

@@ -135,8 +135,9 @@ class WriteQueue:
             await asyncio.sleep(self._cfg.flush_interval)
             try:
                 await self.flush()
-            except Exception:  # the outbox holds the records; say why, keep flushing
-                log.exception("memory background flush failed; records stay queued")
+            except Exception as exc:  # the records stay queued; say why, keep flushing
+                log.warning("memory: background flush failed (%s); records stay queued",
+                            failure_cause(exc))
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
