@@ -166,12 +166,13 @@ async def _health(client: MemorySystemClient) -> int:
     """The backend's health, its full check (`verify()`, where the backend has one) and the
     write queue; exit status 1 when anything is wrong."""
     health = await client.health()
-    problems = [] if health.available else [f"backend unavailable: {health.detail}"]
-    verify = getattr(client.backend, "verify", None)
-    if health.available and verify is not None:
-        problems += list(await verify())
-    elif health.available and not health.ok and not health.outbox:
-        problems.append(health.detail)
+    if not health.available:
+        problems = [f"backend unavailable: {health.detail}"]
+    else:
+        problems = [] if health.ok or health.outbox else [health.detail]
+        verify = getattr(client.backend, "verify", None)  # the full check, where there is one
+        if verify is not None:
+            problems += [p for p in await verify() if p not in problems]
     if health.outbox:
         problems.append(f"{health.outbox} writes wait in the outbox")
     report = {"ok": not problems, "backend": health.backend, "detail": health.detail,
