@@ -55,6 +55,12 @@ def main(cfg: DictConfig) -> None:
     print(f"Outputs: {outcome.run_dir.resolve()}")
     print(f"  report:  {(outcome.run_dir / 'report.md').resolve()}")
     print(f"  summary: {(outcome.run_dir / 'WORKFLOW_SUMMARY.md').resolve()}")
+    if outcome.unsaved_memories:
+        print(
+            f"deepresearch: error: {outcome.unsaved_memories} memories of this run could be "
+            "neither stored nor saved to a spill file (see the error above)", file=sys.stderr
+        )
+        sys.exit(1)
     # The run is over: outputs written, the memory client closed and flushed. Interpreter
     # shutdown's garbage collections would walk every object the libraries made (~0.15-0.2 s,
     # measured) and free nothing that still matters; frozen objects are skipped. Reference

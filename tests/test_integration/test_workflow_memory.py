@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -187,24 +186,14 @@ async def _scan_session(outcome: RunOutcome) -> list[MemoryRecord]:
         )
 
 
-async def test_an_unusable_memory_folder_leaves_a_run_without_memory_not_a_crash(
-    make_config: MakeConfig, tmp_path: Path, caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
+async def test_an_unusable_memory_folder_stops_the_run_before_it_starts(
+    make_config: MakeConfig, tmp_path: Path
 ) -> None:
-    """A file where the store's folder should be: the run answers, says why memory is off,
-    and the memories it could not write are saved in the working folder, not lost."""
+    """A file where the store's folder should be: the run is refused at start, naming the
+    path and the reason, rather than answering with memory silently off."""
     blocker = tmp_path / "a-file"
     blocker.write_text("in the way")
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
     cfg = make_config(f"memory.faiss.path={blocker / 'memory'}")
-    with caplog.at_level("WARNING"):
-        outcome = await run_research(Q1, cfg)
-    assert outcome.state.final_answer and (outcome.run_dir / "report.md").exists()
-    assert "unavailable, running without memory" in caplog.text
-    (spilled,) = (work / "memory-unwritten").glob("unwritten-*.jsonl")
-    lines = spilled.read_text().splitlines()
-    kinds = {json.loads(line)["memory_type"] for line in lines}
-    assert {"tool_execution", "plan", "answer", "execution_trace"} <= kinds
-    assert f"saved to {spilled}" in caplog.text
+    with pytest.raises(MemoryConfigError, match=r"a-file/memory cannot be used: Not a directory"):
+        await run_research(Q1, cfg)
+    assert not (tmp_path / "outputs").exists()  # stopped before the run folder

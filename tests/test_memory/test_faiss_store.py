@@ -275,7 +275,9 @@ async def test_failed_writes_are_retried_from_the_outbox(tmp_path: Path, embedde
 
     backend = Flaky(384)
     client = MemorySystemClient(MemoryConfig(backend="in_memory"), backend=backend, embedder=embedder)
-    mid = await client.store(content="written once the server is back")
+    with pytest.raises(MemoryBackendError, match=r"server went away.*kept in the outbox"):
+        await client.store(content="written once the server is back", id="m1")
+    mid = "m1"
     assert (await client.stats()).outbox == 1
     backend.down = False
     client.writes._next_retry = 0.0

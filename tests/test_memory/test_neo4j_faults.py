@@ -114,12 +114,16 @@ async def test_client_keeps_failed_writes_and_writes_them_after_restart(
         first = await client.store(content="STAR aligns RNA-seq reads")
         server.stop(kill=True)
 
-        lost = await client.store(content="BWA maps DNA reads")  # does not raise
+        with pytest.raises(MemoryBackendError, match="kept in the outbox"):
+            await client.store(content="BWA maps DNA reads", id="lost")
+        lost = "lost"
         health = await client.health()  # reported, not dropped
         assert (health.ok, health.outbox, health.failed_attempts) == (False, 1, 1)
         assert "unavailable" in health.detail or "Neo4j" in health.detail
         started = time.monotonic()
-        also_lost = await client.store(content="Salmon quantifies transcripts")
+        with pytest.raises(MemoryBackendError, match="kept in the outbox"):
+            await client.store(content="Salmon quantifies transcripts", id="also-lost")
+        also_lost = "also-lost"
         assert time.monotonic() - started < 5  # known down: fails fast, no second backoff
         assert (await client.health()).outbox == 2
 

@@ -3,9 +3,13 @@
     deepresearch-memory COMMAND [options] [hydra overrides...]
     e.g. deepresearch-memory search "rna-seq aligner" --top-k 3 memory.faiss.path=outputs/memory
 
-Commands: search, list, show ID, stats, export FILE, import FILE, forget, expire, rebuild.
-Only `search`, and `import`/`rebuild` when vectors must be computed, load the embedding model
-(torch); the others start fast.
+Commands: search, list, show ID, stats, health, export FILE, import FILE, forget, expire,
+rebuild. Only `search`, and `import`/`rebuild` when vectors must be computed, load the
+embedding model (torch); the others start fast.
+
+Exit status: 0 done; 1 the backend failed (or `import` skipped bad lines, `health` found
+problems); 2 a mistake in the command, its input or the configuration. Errors are one line on
+stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -14,21 +18,31 @@ import argparse
 import asyncio
 import json
 import re
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from DeepResearch.src.memory.backends.base import DEFAULT_NAMESPACE, MemoryFilter, MemoryRecord
+from annotated_types import Le
+
+from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.client import MemorySystemClient
-from DeepResearch.src.memory.compression import compress_content
-from DeepResearch.src.memory.config import MemoryConfig
-from DeepResearch.src.memory.errors import MemorySubsystemError
-from DeepResearch.src.memory.inputs import clean_metadata, clean_relations, parse_filters
-from DeepResearch.src.memory.records_io import check_json_line, json_vector, record_to_json
+from DeepResearch.src.memory.config import MemoryConfig, RetrievalConfig
+from DeepResearch.src.memory.errors import (
+    MemoryBackendError,
+    MemoryInputError,
+    MemorySubsystemError,
+)
+from DeepResearch.src.memory.inputs import parse_filters
+from DeepResearch.src.memory.records_io import record_from_json, record_to_json
+from DeepResearch.src.memory.store_folder import check_store_folder
+from DeepResearch.src.memory.writes import failure_cause
 
 CONFIG_MODULE = "DeepResearch.conf"  # the same configuration `deepresearch` composes
 PAGE = 1000
+MAX_TOP_K = next(m.le for m in RetrievalConfig.model_fields["top_k"].metadata if isinstance(m, Le))
+SHOWN_BAD_LINES = 20  # an import reports this many bad lines one by one, then counts the rest
 
 
 def load_config(overrides: Sequence[str]) -> MemoryConfig:
@@ -47,7 +61,7 @@ def _parse_kv(items: Sequence[str] | None) -> dict[str, Any]:
     for item in items or []:
         key, sep, raw = item.partition("=")
         if not sep:
-            raise SystemExit(f"--filter {item!r}: expected KEY=VALUE (VALUE is JSON or text)")
+            raise MemoryInputError(f"--filter {item!r}: expected KEY=VALUE (VALUE is JSON or text)")
         try:
             out[key] = json.loads(raw)
         except json.JSONDecodeError:
@@ -76,14 +90,16 @@ async def _scan_all(client: MemorySystemClient, flt: MemoryFilter) -> AsyncItera
 
 
 async def run(args: argparse.Namespace, config: MemoryConfig) -> int:
+    check_store_folder(config)
     if args.command == "rebuild":
         return _rebuild(config, args.reembed)
     client = MemorySystemClient(config, session_id=getattr(args, "session", None) or None)
-    await client.open()
-    if not client.available:
-        print(f"memory backend {config.backend!r} is unavailable", file=sys.stderr)
-        return 2
     try:
+        await client.open()
+        if not client.available:
+            print(f"deepresearch-memory: memory backend {config.backend!r} is unavailable: "
+                  f"{client.writes.cause()}", file=sys.stderr)
+            return 1
         return await _dispatch(args, client)
     finally:
         await client.close()
@@ -93,6 +109,8 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
     cmd = args.command
     scope = MemoryFilter(session_ids=(args.session,)) if getattr(args, "session", None) else MemoryFilter()
     if cmd == "search":
+        if args.top_k is not None and not 1 <= args.top_k <= MAX_TOP_K:
+            raise MemoryInputError(f"--top-k {args.top_k}: give a number from 1 to {MAX_TOP_K}")
         results = await client.retrieve(
             args.query, top_k=args.top_k, filters=_parse_kv(args.filter) or None,
             session_id=args.session, profile=args.profile, all_sessions=not args.session,
@@ -101,13 +119,15 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
             print(f"{m.rank:>3}  {m.score:.4f}  {m.id}  {m.content[:100]!r}")
         return 0
     if cmd == "list":
+        if args.limit < 0 or args.offset < 0:
+            raise MemoryInputError(f"--limit {args.limit} --offset {args.offset}: give numbers >= 0")
         for r in await client.backend.scan(scope, limit=args.limit, offset=args.offset):
             print(_line(r))
         return 0
     if cmd == "show":
         found = await client.backend.get([args.id])
         if not found:
-            print(f"no memory with id {args.id!r}", file=sys.stderr)
+            print(f"deepresearch-memory: no memory with id {args.id!r}", file=sys.stderr)
             return 1
         print(json.dumps(record_to_json(found[0], include_vector=False), indent=2, ensure_ascii=False))
         return 0
@@ -117,79 +137,141 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
         stats.pop("in_session")
         print(json.dumps({**stats, "health": (await client.backend.health()).detail}, indent=2))
         return 0
+    if cmd == "health":
+        return await _health(client)
     if cmd == "export":
-        n = 0
-        with open(args.file, "w", encoding="utf-8") as fh:
-            async for record in _scan_all(client, scope):
-                fh.write(json.dumps(record_to_json(record), ensure_ascii=False) + "\n")
-                n += 1
-        print(f"exported {n} memories to {args.file}")
-        return 0
+        return await _export(client, scope, Path(args.file))
     if cmd == "import":
-        n = await _import(client, Path(args.file))
-        print(f"imported {n} memories from {args.file}")
-        return 0
+        return await _import(client, Path(args.file))
     if cmd == "forget":
-        removed = await client.forget(
-            args.ids or None, filters=_parse_kv(args.filter) or None, session_id=args.session
-        )
-        print(f"forgot {removed} memories")
-        return 0
+        return await _forget(client, args)
     if cmd == "expire":
         print(f"expired {await client.expire()} memories")
         return 0
-    raise SystemExit(f"unknown command {cmd!r}")
+    raise MemoryInputError(f"unknown command {cmd!r}")
+
+
+async def _health(client: MemorySystemClient) -> int:
+    """The backend's health, its full check (`verify()`, where the backend has one) and the
+    write queue; exit status 1 when anything is wrong."""
+    health = await client.health()
+    if not health.available:
+        problems = [f"backend unavailable: {health.detail}"]
+    else:
+        problems = [] if health.ok or health.outbox else [health.detail]
+        verify = getattr(client.backend, "verify", None)  # the full check, where there is one
+        if verify is not None:
+            problems += [p for p in await verify() if p not in problems]
+    if health.outbox:
+        problems.append(f"{health.outbox} writes wait in the outbox")
+    report = {"ok": not problems, "backend": health.backend, "detail": health.detail,
+              "problems": problems}
+    print(json.dumps(report, indent=2, ensure_ascii=False))
+    return 1 if problems else 0
+
+
+async def _export(client: MemorySystemClient, scope: MemoryFilter, path: Path) -> int:
+    try:
+        fh = path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise MemoryInputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    n = 0
+    try:
+        with fh:
+            async for record in _scan_all(client, scope):
+                fh.write(json.dumps(record_to_json(record), ensure_ascii=False) + "\n")
+                n += 1
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        print(f"deepresearch-memory: export to {path} failed after {n} memories: "
+              f"{exc.strerror or exc}; the partial file was removed", file=sys.stderr)
+        return 1
+    print(f"exported {n} memories to {path}")
+    return 0
+
+
+async def _forget(client: MemorySystemClient, args: argparse.Namespace) -> int:
+    """Delete by ids / session / filters, inside the configured namespace. A selection
+    without ids that holds every memory of the namespace (e.g. a filter on a misspelt key
+    with value null) needs --all (the client refuses it otherwise)."""
+    filters = _parse_kv(args.filter)
+    if not (args.ids or filters or args.session or args.all):
+        raise MemoryInputError("forget: give ids, --session, --filter, or --all to delete everything")
+    removed = await client.forget(args.ids or None, filters=filters or None,
+                                  session_id=args.session, everything=args.all)
+    print(f"forgot {removed} memories")
+    return 0
 
 
 async def _import(client: MemorySystemClient, path: Path) -> int:
+    """Import a JSONL export or spill file. Each line is checked like `store` checks its
+    items; bad lines are reported with their line numbers and skipped (exit status 1), the
+    others imported. A file without any valid line is refused (exit status 2)."""
     from tqdm import tqdm
 
-    cfg = client.config
-    total = sum(1 for _ in path.open(encoding="utf-8"))
+    try:
+        with path.open("rb") as fh:
+            total = sum(1 for _ in fh)
+    except OSError as exc:
+        raise MemoryInputError(f"cannot read {path}: {exc.strerror or exc}") from None
     batch: list[MemoryRecord] = []
-    written = 0
-    with path.open(encoding="utf-8") as fh, tqdm(total=total, unit="mem", desc="import") as bar:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                bar.update(1)
+    written, bad = 0, []
+    with path.open("rb") as fh, tqdm(total=total, unit="mem", desc="import") as bar:
+        for lineno, raw in enumerate(fh, start=1):
+            bar.update(1)
+            record = _parse_line(raw, f"{path}:{lineno}", client.config, bad)
+            if record is None:
                 continue
-            where = f"{path}:{lineno}"
-            data = check_json_line(json.loads(line), where)
-            content, codec, blob = compress_content(data["content"], cfg.compression)
-            batch.append(
-                MemoryRecord(
-                    id=data["id"], session_id=data["session_id"],
-                    namespace=data.get("namespace") or DEFAULT_NAMESPACE,
-                    memory_type=data.get("memory_type") or "note", agent_type=data.get("agent_type"),
-                    content=content, created_at=float(data["created_at"]),
-                    importance=float(data.get("importance", 0.5)),
-                    temporal_weight=float(data.get("temporal_weight", 1.0)),
-                    expires_at=data.get("expires_at"), content_codec=codec, content_blob=blob,
-                    metadata=clean_metadata(data.get("metadata")),
-                    relations=clean_relations(data.get("relations")),
-                    vector=json_vector(data, where),
-                )
-            )
-            if len(batch) >= cfg.storage.batch_size:
-                written += await _write_batch(client, batch)
-                bar.update(len(batch))
+            batch.append(record)
+            if len(batch) >= client.config.storage.batch_size:
+                written += await _write_batch(client, batch, written)
                 batch = []
         if batch:
-            written += await _write_batch(client, batch)
-            bar.update(len(batch))
-    return written
+            written += await _write_batch(client, batch, written)
+    for problem in bad[:SHOWN_BAD_LINES]:
+        print(f"deepresearch-memory: skipped {problem}", file=sys.stderr)
+    if len(bad) > SHOWN_BAD_LINES:
+        print(f"deepresearch-memory: ... and {len(bad) - SHOWN_BAD_LINES} more bad lines",
+              file=sys.stderr)
+    if bad and not written:
+        raise MemoryInputError(f"{path}: none of its {len(bad)} lines is a valid memory; "
+                               "nothing imported (expected the JSON lines of an export)")
+    skipped = f", skipped {len(bad)} bad lines" if bad else ""
+    print(f"imported {written} memories from {path}{skipped}")
+    return 1 if bad else 0
 
 
-async def _write_batch(client: MemorySystemClient, batch: list[MemoryRecord]) -> int:
-    dim = client.config.vector_store.embedding_dimension
-    todo = [r for r in batch if r.vector is None or r.vector.shape != (dim,)]
+def _parse_line(raw: bytes, where: str, config: MemoryConfig, bad: list[str]) -> MemoryRecord | None:
+    """The record of one line, or None for a blank line or a bad one (added to `bad`)."""
+    try:
+        text = raw.decode("utf-8")
+        if not text.strip():
+            return None
+        return record_from_json(json.loads(text), where, config)
+    except UnicodeDecodeError as exc:
+        bad.append(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except json.JSONDecodeError as exc:
+        bad.append(f"{where}: not a JSON line ({exc.msg} at column {exc.colno})")
+    except MemoryInputError as exc:
+        bad.append(str(exc))
+    return None
+
+
+async def _write_batch(client: MemorySystemClient, batch: list[MemoryRecord], before: int) -> int:
+    todo = [r for r in batch if r.vector is None]
     if todo:
         from DeepResearch.src.memory.compression import full_content
 
         vectors = client.embedder.embed([full_content(r.content, r.content_codec, r.content_blob) for r in todo])
         for record, vector in zip(todo, vectors, strict=True):
             record.vector = vector
-    return await client.import_records(batch)
+    try:
+        return await client.import_records(batch)
+    except Exception as exc:
+        raise MemoryBackendError(
+            f"import stopped after {before} memories: {failure_cause(exc)}; running it again "
+            "is safe (a memory imported again replaces itself, by id)"
+        ) from exc
 
 
 def _rebuild(config: MemoryConfig, reembed: bool) -> int:
@@ -241,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("show", help="one memory as JSON")
     s.add_argument("id")
     sub.add_parser("stats", help="counts and health")
+    sub.add_parser("health", help="full check of the store; exit status 1 on any problem")
     s = sub.add_parser("export", help="write memories to JSONL (ids, times, vectors kept)")
     s.add_argument("file")
     s.add_argument("--session", default=None)
@@ -248,6 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s = sub.add_parser("forget", help="delete memories by id / session / filter")
     s.add_argument("ids", nargs="*")
+    s.add_argument("--all", action="store_true",
+                   help="allow deleting every memory of the store (needed when the selection "
+                   "matches all of them)")
     s.add_argument("--session", default=None)
     s.add_argument("--filter", action="append", metavar="KEY=VALUE")
     sub.add_parser("expire", help="delete memories whose TTL has passed")
@@ -272,6 +358,9 @@ def split_overrides(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
     argv = list(sys.argv[1:] if argv is None else argv)
     overrides, rest = split_overrides(argv)
     args = build_parser().parse_args(rest)
@@ -280,9 +369,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("forget",) and args.filter:
             parse_filters(_parse_kv(args.filter))
         return asyncio.run(run(args, config))
-    except MemorySubsystemError as exc:
-        print(f"deepresearch-memory: {exc}", file=sys.stderr)
+    except (HydraException, OmegaConfBaseException) as exc:
+        reason = "; ".join(str(exc).splitlines())
+        print(f"deepresearch-memory: error in the overrides {overrides}: {reason}", file=sys.stderr)
         return 2
+    except MemoryBackendError as exc:
+        print(f"deepresearch-memory: backend error: {exc}", file=sys.stderr)
+        return 1
+    except MemorySubsystemError as exc:  # input and configuration mistakes
+        print(f"deepresearch-memory: error: {exc}", file=sys.stderr)
+        return 2
+    except (sqlite3.Error, OSError) as exc:  # the store's files: full disk, lock, damage
+        print(f"deepresearch-memory: backend error: {failure_cause(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

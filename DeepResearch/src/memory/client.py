@@ -167,15 +167,19 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         return True
 
     async def close(self) -> None:
-        """Flush pending writes, spill what cannot be written to a JSONL file, close."""
+        """Flush pending writes, spill what cannot be written to a JSONL file, close.
+        Raises UnwrittenMemoriesError (a MemoryBackendError) when memories could be neither
+        written nor spilled; the backend is closed all the same."""
         if self._closed:
             return
-        if self._opened:
-            await self.writes.close()
-            if self.available:
+        try:
+            if self._opened:
+                await self.writes.close()
+        finally:
+            if self._opened and self.available:
                 await self.backend.close()
-        self._closed = True
-        self.available = False
+            self._closed = True
+            self.available = False
 
     async def __aenter__(self) -> MemorySystemClient:
         await self.open()
@@ -202,7 +206,12 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
     async def store_many(
         self, items: Sequence[Mapping[str, Any]], session_id: str | None = None
     ) -> list[str]:
-        """Store several memories (validated all first: one bad item stores nothing)."""
+        """Store several memories (validated all first: one bad item stores nothing). With
+        synchronous writes they go to the backend in ONE upsert (one transaction on the
+        embedded backend): committed all together or not at all. Ids are the items' `id` or
+        new ones; storing an id again replaces that memory, so a retry never duplicates.
+        Raises MemoryBackendError when the backend did not commit them (they stay in the
+        outbox, retried, and are spilled at close if still unwritten)."""
         await self.open()
         if isinstance(items, Mapping | str | bytes):
             raise MemoryInputError("store_many takes a list of dicts with at least 'content'")

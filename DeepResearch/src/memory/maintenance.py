@@ -45,7 +45,7 @@ class Maintenance:
         if not self.available:
             return 0
         flt = self._bounded(**kwargs)
-        if not everything and ids is None and session_id is None:
+        if not everything and ids is None:
             matching, total = await self.backend.count(flt), await self.backend.count(self._bounded())
             if matching == total and total > 0:
                 raise MemoryInputError(

@@ -1,14 +1,18 @@
 """The client's write path: immediate or write-behind batches, and the outbox.
 
-- `enable_async_writes=false`: `store` returns after the backend committed the batch, except
-  inside `held()` (the client's `batched_writes()`), whose writes go in one batch at its end.
+- `enable_async_writes=false`: `store`/`store_many` return after the backend committed the
+  call's records in ONE upsert (one transaction on the embedded backend: a crash leaves all of
+  them or none); a failed one raises one MemoryBackendError naming the cause. Inside `held()`
+  (the client's `batched_writes()`) writes go in one upsert at its end.
 - `true`: records wait in `pending`; a background task writes them every `flush_interval`
   seconds or as soon as `batch_size` are waiting; every read drains `pending` first
   (read-your-writes); `close()` and interpreter exit flush.
-- A write that fails with MemoryBackendError/OSError (or any write while the backend is
-  unavailable) goes to the `outbox`, is retried with exponential backoff on later flushes,
-  is counted in stats()/health(), and at close is spilled to a JSONL file (one warning
-  naming it) if it still cannot be written. Nothing is dropped silently.
+- A record leaves the queue only once the backend committed it. ANY failure of a write (or a
+  write while the backend is unavailable) puts the records in the `outbox`; it is retried
+  with exponential backoff on later flushes (upserts by id: a retry never duplicates), counted
+  in stats()/health(), and at close spilled to a JSONL file if it still cannot be written.
+- A spill that no folder can take is an error: `close()` raises UnwrittenMemoriesError, and
+  at interpreter exit the process ends with status 1 (see `_exit_status`).
 """
 
 from __future__ import annotations
@@ -16,13 +20,17 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import hashlib
 import json
 import logging
+import os
+import re
+import sys
 import tempfile
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +43,26 @@ if TYPE_CHECKING:
     from DeepResearch.src.memory.client import MemorySystemClient
 
 log = logging.getLogger(__name__)
-RETRYABLE = (MemoryBackendError, OSError, ConnectionError, TimeoutError)
 _open_queues: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
+_lost_at_exit: list[int] = []  # memories the exit hook could not save: the status is then 1
+LOST_EXIT_STATUS = 1
+
+
+class UnwrittenMemoriesError(MemoryBackendError):
+    """Memories could be neither written to the backend nor saved to a spill file."""
+
+
+def failure_cause(exc: BaseException) -> str:
+    """The cause of a failed write as the user should read it: the error, and the errors it
+    was raised while handling (a failed ROLLBACK hides the "disk is full" that caused it)."""
+    parts: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(parts) < 3:
+        text = str(seen) if isinstance(seen, MemoryBackendError) else f"{type(seen).__name__}: {seen}"
+        if not any(text in part for part in parts):
+            parts.append(text)
+        seen = seen.__cause__ or seen.__context__
+    return "; after ".join(parts)
 
 
 class WriteQueue:
@@ -47,6 +73,9 @@ class WriteQueue:
         self.written = 0
         self.failed_attempts = 0
         self.spilled_file: str | None = None
+        self.spilled = 0  # memories saved to spill files
+        self.unsaved = 0  # memories neither written nor spilled when the queue closed
+        self.last_failure = ""
         self._retry_delay = 0.0
         self._next_retry = 0.0
         self._warned = False
@@ -76,6 +105,8 @@ class WriteQueue:
         return self._lock
 
     async def submit(self, records: list[MemoryRecord]) -> None:
+        """Queue or write `records`; with synchronous writes raise MemoryBackendError when the
+        backend did not commit them (they are in the outbox then)."""
         if not records:
             return
         if not self.client.available:
@@ -86,7 +117,9 @@ class WriteQueue:
             return
         if not self._cfg.enable_async_writes:
             async with self._get_lock():
-                await self._write(records)
+                await self._write(records, at_once=True, raise_failure=True)
+            if self.outbox and time.monotonic() >= self._next_retry:
+                await self.flush()
             return
         self.pending.extend(records)
         self._ensure_flusher()
@@ -102,29 +135,32 @@ class WriteQueue:
             await asyncio.sleep(self._cfg.flush_interval)
             try:
                 await self.flush()
-            except Exception:  # the outbox holds the records; say why, keep flushing
-                log.exception("memory background flush failed; records stay queued")
+            except Exception as exc:  # the records stay queued; say why, keep flushing
+                log.warning("memory: background flush failed (%s); records stay queued",
+                            failure_cause(exc))
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncIterator[None]:
         """Writes submitted inside wait in `pending` and go to the backend together at the
-        end, also when the block raises; reads inside drain them first, as always."""
+        end (one upsert), also when the block raises; reads inside drain them first, as
+        always. A failed final write keeps them in the outbox with one warning, as a
+        write-behind flush does (the workflow's nested merges go on)."""
         self._holds += 1
         try:
             yield
         finally:
             self._holds -= 1
             if not self._holds:
-                await self.drain_pending()
+                await self.drain_pending(at_once=True)
 
-    async def drain_pending(self) -> None:
+    async def drain_pending(self, *, at_once: bool = False) -> None:
         """Write what is pending now (reads call this: read-your-writes)."""
         if not self.pending:
             return
         async with self._get_lock():
             batch, self.pending = self.pending, []
             if self.client.available:
-                await self._write(batch)
+                await self._write(batch, at_once=at_once or not self._cfg.enable_async_writes)
             else:
                 self._to_outbox(batch, "backend unavailable")
 
@@ -141,16 +177,34 @@ class WriteQueue:
                 await self._write(batch)
         return self.written - before
 
-    async def _write(self, records: list[MemoryRecord]) -> None:
-        size = self._cfg.batch_size
+    async def _write(
+        self, records: list[MemoryRecord], *, at_once: bool = False, raise_failure: bool = False
+    ) -> None:
+        """Upsert `records` (all in one call when `at_once`, else in batch_size batches).
+        Whatever the backend raises, the records not committed go to the outbox."""
+        size = max(1, len(records)) if at_once else self._cfg.batch_size
         for start in range(0, len(records), size):
             batch = records[start : start + size]
             try:
                 await self.client.backend.upsert(batch)
-            except RETRYABLE as exc:
+            except BaseException as exc:  # incl. cancellation: the records must not vanish
                 self.failed_attempts += 1
-                self._to_outbox(records[start:], f"{type(exc).__name__}: {exc}")
+                self.last_failure = failure_cause(exc)
                 self._backoff()
+                if not isinstance(exc, Exception):
+                    self.outbox.extend(records[start:])
+                    raise
+                message = (
+                    f"could not write {len(records) - start} memories to the "
+                    f"{self.client.config.backend!r} backend: {self.last_failure}; they are kept "
+                    "in the outbox, retried on the next flush, and saved to a spill file at "
+                    "close if still unwritten"
+                )
+                if raise_failure:  # the caller hears of it through the exception alone
+                    self.outbox.extend(records[start:])
+                    self._warned = True
+                    raise MemoryBackendError(message) from exc
+                self._to_outbox(records[start:], self.last_failure)
                 return
             self.written += len(batch)
         if self.outbox == [] and self._warned:
@@ -167,61 +221,109 @@ class WriteQueue:
             )
             self._warned = True
 
+    def cause(self) -> str:
+        """Why the queued records are not written."""
+        if self.last_failure:
+            return self.last_failure
+        return f"backend unavailable: {self.client._unavailable_reason or 'not opened'}"
+
     def _backoff(self) -> None:
         self._retry_delay = min(self._cfg.max_retry_backoff, max(0.5, self._retry_delay * 2))
         self._next_retry = time.monotonic() + self._retry_delay
 
     async def close(self) -> None:
+        """Flush; spill what is still unwritten. Raises UnwrittenMemoriesError when no folder
+        can take the spill (the records stay in `outbox` for the caller; `unsaved` counts them)."""
         if self._flusher is not None:
             self._flusher.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._flusher
-            except asyncio.CancelledError:
-                pass
             self._flusher = None
-        await self.flush(force=True)
+        self._warned = True  # the spill's warning says it all
+        try:
+            await self.flush(force=True)
+        except Exception as exc:  # the records are still queued: spilled below
+            self.last_failure = failure_cause(exc)
         try:
             self.spill()
-        except OSError as exc:  # kept in memory: the exit hook tries once more, then says so
-            log.error("memory: %d unwritten memories could not be spilled anywhere (%s)",
-                      len(self.outbox) + len(self.pending), exc)
-            return
+        except OSError as exc:
+            self.unsaved = len(self.outbox) + len(self.pending)
+            _open_queues.discard(self)  # the caller hears it now; the exit hook stays quiet
+            raise UnwrittenMemoriesError(
+                f"{self.unsaved} memories could not be written to the "
+                f"{self.client.config.backend!r} backend ({self.cause()}) nor saved to a spill "
+                f"file: {exc}"
+            ) from exc
         _open_queues.discard(self)
 
     def spill(self) -> Path | None:
         """Write the outbox (and anything pending) to a JSONL file; warn naming it. The file
         goes beside the faiss store, or, when that folder cannot be written (the reason the
         writes failed, often), into the working folder or the system's temp folder. Raises
-        OSError only when none of them can take it."""
+        OSError only when none of them can take it (no partial file is left behind)."""
         leftover = self.outbox + self.pending
         if not leftover:
             return None
-        name = f"unwritten-{time.strftime('%Y%m%dT%H%M%S')}-{self.client.session_id[:12]}.jsonl"
+        name = spill_name(self.client.session_id)
         lines = [json.dumps(record_to_json(record)) + "\n" for record in leftover]
-        failures = []
-        for folder in _spill_folders(Path(self.client.config.faiss.path)):
+        failures: list[str] = []
+        for folder in _spill_folders(Path(self.client.config.faiss.path), failures):
             path = folder / name
             try:
                 folder.mkdir(parents=True, exist_ok=True)
-                with path.open("a", encoding="utf-8") as fh:
-                    fh.writelines(lines)
+                _write_new_file(path, lines)
             except OSError as exc:
-                failures.append(f"{folder}: {exc}")
+                failures.append(f"{folder}: {exc.strerror or exc}")
                 continue
             self.outbox, self.pending = [], []
             self.spilled_file = str(path)
+            self.spilled += len(leftover)
+            self.unsaved = 0
             log.warning(
-                "memory: %d memories could not be written to the %r backend and were saved to "
-                "%s; load them later with `deepresearch-memory import %s`",
-                len(leftover), self.client.config.backend, path, path,
+                "memory: %d memories could not be written to the %r backend (%s) and were "
+                "saved to %s; load them later with `deepresearch-memory import %s`",
+                len(leftover), self.client.config.backend, self.cause(), path, path,
             )
             return path
         raise OSError("; ".join(failures))
 
 
-def _spill_folders(store: Path) -> list[Path]:
-    return [store, Path.cwd() / "memory-unwritten",
-            Path(tempfile.gettempdir()) / "deepresearch-memory-unwritten"]
+def _write_new_file(path: Path, lines: list[str]) -> None:
+    """Create `path` (never an existing file) with `lines`, synced; removed again on failure."""
+    with path.open("x", encoding="utf-8") as fh:
+        try:
+            fh.writelines(lines)
+            fh.flush()
+            os.fsync(fh.fileno())
+        except BaseException:
+            fh.close()
+            path.unlink(missing_ok=True)
+            raise
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def spill_name(session_id: str) -> str:
+    """A file name safe for any session id: a readable slug of it, its hash (two ids with the
+    same slug differ), the time and the process id."""
+    slug = _UNSAFE.sub("-", session_id).strip("-")[:24] or "session"
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    return f"unwritten-{stamp}-{os.getpid()}-{slug}-{digest}.jsonl"
+
+
+def _spill_folders(store: Path, failures: list[str]) -> Iterator[Path]:
+    """Where a spill may go, in order; a folder that cannot even be named is a failure."""
+    yield store
+    for name, where in (("working folder", Path.cwd), ("temp folder", tempfile.gettempdir)):
+        try:
+            base = where()
+        except OSError as exc:  # a deleted working folder; no usable temp folder
+            failures.append(f"{name}: {exc.strerror or exc}")
+            continue
+        yield Path(base) / ("memory-unwritten" if name == "working folder"
+                            else "deepresearch-memory-unwritten")
 
 
 def _flush_at_exit() -> None:
@@ -235,6 +337,7 @@ def _flush_at_exit() -> None:
         def run(q: WriteQueue = queue, errors: list[BaseException] = errors) -> None:
             try:
                 q._lock = None  # a lock bound to a finished loop cannot be awaited here
+                q._warned = True  # the spill's warning says it all
                 asyncio.run(q.flush(force=True))
             except BaseException as exc:  # reported below, then the records are spilled
                 errors.append(exc)
@@ -243,12 +346,29 @@ def _flush_at_exit() -> None:
         worker.start()
         worker.join(timeout=30)
         if errors:
-            log.warning("memory: flush at exit failed (%s); spilling", errors[0])
+            log.warning("memory: flush at exit failed (%s); spilling", failure_cause(errors[0]))
         try:
             queue.spill()
         except OSError as exc:
-            log.error("memory: %d unwritten memories lost at exit: cannot spill them (%s)",
-                      len(queue.outbox) + len(queue.pending), exc)
+            lost = len(queue.outbox) + len(queue.pending)
+            _lost_at_exit.append(lost)
+            log.error(
+                "memory: %d unwritten memories lost at exit: cannot spill them (%s); the "
+                "process ends with status %d", lost, exc, LOST_EXIT_STATUS,
+            )
+
+
+def _exit_status() -> None:
+    """Registered first among atexit handlers, so it runs last: when the exit hook could not
+    save memories, end the process with LOST_EXIT_STATUS instead of the status it had (an
+    atexit handler can change it only by ending the process, after flushing the logs)."""
+    if not _lost_at_exit:
+        return
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(LOST_EXIT_STATUS)
 
 
 def register_exit_hook(hook: Callable[[], None]) -> None:
@@ -265,4 +385,5 @@ def register_exit_hook(hook: Callable[[], None]) -> None:
         atexit.register(hook)
 
 
+atexit.register(_exit_status)
 register_exit_hook(_flush_at_exit)

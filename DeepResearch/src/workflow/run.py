@@ -40,6 +40,13 @@ class RunOutcome:
     run_dir: Path
     state: ResearchState
 
+    @property
+    def unsaved_memories(self) -> int:
+        """Memories of this run neither written to the backend nor saved to a spill file
+        (the `deepresearch` command then exits with status 1)."""
+        client = self.state.memory_client
+        return 0 if client is None else client.writes.unsaved
+
 
 def create_services(
     cfg: DictConfig,

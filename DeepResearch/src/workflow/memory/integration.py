@@ -28,8 +28,9 @@ from omegaconf import DictConfig
 from DeepResearch.src.memory.backends import IMPORT_SECONDS
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
-from DeepResearch.src.memory.errors import MemorySubsystemError
+from DeepResearch.src.memory.store_folder import check_store_folder
 from DeepResearch.src.memory.toolset import MemoryBinding, memory_toolset
+from DeepResearch.src.memory.writes import UnwrittenMemoriesError
 from DeepResearch.src.workflow.flows import resolve_flow
 from DeepResearch.src.workflow.hooks import RunHook
 from DeepResearch.src.workflow.memory.bridge import history_memories
@@ -132,10 +133,23 @@ class MemoryIntegration(RunHook):
             self.node_hook.run = None
             try:
                 await run.client.close()
-            except MemorySubsystemError as exc:
+            except UnwrittenMemoriesError as exc:  # lost: the run's exit status says so
+                message = f"memory: {exc}"
+                run.problems.append(message)
+                state.errors.append(message)
+                log.error(message)
+            except Exception as exc:  # e.g. a cache file the full disk cannot take
                 run.degrade("closing the memory client", exc, state)
         stored = ", ".join(f"{n} {kind}" for kind, n in sorted(run.stored.items())) or "nothing"
-        log.info("memory: stored %s in session %s", stored, run.root_session)
+        writes = run.client.writes
+        if writes.unsaved:
+            log.info("memory: %d memories of session %s are lost (see the error above)",
+                     writes.unsaved, run.root_session)
+        elif writes.spilled:
+            log.info("memory: %d memories of session %s are not in the store but in %s",
+                     writes.spilled, run.root_session, writes.spilled_file)
+        else:
+            log.info("memory: stored %s in session %s", stored, run.root_session)
 
     async def on_outputs_written(self, state: ResearchState, paths: dict[str, Path]) -> None:
         run, self._finished = self._finished, None
@@ -199,4 +213,5 @@ def memory_plugins(cfg: DictConfig) -> MemoryPlugins | None:
     resolved = resolve_memory(cfg, resolve_flow(cfg))
     if resolved is None:
         return None
+    check_store_folder(resolved[0])  # an unusable folder stops the run here (exit 2)
     return MemoryPlugins(MemoryIntegration(*resolved))

@@ -1,0 +1,231 @@
+"""`deepresearch-memory` and `deepresearch` on users' mistakes and failing stores, through the
+real commands: one line on stderr, exit status 2 (input/config) or 1 (backend), never a
+traceback; import checks every line like `store`; forget of everything needs --all."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory.backends.faiss_store import DB_FILE, FaissBackend
+from test_memory.fault_support import env_without_keys, small_disk, write_lock_held
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+ROOT = Path(__file__).resolve().parents[2]
+DIM = 384
+
+
+def memory_cli(store: Path | str, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", *args, "memory.backend=faiss",
+         f"memory.faiss.path={store}"],
+        cwd=cwd or ROOT, env=env_without_keys(), capture_output=True, text=True, timeout=300,
+    )
+
+
+def one_error_line(done: subprocess.CompletedProcess[str], status: int, *fragments: str) -> str:
+    """The command failed with `status` and exactly one line on stderr holding `fragments`."""
+    assert done.returncode == status, (done.stdout, done.stderr)
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def b64(vector: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def unit(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def line(i: int, **changes: object) -> dict[str, object]:
+    data: dict[str, object] = {
+        "id": f"m{i}", "session_id": "s1" if i % 2 else "s2", "content": f"memory {i} on STAR",
+        "created_at": 1_700_000_000.0 + i, "importance": 0.5, "vector": b64(unit(i)),
+    }
+    data.update(changes)
+    return data
+
+
+def write_lines(path: Path, rows: list[object]) -> Path:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+def filled_store(tmp_path: Path, n: int = 4) -> Path:
+    store = tmp_path / "memory"
+    done = memory_cli(store, "import", str(write_lines(tmp_path / "good.jsonl", [line(i) for i in range(n)])))
+    assert done.returncode == 0, done.stderr
+    return store
+
+
+def exported(store: Path, tmp_path: Path) -> dict[str, dict]:
+    out = tmp_path / "export.jsonl"
+    assert memory_cli(store, "export", str(out)).returncode == 0
+    return {row["id"]: row for row in map(json.loads, out.read_text().splitlines())}
+
+
+# -- import ---------------------------------------------------------------------------------
+def test_import_skips_and_reports_bad_lines_and_imports_the_rest(tmp_path: Path) -> None:
+    nan = np.full(DIM, np.nan, dtype=np.float32)
+    rows: list[object] = [
+        line(0),
+        line(1, importance=5.0),
+        line(2, vector=b64(nan)),
+        line(3, vector=b64(unit(3) * 1e6)),  # accepted, normalised
+        line(4, content="   "),
+        line(5, expires_at="tomorrow"),
+        "this is not json",
+        line(7, colour="red"),
+        line(8, created_at="yesterday"),
+        line(9, relations=5),
+    ]
+    store = tmp_path / "memory"
+    done = memory_cli(store, "import", str(write_lines(tmp_path / "mixed.jsonl", rows)))
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "imported 2 memories" in done.stdout and "skipped 8 bad lines" in done.stdout
+    skipped = [ln for ln in done.stderr.splitlines() if "skipped" in ln]
+    for lineno, fragment in [(2, "importance=5.0"), (3, "non-finite"), (5, "content is empty"),
+                             (6, "'tomorrow'"), (7, "not a JSON line"), (8, "'colour'"),
+                             (9, "'yesterday'"), (10, "relations")]:
+        assert any(f"mixed.jsonl:{lineno}:" in s and fragment in s for s in skipped), (lineno, skipped)
+    rows_back = exported(store, tmp_path)
+    assert set(rows_back) == {"m0", "m3"}
+    vector = np.frombuffer(base64.b64decode(rows_back["m3"]["vector"]), dtype="<f4")
+    assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
+    assert json.loads(memory_cli(store, "stats").stdout)["total"] == 2  # later runs still work
+
+
+def test_import_of_a_file_without_any_valid_line_is_refused(tmp_path: Path) -> None:
+    store = tmp_path / "memory"
+    done = memory_cli(store, "import", str(write_lines(tmp_path / "bad.jsonl", [line(0, importance=2)])))
+    assert done.returncode == 2 and "nothing imported" in done.stderr and "bad.jsonl:1:" in done.stderr
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(bytes(range(256)) * 4)
+    done = memory_cli(store, "import", str(binary))
+    assert done.returncode == 2 and "nothing imported" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_import_of_a_missing_file_is_one_error(tmp_path: Path) -> None:
+    one_error_line(memory_cli(tmp_path / "memory", "import", str(tmp_path / "nope.jsonl")), 2,
+                   "cannot read", "nope.jsonl", "No such file")
+
+
+def test_import_into_a_locked_store_is_a_backend_error_and_safe_to_repeat(tmp_path: Path) -> None:
+    store = filled_store(tmp_path, 2)
+    more = write_lines(tmp_path / "more.jsonl", [line(i) for i in range(2, 5)])
+    with write_lock_held(store / DB_FILE):
+        done = memory_cli(store, "import", str(more))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "backend error" in done.stderr and "locked" in done.stderr and "again is safe" in done.stderr
+    assert memory_cli(store, "import", str(more)).returncode == 0
+    assert memory_cli(store, "import", str(more)).returncode == 0  # again: replaced by id
+    assert set(exported(store, tmp_path)) == {f"m{i}" for i in range(5)}
+
+
+# -- other commands ----------------------------------------------------------------------------
+def test_search_with_a_huge_top_k_is_one_error(tmp_path: Path) -> None:
+    one_error_line(memory_cli(tmp_path / "memory", "search", "aligner", "--top-k", "1000000000"), 2,
+                   "--top-k 1000000000", "1 to 10000")
+
+
+@pytest.mark.parametrize("target", ["/proc/nowhere/out.jsonl", "folder-missing/out.jsonl", "ro"])
+def test_export_to_an_unwritable_path_is_one_error(tmp_path: Path, target: str) -> None:
+    store = filled_store(tmp_path, 1)
+    if target == "ro":
+        with small_disk(tmp_path / "ro", read_only=True) as ro:
+            done = memory_cli(store, "export", str(ro / "out.jsonl"))
+        one_error_line(done, 2, "cannot write", "Read-only file system")
+    else:
+        one_error_line(memory_cli(store, "export", str(tmp_path / target)), 2, "cannot write", target)
+
+
+def test_bad_overrides_and_filters_are_one_error(tmp_path: Path) -> None:
+    one_error_line(memory_cli(tmp_path / "m", "stats", "memory.faiss.paht=x"), 2, "memory.faiss.paht")
+    one_error_line(memory_cli(tmp_path / "m", "forget", "--filter", "novalue"), 2, "KEY=VALUE")
+
+
+def test_forget_of_every_memory_needs_all(tmp_path: Path) -> None:
+    store = filled_store(tmp_path, 4)
+    one_error_line(memory_cli(store, "forget", "--filter", "tpyo=null"), 2, "all 4 memories", "--all")
+    one_error_line(memory_cli(store, "forget"), 2, "--all")
+    assert len(exported(store, tmp_path)) == 4  # nothing deleted
+    done = memory_cli(store, "forget", "--session", "s1")
+    assert done.returncode == 0 and "forgot 2" in done.stdout  # part of the store: no --all
+    one_error_line(memory_cli(store, "forget", "--session", "s2"), 2, "all 2 memories")
+    done = memory_cli(store, "forget", "--filter", "tpyo=null", "--all")
+    assert done.returncode == 0 and "forgot 2" in done.stdout
+    assert exported(store, tmp_path) == {}
+
+
+# -- health ---------------------------------------------------------------------------------
+def test_health_of_a_sound_store_and_of_a_missing_server(tmp_path: Path) -> None:
+    store = filled_store(tmp_path, 3)
+    done = memory_cli(store, "health")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["ok"] is True and json.loads(done.stdout)["problems"] == []
+    down = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "health", "memory=neo4j",
+         "memory.neo4j.uri=bolt://127.0.0.1:1", "memory.neo4j.connection_timeout=1",
+         "memory.neo4j.retry_attempts=0", f"memory.faiss.path={tmp_path / 'spill'}"],
+        cwd=ROOT, env=env_without_keys(), capture_output=True, text=True, timeout=120,
+    )
+    assert down.returncode == 1 and "unavailable" in down.stderr and "Traceback" not in down.stderr
+
+
+def test_health_runs_the_backends_full_check_on_a_damaged_store(tmp_path: Path) -> None:
+    if not hasattr(FaissBackend, "verify"):
+        pytest.skip("the embedded backend has no verify() yet: health can run only its quick check")
+    store = filled_store(tmp_path, 200)
+    db = store / DB_FILE
+    data = bytearray(db.read_bytes())
+    middle = len(data) // 2 // 4096 * 4096
+    data[middle + 100 : middle + 4000] = b"\xff" * 3900
+    db.write_bytes(bytes(data))
+    done = memory_cli(store, "health")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, (done.stdout, done.stderr)
+
+
+# -- an unusable memory.faiss.path stops both commands at start --------------------------------
+def unusable_paths(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("in the way")
+    return {
+        "proc": (Path("/proc/deepresearch-memory"), "No such file or directory"),
+        "file": (a_file, "is a file, not a folder"),
+        "under-a-file": (a_file / "memory", "Not a directory"),
+    }
+
+
+@pytest.mark.parametrize("case", ["proc", "file", "under-a-file", "read-only"])
+def test_an_unusable_store_folder_is_refused_at_start(tmp_path: Path, case: str) -> None:
+    if case == "read-only":
+        with small_disk(tmp_path / "ro", read_only=True) as ro:
+            check_refused(tmp_path, ro / "memory", "Read-only file system")
+            check_refused(tmp_path, ro, "Read-only file system")
+        return
+    path, reason = unusable_paths(tmp_path)[case]
+    check_refused(tmp_path, path, reason)
+
+
+def check_refused(tmp_path: Path, path: Path, reason: str) -> None:
+    one_error_line(memory_cli(path, "stats"), 2, f"memory.faiss.path={path}", reason)
+    done = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.app", "question='Which aligner suits RNA-seq reads?'",
+         f"outputs_dir={tmp_path / 'out'}", f"memory.faiss.path={path}"],
+        cwd=tmp_path, env=env_without_keys(), capture_output=True, text=True, timeout=300,
+    )
+    line = one_error_line(done, 2, f"memory.faiss.path={path}", reason)
+    assert line.startswith("deepresearch: error:") and "memory: stored" not in done.stdout
