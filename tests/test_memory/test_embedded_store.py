@@ -210,7 +210,7 @@ async def test_namespace_collision_is_refused_with_the_id(tmp_path: Path) -> Non
     for r in taken:
         r.namespace = "tenant-b"
     taken[2].id = "r1"
-    with pytest.raises(MemoryBackendError, match="'r1'.*'default'"):
+    with pytest.raises(MemoryBackendError, match=r"'r1'.*'default'"):
         await backend.upsert(taken)
     assert await backend.count(MemoryFilter(namespaces=("tenant-b",))) == 0
     await backend.close()

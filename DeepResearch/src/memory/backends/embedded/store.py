@@ -148,15 +148,18 @@ class EmbeddedBackend(MemoryBackend):
             except (UnusableIndexFile, RuntimeError, OSError) as exc:
                 log.warning("memory index %s is unusable (%s); rebuilding it from the records",
                             self.index_path, exc)
-                index = VectorIndex(self.settings)
+                self._rebuild_index()
+                self._save_index()
+                return
         self._index = index
         self._seen = None
         self._catch_up()
         total = records.count(MemoryFilter())
-        if index.live != total:
+        if self._index.live != total:
             log.warning("memory index %s holds %d vectors for %d records; rebuilding it from "
-                        "the records", self.index_path, index.live, total)
+                        "the records", self.index_path, self._index.live, total)
             self._rebuild_index()
+            self._save_index()
 
     def _rebuild_index(self) -> None:
         self._index = VectorIndex(self.settings)
@@ -171,21 +174,27 @@ class EmbeddedBackend(MemoryBackend):
         if self._db is None:
             return
         try:
-            index = self._index
-            if index is not None and (
-                not self.index_path.exists()
-                or index.changes >= SAVE_MIN_CHANGES + index.index.ntotal // SAVE_SHARE
-            ):
-                with self._db.lock:
-                    self._catch_up()
-                    try:
-                        index.save(self.index_path)
-                    except OSError as exc:  # a cache: the records are safe, the next open rebuilds
-                        log.warning("memory index %s not saved: %s; the next open rebuilds it "
-                                    "from the records", self.index_path, backend_error(
-                                        exc, self.index_path, "saving the index"))
+            with self._db.lock:
+                self._catch_up()
+                index = self._index
+                assert index is not None
+                if (not self.index_path.exists()
+                        or index.changes >= SAVE_MIN_CHANGES + index.index.ntotal // SAVE_SHARE):
+                    self._save_index()
+        except (sqlite3.Error, OSError) as exc:
+            raise backend_error(exc, self._db.path, "closing the store") from exc
         finally:
             self._close_db()
+
+    def _save_index(self) -> None:
+        """Write the index file; a failure is one warning (it is a cache: the records are
+        safe, and the next open catches up or rebuilds)."""
+        assert self._index is not None
+        try:
+            self._index.save(self.index_path)
+        except OSError as exc:
+            log.warning("memory index not saved: %s; the next open rebuilds it from the records",
+                        backend_error(exc, self.index_path, "saving the index"))
 
     def _close_db(self) -> None:
         if self._db is not None:
