@@ -236,3 +236,36 @@ def test_sync_face_works_inside_a_running_loop(tmp_path: Path, embedder) -> None
 
     mid, hit = asyncio.run(caller())
     assert mid == hit
+
+
+TORCH_FIRST = textwrap.dedent(
+    """
+    import asyncio, sys, tempfile
+    import torch  # imported before FAISS, so the two share one OpenMP runtime
+    import numpy as np
+    from DeepResearch.src.memory import MemoryConfig
+    from DeepResearch.src.memory.backends import MemoryFilter, create_backend
+
+    async def main():
+        with tempfile.TemporaryDirectory() as folder:
+            config = MemoryConfig(backend="faiss", faiss={"path": folder})
+            backend = create_backend(config, 8)
+            await backend.open()
+            await backend.vector_search(np.full(8, 8 ** -0.5, dtype=np.float32), 3, MemoryFilter())
+            seen = {await asyncio.to_thread(torch.get_num_threads) for _ in range(30)}
+            await backend.close()
+            print(sorted(seen), torch.get_num_threads())
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.slow
+def test_faiss_work_leaves_torch_its_threads_on_the_shared_workers() -> None:
+    """The backend limits FAISS to one OpenMP thread on its own pool only: limiting a shared
+    asyncio worker cut torch to one thread there, and stores ran at half speed."""
+    out = subprocess.run([sys.executable, "-c", TORCH_FIRST], capture_output=True, text=True,
+                         cwd=REPO, timeout=300, check=True).stdout.split()
+    workers, main_thread = out[:-1], out[-1]
+    assert workers == [f"[{main_thread}]"]
