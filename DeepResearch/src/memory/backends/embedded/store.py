@@ -51,7 +51,7 @@ from DeepResearch.src.memory.backends.embedded.vectors import (
     VectorIndex,
 )
 from DeepResearch.src.memory.config import FaissConfig
-from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
 from DeepResearch.src.utils.faiss_threads import run_faiss
 
 __all__ = ["DB_FILE", "INDEX_FILE", "EmbeddedBackend"]
@@ -209,6 +209,13 @@ class EmbeddedBackend(MemoryBackend):
         try:
             if reembed is not None:
                 reembed_records(records, reembed, self.dimension, batch_size)
+            else:
+                stored = records.vectors_of(records.all_seqs()[:1].tolist())[1]
+                if stored.size and stored.shape[1] != self.dimension:
+                    raise IndexMismatchError(
+                        f"stored vectors have dimension {stored.shape[1]}, configured "
+                        f"{self.dimension}: rebuild with re-embedding (--reembed)"
+                    )
             records.refill_fts()
             records.db.set_meta(self._expected_meta())
             self._rebuild_index()
