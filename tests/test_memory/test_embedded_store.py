@@ -14,7 +14,7 @@ import pytest
 
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
-from DeepResearch.src.memory.backends.embedded import INDEX_FILE, EmbeddedBackend
+from DeepResearch.src.memory.backends.embedded import INDEX_FILE, EmbeddedBackend, store
 from DeepResearch.src.memory.backends.embedded.records import fts_query
 from DeepResearch.src.memory.errors import MemoryBackendError
 
@@ -120,7 +120,13 @@ def test_fts_queries_quote_each_token_and_skip_empty_ones() -> None:
     assert fts_query("the of and ...") is None
 
 
-async def test_text_search_ranks_by_bm25_and_honours_filters(tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["joined", "over-fetched"])
+async def test_text_search_ranks_by_bm25_and_honours_filters(
+    tmp_path: Path, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if path == "over-fetched":  # every filter counts as broad
+        monkeypatch.setattr(store, "SELECTIVE_ROWS", 0)
+        monkeypatch.setattr(store, "SELECTIVE_SHARE", 0.0)
     backend = await _backend(tmp_path)
     records = _records(30)
     records[3].content = "salmon salmon salmon quantification"
@@ -131,6 +137,10 @@ async def test_text_search_ranks_by_bm25_and_honours_filters(tmp_path: Path) -> 
     assert [c.record.id for c in hits] == ["r3", "r4"] and hits[0].score > hits[1].score > 0
     only = await backend.text_search("salmon", 5, MemoryFilter(session_ids=("other",)))
     assert [c.record.id for c in only] == ["r4"]
+    assert only[0].score == pytest.approx(hits[1].score)  # scored among the whole store
+    topics = await backend.text_search("record topic3", 3, MemoryFilter(session_ids=("s",)))
+    assert len(topics) == 3 and all(c.record.session_id == "s" for c in topics)
+    assert {c.record.id for c in topics} <= {f"r{i}" for i in range(3, 30, 7)}
     await backend.close()
 
 

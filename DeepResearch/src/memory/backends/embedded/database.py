@@ -15,6 +15,7 @@ from pathlib import Path
 from DeepResearch.src.memory.errors import MemoryBackendError
 
 DB_FILE = "memory.sqlite3"
+MMAP_BYTES = 256 * 1024 * 1024
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
@@ -99,6 +100,9 @@ class Database:
         try:
             self._check()
             self.conn.execute("PRAGMA journal_mode=WAL")
+            # Reads through a memory map: no system call or copy per page read (page cache,
+            # shared with other processes).
+            self.conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self.conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
             with self.lock:
                 self.conn.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")

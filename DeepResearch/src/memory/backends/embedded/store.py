@@ -307,7 +307,7 @@ class EmbeddedBackend(MemoryBackend):
         if k <= 0 or index.live == 0:
             return []
         if flt != MemoryFilter():
-            limit = max(SELECTIVE_ROWS, int(SELECTIVE_SHARE * index.live))
+            limit = self._selective_rows()
             seqs = records.matching_seqs(flt, limit + 1)
             if len(seqs) <= limit:  # exact, over just those rows
                 seqs, vectors = records.vectors_of(seqs.tolist())
@@ -327,6 +327,10 @@ class EmbeddedBackend(MemoryBackend):
                 return self._candidates(seqs[:k], sims[:k], flt)
             fetch *= 4
 
+    def _selective_rows(self) -> int:
+        """Filters matching at most this many rows are searched over just those rows."""
+        return max(SELECTIVE_ROWS, int(SELECTIVE_SHARE * (self._index.live if self._index else 0)))
+
     def _candidates(self, seqs: np.ndarray, sims: np.ndarray, flt: MemoryFilter) -> list[Candidate]:
         found = self._require().by_seqs(seqs.tolist(), flt)
         scores = np.clip(sims, -1.0, 1.0).tolist()
@@ -336,7 +340,7 @@ class EmbeddedBackend(MemoryBackend):
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         def search() -> list[Candidate]:
             records = self._require()
-            hits = records.text_search(query, k, flt)
+            hits = records.text_search(query, k, flt, self._selective_rows())
             found = records.by_seqs([seq for seq, _ in hits], MemoryFilter())
             return [Candidate(found[seq], float(score)) for seq, score in hits if seq in found]
 
