@@ -224,3 +224,17 @@ async def test_namespace_collision_is_refused_with_the_id(tmp_path: Path) -> Non
         await backend.upsert(taken)
     assert await backend.count(MemoryFilter(namespaces=("tenant-b",))) == 0
     await backend.close()
+
+
+async def test_terms_in_most_rows_are_left_out_of_a_large_store_query(tmp_path: Path) -> None:
+    """Skipping a term found in most rows (BM25 weight ~0) keeps the ranking; a query of only
+    such terms still finds its matches."""
+    backend = await _backend(tmp_path)
+    records = _records(1200)  # "record" in every row, topic3 in 1/7
+    await backend.upsert(records)
+    hits = await backend.text_search("record topic3", 5, MemoryFilter())
+    assert len(hits) == 5 and all(c.record.content.endswith("topic3") for c in hits)
+    every = await backend.text_search("record topic3", 2000, MemoryFilter())
+    assert len(every) == sum(r.content.endswith("topic3") for r in records)  # "record" left out
+    assert len(await backend.text_search("record", 5, MemoryFilter())) == 5
+    await backend.close()

@@ -45,9 +45,10 @@ CREATE TABLE IF NOT EXISTS relations (
 CREATE INDEX IF NOT EXISTS relations_dst ON relations (dst, type);
 -- rowid = records.seq, the column holds text.token_string of the full content
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (tokens);
+-- how many rows hold each term: a query skips terms in most rows (see records.text_search)
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab (fts, 'row');
 -- seqs deleted (or replaced), in order: other processes drop them from their FAISS index
 CREATE TABLE IF NOT EXISTS deleted (pos INTEGER PRIMARY KEY AUTOINCREMENT, seq INTEGER NOT NULL);
-DROP TABLE IF EXISTS fts_vocab;
 DROP INDEX IF EXISTS records_session;
 DROP INDEX IF EXISTS records_session_live;
 DROP INDEX IF EXISTS records_type_meta;

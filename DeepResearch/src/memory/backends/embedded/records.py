@@ -22,6 +22,11 @@ COLUMNS = (
     "temporal_weight, expires_at, content_codec, content_blob, metadata, vector"
 )
 CHUNK = 500  # ids or seqs per IN (...) list (SQLite bounds the number of parameters)
+# In a store of COMMON_TERM_MIN_ROWS+ rows, query terms found in more than COMMON_TERM_SHARE
+# of them are left out (unless all are): their BM25 weight is ~0, and FTS5 scores every row a
+# query term matches.
+COMMON_TERM_SHARE = 0.5
+COMMON_TERM_MIN_ROWS = 1000
 
 
 def chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -29,10 +34,11 @@ def chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield items[start : start + CHUNK]
 
 
-def fts_query(query: str) -> str | None:
-    """`query` as FTS5 syntax: each of its tokens (the project's tokenizer) quoted, OR-ed;
-    nothing the user typed is read as FTS5 syntax. None when it has no token."""
-    tokens = dict.fromkeys(tokenize(query))
+def fts_query(query: str | Sequence[str]) -> str | None:
+    """`query` (a text, or its tokens) as FTS5 syntax: each of its tokens (the project's
+    tokenizer) quoted, OR-ed; nothing the user typed is read as FTS5 syntax. None when it has
+    no token."""
+    tokens = dict.fromkeys(tokenize(query) if isinstance(query, str) else query)
     if not tokens:
         return None
     return " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)
@@ -242,15 +248,27 @@ class Records:
                 f"SELECT count(*) FROM records WHERE {where}", params
             ).fetchone()[0])
 
+    def _useful_terms(self, terms: list[str], total: int) -> list[str]:
+        if total < COMMON_TERM_MIN_ROWS or not terms:
+            return terms
+        rows = dict(self.db.conn.execute(
+            f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(terms))})", terms
+        ).fetchall())
+        rare = [t for t in terms if rows.get(t, 0) <= COMMON_TERM_SHARE * total]
+        return rare or terms
+
     def text_search(
-        self, query: str, k: int, flt: MemoryFilter, selective: int
+        self, query: str, k: int, flt: MemoryFilter, selective: int, total: int
     ) -> list[tuple[int, float]]:
         """(seq, score) of the k best FTS5 matches of `query` that pass `flt`, best first;
-        the score is -bm25() (higher is better). A filter matching at most `selective` rows
-        is joined to the match; a broader one over-fetches and checks the hits (a join reads
-        a record row per match: ~1.6x the time of the match alone)."""
-        match = fts_query(query)
-        if match is None or k <= 0:
+        the score is -bm25() (higher is better); `total` is the number of records. A filter
+        matching at most `selective` rows is joined to the match; a broader one over-fetches
+        and checks the hits (a join reads a record row per match: ~1.6x the time of the match
+        alone)."""
+        if k <= 0:
+            return []
+        match = fts_query(self._useful_terms(list(dict.fromkeys(tokenize(query))), total))
+        if match is None:
             return []
         plain = "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
         with self.db.lock:

@@ -340,7 +340,9 @@ class EmbeddedBackend(MemoryBackend):
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         def search() -> list[Candidate]:
             records = self._require()
-            hits = records.text_search(query, k, flt, self._selective_rows())
+            self._catch_up()  # the index's size is the store's
+            assert self._index is not None
+            hits = records.text_search(query, k, flt, self._selective_rows(), self._index.live)
             found = records.by_seqs([seq for seq, _ in hits], MemoryFilter())
             return [Candidate(found[seq], float(score)) for seq, score in hits if seq in found]
 
