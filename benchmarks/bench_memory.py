@@ -7,7 +7,8 @@
   (target <= 1.3); also a selective session filter (600 memories among all).
 - resident memory per 100k memories (RSS growth when the store is opened and searched).
 
-Corpus embeddings are cached in outputs/bench-cache. BENCH_SIZES=10000,100000 (default).
+Corpus embeddings are cached in outputs/bench-cache. BENCH_SIZES=10000,100000 (default),
+BENCH_QUERIES=300 (default: retrieve queries per size).
 """
 
 from __future__ import annotations
@@ -243,7 +244,8 @@ async def run() -> str:
     rng = random.Random(3)
     queries = [f"which {rng.choice(ORGANISMS)} run used {rng.choice(TOOLS)} and {w}?"
                for w in rng.choices(["ran out of memory", "crashed", "mapping rate", "variants",
-                                     "adapters", "timed out", "replicates", "index"], k=300)]
+                                     "adapters", "timed out", "replicates", "index"],
+                                    k=int(os.environ.get("BENCH_QUERIES", "300")))]
     store = await bench_store(workdir)
     print(f"  store: {store}", flush=True)
     rows = []
