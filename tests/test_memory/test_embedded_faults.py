@@ -18,7 +18,7 @@ from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_
 from DeepResearch.src.memory.backends.embedded import DB_FILE, INDEX_FILE, EmbeddedBackend
 from DeepResearch.src.memory.errors import MemoryBackendError
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # real faults: `make test` runs them
 DIM = 64
 
 
