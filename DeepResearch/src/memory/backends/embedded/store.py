@@ -122,7 +122,7 @@ class EmbeddedBackend(MemoryBackend):
             for name in OLD_FILES:
                 (self.root / name).unlink(missing_ok=True)
             self._load_index(records)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             self._close_db()
             raise backend_error(exc, self.root / DB_FILE, "opening the store") from exc
         except BaseException:
