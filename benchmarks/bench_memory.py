@@ -7,7 +7,8 @@
   (target <= 1.3); also a selective session filter (600 memories among all).
 - resident memory per 100k memories (RSS growth when the store is opened and searched).
 
-Corpus embeddings are cached in outputs/bench-cache. BENCH_SIZES=10000,100000 (default).
+Corpus embeddings are cached in outputs/bench-cache. BENCH_SIZES=10000,100000 (default),
+BENCH_QUERIES=300 (default: retrieve queries per size).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.report import write_section  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
 from DeepResearch.src.memory.backends import MemoryRecord  # noqa: E402
-from DeepResearch.src.memory.backends.faiss_store import INLINE_READS_UP_TO  # noqa: E402
 from DeepResearch.src.memory.embeddings import (  # noqa: E402
     DEFAULT_MODEL,
     get_embedder,
@@ -90,8 +90,7 @@ def raw_model():  # type: ignore[no-untyped-def]
 
 def rss_mib() -> dict[str, float]:
     """Resident memory in MiB: `total`, `private` (anonymous: the process's own) and `mapped`
-    (file pages it maps: the flat index, the BM25 postings, the SQLite file; page cache that
-    other processes share and the kernel can drop)."""
+    (file pages it maps; page cache that other processes share and the kernel can drop)."""
     fields = {"VmRSS:": "total", "RssAnon:": "private", "RssFile:": "mapped"}
     out = dict.fromkeys(fields.values(), float("nan"))
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -168,14 +167,14 @@ async def bench_retrieve(workdir: Path, size: int, queries: list[str]) -> dict[s
     if batch:
         await client.import_records(batch)
     started = time.perf_counter()
-    await client.close()  # writes both cache files (none yet) and checkpoints SQLite's log
+    await client.close()  # writes the index file (none yet) and checkpoints SQLite's log
     closed = time.perf_counter() - started
     # The ratios compare like with like: the client embeds on sentence-transformers too, so
     # they measure the memory layer, not the embedding runtime. (Interleaving two runtimes
     # makes each wait for the other's spinning BLAS/OpenMP threads on 2 cores.) The default
     # numpy runtime is timed afterwards, in a block of its own.
     client = MemorySystemClient(_config(path, "sentence-transformers"), session_id="bench")
-    started = time.perf_counter()  # reopened like a new run would: maps the cache files
+    started = time.perf_counter()  # reopened like a new run would: reads the index file
     await client.open()
     opened = time.perf_counter() - started
     await client.retrieve(query="warm up query", all_sessions=True)
@@ -245,7 +244,8 @@ async def run() -> str:
     rng = random.Random(3)
     queries = [f"which {rng.choice(ORGANISMS)} run used {rng.choice(TOOLS)} and {w}?"
                for w in rng.choices(["ran out of memory", "crashed", "mapping rate", "variants",
-                                     "adapters", "timed out", "replicates", "index"], k=300)]
+                                     "adapters", "timed out", "replicates", "index"],
+                                    k=int(os.environ.get("BENCH_QUERIES", "300")))]
     store = await bench_store(workdir)
     print(f"  store: {store}", flush=True)
     rows = []
@@ -259,12 +259,10 @@ async def run() -> str:
         "Raw and client calls are interleaved in one process, in an order that rotates per "
         "query (raw FAISS's OpenMP threads spin for a few ms after a search and slow whatever "
         "runs next on 2 cores); raw FAISS searches with its "
-        f"default OpenMP threads ({faiss.omp_get_max_threads()}). The backend's default flat "
-        "index searches in numpy (backends/flat_vectors.py: one BLAS matrix-vector product, as "
-        "FAISS's IndexFlat; FAISS itself serves only the HNSW kind): reads "
-        f"of stores up to {INLINE_READS_UP_TO:,} memories in the caller's thread, larger ones on "
-        "its worker pool (utils/faiss_threads.py). Default config: faiss backend, flat index, cosine, "
-        f"hybrid dense + BM25 (in-process index) candidates fused by {defaults.fusion}, neighbour smoothing "
+        f"default OpenMP threads ({faiss.omp_get_max_threads()}). The backend searches a FAISS "
+        "IndexIDMap2(IndexFlatIP) (the default flat kind) on its worker threads, one OpenMP "
+        "thread each, and ranks text with SQLite FTS5's bm25(). Default config: faiss backend, flat index, cosine, "
+        f"hybrid dense + FTS5 BM25 candidates fused by {defaults.fusion}, neighbour smoothing "
         f"{'on' if defaults.neighbour_smoothing.enabled else 'off'}, SQLite synchronous=FULL. "
         "\"Raw\" is sentence-transformers on the same model, the library a user would call "
         "otherwise. The store rows use the client's default runtime (`embedding_runtime=auto`: "
@@ -297,13 +295,13 @@ async def run() -> str:
             f"{r['default_p95']:.1f} | {r['default_p50'] / r['raw_p50']:.2f} / "
             f"{r['default_p95'] / r['raw_p95']:.2f} |",
         ]
-    lines += ["", "| store of | open, ms | close that writes the cache files, ms |", "|---|---|---|"]
+    lines += ["", "| store of | open, ms | close that writes the index file, ms |", "|---|---|---|"]
     lines += [f"| {r['size']:,} memories | {r['open_ms']:.0f} | {r['close_ms']:.0f} |" for r in rows]
-    lines += ["", "Open: a new client on the store its import left (the SQLite file, the flat "
-              "index and BM25 files mapped, not read; both caches caught up with the records). "
-              "Close: the first after the import, so it writes both cache files (atomically, "
-              "synced) and SQLite checkpoints its write-ahead log; later closes write a cache "
-              "file only once replaying its changes would cost more."]
+    lines += ["", "Open: a new client on the store its import left (SQLite's quick_check, "
+              "the index file read and its checksum verified, the index caught up with the "
+              "records). Close: the first after the import, so it writes the index file "
+              "(atomically, synced) and SQLite checkpoints its write-ahead log; later closes "
+              "rewrite it only once catching up on open would cost more."]
     lines += ["", "| resident memory growth after opening and searching the store | MiB | MiB per 100k "
               "| of which private / mapped files, MiB per 100k |",
               "|---|---|---|---|"]
@@ -314,9 +312,9 @@ async def run() -> str:
                      f"| {rss['private'] * per:.0f} / {rss['mapped'] * per:.0f} |")
     lines += ["", "The smallest size measured first also carries the process's one-time growth (worker "
               "threads, allocator arenas, the first search's buffers): read the per-100k cost off the "
-              "largest size. Mapped files are the store's files in the page cache (the flat index, the "
-              "BM25 postings, the first 64 MiB of the SQLite file): shared with other processes and "
-              "dropped by the kernel under memory pressure; private memory is the process's own."]
+              "largest size. Mapped files are file pages the process maps (libraries, SQLite's shared "
+              "WAL index): shared with other processes and dropped by the kernel under memory "
+              "pressure; private memory is the process's own (the FAISS index lives there)."]
     return "\n".join(lines)
 
 

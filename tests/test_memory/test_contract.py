@@ -15,6 +15,8 @@ from DeepResearch.src.memory import (
     MemorySystemClient,
     RelationType,
 )
+from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.errors import MemoryBackendError
 
 pytestmark = pytest.mark.integration
 
@@ -265,3 +267,80 @@ async def test_profile_priorities_and_failure_patterns(client: MemorySystemClien
 def test_vectors_are_unit_norm(embedder) -> None:
     v = embedder.embed(["unit norm check"])
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+
+
+# -- namespaces: the hard boundary, at the backend interface every backend implements --------
+NS_TEXTS = ["STAR aligns spliced RNA-seq reads", "Salmon quantifies transcripts",
+            "DESeq2 tests differential expression"]
+
+
+async def _two_namespaces(client: MemorySystemClient, embedder) -> list[MemoryRecord]:
+    """The same three memories (one session "s", a FOLLOWS chain) in namespaces a and b, and
+    a link from b's first memory to a's first."""
+    await client.open()
+    vectors = embedder.embed(NS_TEXTS)
+    records = []
+    for ns in ("a", "b"):
+        for i, text in enumerate(NS_TEXTS):
+            relations = [("follows", f"{ns}{i - 1}")] if i else []
+            if ns == "b" and i == 0:
+                relations.append(("references", "a0"))
+            records.append(MemoryRecord(
+                id=f"{ns}{i}", namespace=ns, session_id="s", memory_type="note", content=text,
+                created_at=1000.0 + i, relations=relations, vector=vectors[i]))
+    await client.backend.upsert(records)
+    return records
+
+
+async def test_a_namespace_sees_nothing_of_another(client: MemorySystemClient, embedder) -> None:
+    await _two_namespaces(client, embedder)
+    backend, only_a = client.backend, MemoryFilter(namespaces=("a",))
+    query = embedder.embed(["which tool aligns RNA-seq reads?"])[0]
+    dense = await backend.vector_search(query, 10, only_a)
+    assert sorted(c.record.id for c in dense) == ["a0", "a1", "a2"]
+    distinct = await backend.distinct_vector_search(query, 10, only_a)
+    assert {c.record.namespace for c in distinct} == {"a"}
+    lexical = await backend.text_search("STAR Salmon DESeq2", 10, only_a)
+    assert sorted(c.record.id for c in lexical) == ["a0", "a1", "a2"]
+    assert [r.id for r in await backend.scan(only_a)] == ["a0", "a1", "a2"]
+    assert await backend.count(only_a) == 3
+    assert await backend.count(MemoryFilter(namespaces=("a",), session_ids=("s",))) == 3
+    related = await backend.related_many(["a0", "a1"], None, 2, only_a)
+    assert {r.record.namespace for found in related.values() for r in found} == {"a"}
+    assert {r.record.id for r in related["a0"]} == {"a1", "a2"}  # b0's link to a0 is not followed out
+    neighbours = await backend.session_neighbours(["a1"], 2, only_a)
+    assert sorted(r.record.id for r in neighbours["a1"]) == ["a0", "a2"]
+    assert await backend.delete(MemoryFilter(namespaces=("a",), session_ids=("s",))) == 3
+    assert await backend.count(MemoryFilter(namespaces=("b",))) == 3
+    assert await backend.count(MemoryFilter()) == 3
+
+
+async def test_an_id_of_another_namespace_is_refused_and_nothing_written(
+    client: MemorySystemClient, embedder
+) -> None:
+    records = await _two_namespaces(client, embedder)
+    backend = client.backend
+    fresh = [MemoryRecord(id=f"c{i}", namespace="c", session_id="s", memory_type="note",
+                          content=f"new memory {i}", created_at=2000.0 + i,
+                          vector=records[i].vector) for i in range(3)]
+    fresh[1].id = "a1"  # taken in namespace a
+    with pytest.raises(MemoryBackendError, match="a1"):
+        await backend.upsert(fresh)
+    assert await backend.count(MemoryFilter(namespaces=("c",))) == 0
+    (kept,) = await backend.get(["a1"])
+    assert (kept.namespace, kept.content) == ("a", NS_TEXTS[1])
+
+
+async def test_a_batch_is_all_or_nothing(client: MemorySystemClient, embedder) -> None:
+    await client.open()
+    vectors = embedder.embed(["first memory", "second memory"])
+    good = MemoryRecord(id="good", session_id="s", memory_type="note", content="first memory",
+                        created_at=1.0, vector=vectors[0])
+    bad = MemoryRecord(id="bad", session_id="s", memory_type="note", content="second memory",
+                       created_at=2.0, vector=vectors[1][:10])  # wrong dimension
+    with pytest.raises(MemoryBackendError, match="bad"):
+        await client.backend.upsert([good, bad])
+    assert await client.backend.count(MemoryFilter()) == 0
+    await client.backend.upsert([good])
+    await client.backend.upsert([good])  # idempotent by id
+    assert await client.backend.count(MemoryFilter()) == 1

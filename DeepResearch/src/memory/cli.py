@@ -280,10 +280,10 @@ def _rebuild(config: MemoryConfig, reembed: bool) -> int:
         return 2
     import sqlite3
 
-    from DeepResearch.src.memory.backends.faiss_store import DB_FILE, FaissBackend
+    from DeepResearch.src.memory.backends.embedded import DB_FILE, EmbeddedBackend
     from DeepResearch.src.memory.embeddings import get_embedder
 
-    backend = FaissBackend(
+    backend = EmbeddedBackend(
         config.faiss, dimension=config.vector_store.embedding_dimension,
         metric=config.vector_store.index_type, model=config.vector_store.embedding_model,
     )

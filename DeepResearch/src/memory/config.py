@@ -85,6 +85,7 @@ class FaissConfig(_Section):
     hnsw_ef_construction: int = Field(default=200, ge=1)
     hnsw_ef_search: int = Field(default=128, ge=1)
     synchronous: Literal["full", "normal"] = "full"
+    busy_timeout: float = Field(default=5.0, ge=0)  # seconds a write waits for another process's lock
 
 
 class Neo4jConfig(_Section):

@@ -1,8 +1,9 @@
 """The one tokeniser of the memory subsystem.
 
-Every lexical step -- the BM25 index of in_memory and faiss (and the FTS5 column it is built from), the
-ranking steps that compare words -- goes through `tokenize`, so a word matches the same way
-everywhere: lower-cased word characters, English stop words dropped, Snowball stems.
+Every lexical step -- the FTS5 tables of in_memory and faiss and Neo4j's full-text index
+(each indexes `token_string` of a memory's text, and a query's tokens), the ranking steps that
+compare words -- goes through `tokenize`, so a word matches the same way everywhere:
+lower-cased word characters, English stop words dropped, Snowball stems.
 """
 
 from __future__ import annotations
@@ -37,5 +38,5 @@ def tokenize(text: str) -> list[str]:
 
 
 def token_string(text: str) -> str:
-    """The tokens joined by spaces: what the FTS5 column stores (the BM25 index is built from it)."""
+    """The tokens joined by spaces: what the full-text indexes store."""
     return " ".join(tokenize(text))

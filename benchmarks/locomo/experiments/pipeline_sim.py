@@ -12,6 +12,7 @@ Run: .venv/bin/python benchmarks/locomo/experiments/pipeline_sim.py
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +24,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from benchmarks.locomo.baselines import embed_cached
 from benchmarks.locomo.data import Conversation, load_conversations
 from benchmarks.locomo.metrics import RecallTable
-from DeepResearch.src.memory.backends.lexical import LexicalIndex
+from DeepResearch.src.memory.backends.embedded.records import fts_query
 from DeepResearch.src.memory.ranking.query import rewrite_query
-from DeepResearch.src.memory.text import tokenize
+from DeepResearch.src.memory.text import token_string
+
+
+class Lexical:
+    """The memory's lexical search: FTS5 bm25() over the project's tokens, in memory."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self.db = sqlite3.connect(":memory:")
+        self.db.execute("CREATE VIRTUAL TABLE fts USING fts5 (tokens)")
+        self.db.executemany("INSERT INTO fts (rowid, tokens) VALUES (?, ?)",
+                            [(i, token_string(t)) for i, t in enumerate(texts)])
+
+    def search(self, text: str, k: int) -> tuple[list[int], list[float]]:
+        match = fts_query(text)
+        rows = [] if match is None else self.db.execute(
+            "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?",
+            (match, k)).fetchall()
+        return [r for r, _ in rows], [s for _, s in rows]
 
 
 @dataclass
@@ -35,7 +53,7 @@ class Conv:
     qvecs: np.ndarray
     ctx_prev: np.ndarray  # embedding of "previous turn\nturn" (same session)
     sessions: np.ndarray
-    bm25: LexicalIndex
+    bm25: Lexical
 
 
 def prev_texts(conv: Conversation, before: int) -> list[str]:
@@ -51,9 +69,7 @@ def load() -> list[Conv]:
     convs = []
     for conv in load_conversations():
         texts = [t.content for t in conv.turns]
-        index = LexicalIndex()
-        for i, text in enumerate(texts):
-            index.add(i, tokenize(text))
+        index = Lexical(texts)
         convs.append(
             Conv(
                 conv,
@@ -89,7 +105,7 @@ def rank(c: Conv, qi: int, v: dict) -> list[int]:
     depth = v.get("depth", 80)
     dense_all = c.vecs @ q
     dense_top = np.argsort(-dense_all, kind="stable")[:depth]
-    rows, scores = c.bm25.search(tokenize(text), depth)
+    rows, scores = c.bm25.search(text, depth)
     lex = {int(i): float(s) for i, s in zip(rows, scores, strict=True)}
     cand = set(int(i) for i in dense_top) | set(lex)
     ctx = v.get("context")

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
 BACKENDS = ("in_memory", "faiss", "neo4j")
 # Seconds the first create_backend() of a kind spent importing its module and libraries
-# (the faiss backend's modules, ~4 ms: a flat store does not import FAISS; the neo4j
-# driver's): a per-process cost the run reports apart.
+# (the embedded backend's, with FAISS; the neo4j driver's): a per-process cost the run
+# reports apart.
 IMPORT_SECONDS: dict[str, float] = {}
 
 __all__ = [
@@ -49,10 +49,10 @@ def create_backend(config: MemoryConfig, dimension: int) -> MemoryBackend:
         return InMemoryBackend(dimension)
     if config.backend == "faiss":
         started = time.perf_counter()
-        from DeepResearch.src.memory.backends.faiss_store import FaissBackend
+        from DeepResearch.src.memory.backends.embedded import EmbeddedBackend
 
         IMPORT_SECONDS.setdefault("faiss", time.perf_counter() - started)
-        return FaissBackend(
+        return EmbeddedBackend(
             config.faiss,
             dimension=dimension,
             metric=config.vector_store.index_type,

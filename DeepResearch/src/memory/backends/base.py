@@ -221,3 +221,8 @@ class MemoryBackend(ABC):
 
     @abstractmethod
     async def health(self) -> BackendHealth: ...
+
+    async def verify(self) -> list[str]:
+        """The full (possibly slow) consistency check of what the backend stores: the
+        problems found, none when sound. Backends with nothing to check return []."""
+        return []

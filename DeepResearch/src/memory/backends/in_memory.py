@@ -1,9 +1,11 @@
-"""`in_memory`: records in a dict, vectors in a numpy matrix, the shared BM25 index for text. For tests and
-throw-away runs; nothing survives the process."""
+"""`in_memory`: records in a dict, vectors in a numpy matrix, text in an in-memory SQLite FTS5
+table (the embedded backend's lexical search, on the same tokens). For tests and throw-away
+runs; nothing survives the process."""
 
 from __future__ import annotations
 
 import copy
+import sqlite3
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -17,10 +19,9 @@ from DeepResearch.src.memory.backends.base import (
     MemoryRecord,
     RelatedRecord,
 )
+from DeepResearch.src.memory.backends.embedded.records import fts_query, indexed_text
 from DeepResearch.src.memory.backends.filtering import record_matches
-from DeepResearch.src.memory.backends.lexical import LexicalIndex
 from DeepResearch.src.memory.errors import MemoryBackendError
-from DeepResearch.src.memory.text import tokenize
 
 
 class InMemoryBackend(MemoryBackend):
@@ -29,10 +30,11 @@ class InMemoryBackend(MemoryBackend):
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
         self._records: dict[str, MemoryRecord] = {}
-        self._lexical = LexicalIndex()
-        self._rows: dict[str, int] = {}  # record id -> its row in the lexical index
+        self._fts = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+        self._fts.execute("CREATE VIRTUAL TABLE fts USING fts5 (tokens)")
+        self._rows: dict[str, int] = {}  # record id -> its FTS5 rowid
         self._ids: dict[int, str] = {}
-        self._next_row = 0
+        self._next_row = 1
         self._matrix: np.ndarray | None = None  # rebuilt lazily after writes
         self._matrix_ids: list[str] = []
         self._open = False
@@ -48,12 +50,21 @@ class InMemoryBackend(MemoryBackend):
             raise MemoryBackendError("in_memory backend is not open (call open() first)")
 
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """All of `records` or none: every one is checked before anything is written."""
         self._check_open()
+        owner = {r.id: r.namespace for r in self._records.values()}
         for record in records:
             if record.vector is None or record.vector.shape != (self.dimension,):
                 shape = None if record.vector is None else record.vector.shape
                 raise MemoryBackendError(
                     f"record {record.id!r}: vector shape {shape}, expected ({self.dimension},)"
+                )
+            namespace = owner.setdefault(record.id, record.namespace)
+            if namespace != record.namespace:
+                raise MemoryBackendError(
+                    f"record id {record.id!r} already belongs to namespace {namespace!r}, not "
+                    f"{record.namespace!r}: ids are unique across namespaces (give it another "
+                    f"id); nothing of this batch of {len(records)} was written"
                 )
         for record in records:
             stored = copy.deepcopy(record)
@@ -61,7 +72,8 @@ class InMemoryBackend(MemoryBackend):
             self._records[record.id] = stored
             self._unindex(record.id)
             self._rows[record.id], self._ids[self._next_row] = self._next_row, record.id
-            self._lexical.add(self._next_row, tokenize(record.content))
+            self._fts.execute("INSERT INTO fts (rowid, tokens) VALUES (?, ?)",
+                              (self._next_row, indexed_text(record)))
             self._next_row += 1
         self._matrix = None
 
@@ -82,7 +94,7 @@ class InMemoryBackend(MemoryBackend):
     def _unindex(self, record_id: str) -> None:
         row = self._rows.pop(record_id, None)
         if row is not None:
-            self._lexical.remove([row])
+            self._fts.execute("DELETE FROM fts WHERE rowid = ?", (row,))
             del self._ids[row]
 
     def _vectors(self) -> tuple[np.ndarray, list[str]]:
@@ -114,14 +126,19 @@ class InMemoryBackend(MemoryBackend):
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         self._check_open()
-        among = np.array(
-            [self._rows[i] for i, r in self._records.items() if record_matches(r, flt)], dtype=np.int64
-        )
-        rows, scores = self._lexical.search(tokenize(query), k, among=among)
-        return [
-            Candidate(copy.deepcopy(self._records[self._ids[int(row)]]), float(score))
-            for row, score in zip(rows, scores, strict=True)
-        ]
+        match = fts_query(query)
+        if match is None or k <= 0:
+            return []
+        out: list[Candidate] = []
+        for row, score in self._fts.execute(
+            "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts)", (match,)
+        ):
+            record = self._records[self._ids[row]]
+            if record_matches(record, flt):
+                out.append(Candidate(copy.deepcopy(record), float(score)))
+                if len(out) == k:
+                    break
+        return out
 
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0

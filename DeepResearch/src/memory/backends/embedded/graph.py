@@ -1,18 +1,18 @@
-"""Relation walks over the SQLite relations table (the faiss backend's graph queries)."""
+"""Relation walks over the SQLite relations table (the embedded backend's graph queries)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from DeepResearch.src.memory.backends.base import MemoryFilter, RelatedRecord
-from DeepResearch.src.memory.backends.sqlite_records import SQLiteRecords
+from DeepResearch.src.memory.backends.embedded.records import Records
 
 CHUNK = 500  # nodes per edges query (SQLite bounds the number of parameters)
 Adjacency = dict[str, list[tuple[str, str]]]  # node -> (relation type, neighbour), sorted
 
 
 def walk(
-    db: SQLiteRecords,
+    db: Records,
     record_ids: Sequence[str],
     relation_types: Sequence[str] | None,
     depth: int,
@@ -56,7 +56,7 @@ def walk(
 
 
 def _adjacency(
-    db: SQLiteRecords, starts: list[str], relation_types: Sequence[str] | None, depth: int
+    db: Records, starts: list[str], relation_types: Sequence[str] | None, depth: int
 ) -> tuple[Adjacency, Adjacency]:
     """The outgoing and the incoming edges of every node within depth - 1 hops of a start:
     one query per hop for all nodes."""

@@ -1,4 +1,4 @@
-"""MemoryFilter -> an SQL WHERE expression over the records table (faiss backend)."""
+"""MemoryFilter -> an SQL WHERE expression over the records table (embedded backend)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ def filter_sql(
 
     if flt.ids is not None:
         one_of("id", flt.ids)
+    if flt.namespaces is not None:
+        one_of("namespace", flt.namespaces)
     if flt.session_ids is not None:
         one_of("session_id", flt.session_ids)
     if flt.memory_types is not None:

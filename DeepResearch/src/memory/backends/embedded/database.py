@@ -1,0 +1,194 @@
+"""The embedded backend's truth: one SQLite file in WAL mode (records, vectors as BLOBs,
+relations, the FTS5 table, meta, and the deletion log that lets every process's FAISS index
+catch up with deletes). Opening it checks it; every failure becomes a MemoryBackendError
+that names its real cause and the file."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from DeepResearch.src.memory.errors import MemoryBackendError
+
+DB_FILE = "memory.sqlite3"
+MMAP_BYTES = 256 * 1024 * 1024
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: the id FAISS knows a row by
+    id TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL DEFAULT 'default',
+    session_id TEXT NOT NULL,
+    memory_type TEXT NOT NULL,
+    agent_type TEXT,
+    content TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    importance REAL NOT NULL,
+    temporal_weight REAL NOT NULL,
+    expires_at REAL,
+    content_codec TEXT,
+    content_blob BLOB,
+    metadata TEXT NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_created ON records (created_at, id);
+CREATE INDEX IF NOT EXISTS records_type_live ON records (memory_type, expires_at);
+CREATE INDEX IF NOT EXISTS records_expires ON records (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS relations (
+    src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, pos INTEGER NOT NULL,
+    PRIMARY KEY (src, type, dst)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relations_dst ON relations (dst, type);
+-- rowid = records.seq, the column holds text.token_string of the full content
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (tokens);
+-- how many rows hold each term: a query skips terms in most rows (see records.text_search)
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab (fts, 'row');
+-- seqs deleted (or replaced), in order: other processes drop them from their FAISS index
+CREATE TABLE IF NOT EXISTS deleted (pos INTEGER PRIMARY KEY AUTOINCREMENT, seq INTEGER NOT NULL);
+DROP INDEX IF EXISTS records_session;
+DROP INDEX IF EXISTS records_session_live;
+DROP INDEX IF EXISTS records_type_meta;
+"""
+# Made once the namespace column exists (a store made before it gets it at its first open).
+INDEX = (
+    "CREATE INDEX IF NOT EXISTS records_scope "
+    "ON records (namespace, session_id, created_at, expires_at)"
+)
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 5, 6, 10, 11, 13, 26
+DAMAGED_HINT = (
+    "move the folder aside and import an export of it, or restore a backup "
+    "(`deepresearch-memory health` runs the full check)"
+)
+
+
+def cause_of(exc: BaseException) -> str:
+    """The real cause of a failed SQLite or file operation, in words a user acts on."""
+    if isinstance(exc, sqlite3.Error):
+        code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+        if code == SQLITE_FULL:
+            return f"disk full ({exc})"
+        if code in (SQLITE_BUSY, SQLITE_LOCKED):
+            return f"database is locked by another process ({exc})"
+        if code in (SQLITE_CORRUPT, SQLITE_NOTADB):
+            return f"the database file is damaged ({exc}): {DAMAGED_HINT}"
+        return str(exc)
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return f"disk full ({exc})"
+    return str(exc)
+
+
+def backend_error(exc: BaseException, path: Path, doing: str) -> MemoryBackendError:
+    return MemoryBackendError(f"memory store {path}: {doing} failed: {cause_of(exc)}")
+
+
+class Database:
+    """One connection (autocommit; explicit transactions), shared by the backend's threads
+    under one lock."""
+
+    def __init__(self, path: Path, *, synchronous: str, busy_timeout: float) -> None:
+        self.path = path
+        self.lock = threading.RLock()
+        try:
+            self.conn = sqlite3.connect(
+                path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
+            )
+        except sqlite3.Error as exc:
+            raise backend_error(exc, path, "opening the database") from exc
+        try:
+            self._check()
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            # Reads through a memory map: no system call or copy per page read (page cache,
+            # shared with other processes).
+            self.conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+            self.conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
+            with self.lock:
+                self.conn.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
+                columns = {row[1] for row in self.conn.execute("PRAGMA table_info(records)")}
+                if "namespace" not in columns:
+                    self.conn.execute(
+                        "ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default'"
+                    )
+                self.conn.execute(INDEX)
+        except sqlite3.Error as exc:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            self.conn.close()
+            raise backend_error(exc, path, "opening the database") from exc
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _check(self) -> None:
+        """`PRAGMA quick_check`: a damaged file is refused here, not served later."""
+        try:
+            problems = [row[0] for row in self.conn.execute("PRAGMA quick_check(5)")]
+        except sqlite3.DatabaseError as exc:
+            raise MemoryBackendError(
+                f"memory database {self.path} is damaged ({exc}): {DAMAGED_HINT}"
+            ) from exc
+        if problems != ["ok"]:
+            raise MemoryBackendError(
+                f"memory database {self.path} is damaged ({'; '.join(problems)}): {DAMAGED_HINT}"
+            )
+
+    def close(self) -> None:
+        with self.lock:
+            self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """BEGIN IMMEDIATE ... COMMIT; on any failure rolled back (when SQLite has not already
+        rolled it back itself, as it does on a full disk), the error raised unchanged."""
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: the queries inside see one committed state."""
+        with self.lock:
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                if self.conn.in_transaction:
+                    self.conn.execute("COMMIT")
+
+    def meta(self) -> dict[str, str]:
+        with self.lock:
+            return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        with self.transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", values.items())
+
+    def changed_since(self, seen: tuple[int, int] | None) -> tuple[int, int] | None:
+        """The (data_version, total_changes) pair now if the database changed since `seen`
+        (committed by another connection, or by this one), else None. Cheap: no file read."""
+        with self.lock:
+            (version,) = self.conn.execute("PRAGMA data_version").fetchone()
+            now = (int(version), self.conn.total_changes)
+        return None if now == seen else now
+
+    def integrity_problems(self) -> list[str]:
+        """The full `PRAGMA integrity_check` and FTS5's own check, as messages (none: sound)."""
+        problems: list[str] = []
+        with self.lock:
+            try:
+                rows = [r[0] for r in self.conn.execute("PRAGMA integrity_check(20)")]
+                if rows != ["ok"]:
+                    problems += [f"{self.path}: {r}" for r in rows]
+                self.conn.execute("INSERT INTO fts (fts) VALUES ('integrity-check')")
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"{self.path}: {exc}")
+        return problems

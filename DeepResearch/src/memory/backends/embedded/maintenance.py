@@ -1,0 +1,96 @@
+"""The embedded backend's checks and repairs: stored settings, re-embedding, the index check
+of `verify`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from DeepResearch.src.memory.backends.base import MemoryFilter, embedded_text
+from DeepResearch.src.memory.backends.embedded.database import Database
+from DeepResearch.src.memory.backends.embedded.records import Records, chunks
+from DeepResearch.src.memory.backends.embedded.vectors import (
+    IndexSettings,
+    UnusableIndexFile,
+    VectorIndex,
+)
+from DeepResearch.src.memory.compression import full_content
+from DeepResearch.src.memory.errors import IndexMismatchError
+
+Reembed = Callable[[list[str]], np.ndarray]
+
+
+def rebuild_hint(root: Path) -> str:
+    return f"`deepresearch-memory rebuild memory.faiss.path={root}`"
+
+
+def check_meta(db: Database, expected: dict[str, str], root: Path) -> None:
+    """Store `expected` in a new database; IndexMismatchError if the store was built with
+    other settings."""
+    stored = db.meta()
+    if not all(key in stored for key in expected):
+        db.set_meta({**expected, **stored})
+        stored = db.meta()
+    diffs = [f"{k}: stored {stored[k]!r}, configured {v!r}" for k, v in expected.items()
+             if stored[k] != v]
+    if diffs:
+        raise IndexMismatchError(
+            f"memory store {root} was built with other settings ({'; '.join(diffs)}). "
+            f"Configure the stored values, or rebuild the store for the new ones with "
+            f"{rebuild_hint(root)}."
+        )
+
+
+def reembed_records(records: Records, reembed: Reembed, dimension: int, batch_size: int) -> None:
+    """Replace every stored vector with `reembed` of the text it stands for: the record's
+    embedding key when it has one, else its full content."""
+    seqs = records.all_seqs().tolist()
+    for start in range(0, len(seqs), batch_size):
+        found = records.by_seqs(seqs[start : start + batch_size], MemoryFilter())
+        order = list(found)
+        texts = [
+            embedded_text(r, full_content(r.content, r.content_codec, r.content_blob))
+            for r in (found[s] for s in order)
+        ]
+        vectors = reembed(texts)
+        if vectors.shape != (len(order), dimension):
+            raise IndexMismatchError(
+                f"re-embedding gave shape {vectors.shape}, expected ({len(order)}, {dimension})"
+            )
+        records.set_vectors(list(zip(order, vectors, strict=True)))
+
+
+def verify_index(
+    records: Records, index: VectorIndex, path: Path, settings: IndexSettings
+) -> list[str]:
+    """The index against the records (every record in it once, nothing else), and the saved
+    file's checksum."""
+    problems: list[str] = []
+    live = records.all_seqs()
+    ids = index.ids()
+    if index.stale:
+        ids = ids[~np.isin(ids, np.fromiter(index.stale, np.int64, len(index.stale)))]
+    missing = np.setdiff1d(live, ids)
+    extra = np.setdiff1d(ids, live)
+    if len(missing) or len(extra) or len(ids) != len(live):
+        problems.append(
+            f"the vector index holds {len(ids)} vectors for {len(live)} records "
+            f"({len(missing)} missing, {len(extra)} not in the records): reopening rebuilds it"
+        )
+    if path.exists():
+        try:
+            VectorIndex(settings).load(path)
+        except (UnusableIndexFile, RuntimeError, OSError) as exc:
+            problems.append(f"{path} is unusable ({exc}): the next open rebuilds it")
+    bad = 0
+    for chunk in chunks(live.tolist()):
+        vectors = records.vectors_of(chunk)[1]
+        if len(vectors):
+            norms = np.linalg.norm(vectors, axis=1)
+            bad += int(np.sum(~np.isfinite(norms) | (np.abs(norms - 1.0) > 1e-3)))
+    if bad:
+        problems.append(f"{bad} stored vectors are not finite unit vectors: re-embed them with "
+                        f"{rebuild_hint(path.parent)[:-1]} --reembed`")
+    return problems

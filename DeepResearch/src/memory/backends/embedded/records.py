@@ -1,0 +1,336 @@
+"""Records in and out of the embedded backend's database: one transaction per write, filters
+in SQL, lexical search with FTS5's bm25(). Raises sqlite3 errors unchanged (the backend turns
+them into MemoryBackendError with their cause)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.embedded.database import Database
+from DeepResearch.src.memory.backends.embedded.filters import filter_sql
+from DeepResearch.src.memory.compression import full_content
+from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.text import token_string, tokenize
+
+COLUMNS = (
+    "seq, id, namespace, session_id, memory_type, agent_type, content, created_at, importance, "
+    "temporal_weight, expires_at, content_codec, content_blob, metadata, vector"
+)
+CHUNK = 500  # ids or seqs per IN (...) list (SQLite bounds the number of parameters)
+# In a store of COMMON_TERM_MIN_ROWS+ rows, query terms found in more than COMMON_TERM_SHARE
+# of them are left out (unless all are): their BM25 weight is ~0, and FTS5 scores every row a
+# query term matches.
+COMMON_TERM_SHARE = 0.5
+COMMON_TERM_MIN_ROWS = 1000
+
+
+def chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), CHUNK):
+        yield items[start : start + CHUNK]
+
+
+def fts_query(query: str | Sequence[str]) -> str | None:
+    """`query` (a text, or its tokens) as FTS5 syntax: each of its tokens (the project's
+    tokenizer) quoted, OR-ed; nothing the user typed is read as FTS5 syntax. None when it has
+    no token."""
+    tokens = dict.fromkeys(tokenize(query) if isinstance(query, str) else query)
+    if not tokens:
+        return None
+    return " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)
+
+
+def indexed_text(record: MemoryRecord) -> str:
+    """What the FTS5 row of `record` holds: the tokens of its full (decompressed) content."""
+    return token_string(full_content(record.content, record.content_codec, record.content_blob))
+
+
+class Records:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- writes ---------------------------------------------------------------------------
+    def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        """All of `records` in one transaction, or none: a record replaces the one with its
+        id, unless that one belongs to another namespace (MemoryBackendError)."""
+        texts = [indexed_text(r) for r in records]  # before the write lock is taken
+        with self.db.transaction() as conn:
+            self._refuse_other_namespaces(records)
+            for record, text in zip(records, texts, strict=True):
+                for (seq,) in conn.execute(
+                    "DELETE FROM records WHERE id = ? RETURNING seq", (record.id,)
+                ).fetchall():
+                    self._forget_seq(seq)
+                cur = conn.execute(
+                    f"INSERT INTO records ({COLUMNS.split(', ', 1)[1]}) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        record.id, record.namespace, record.session_id, record.memory_type,
+                        record.agent_type, record.content, record.created_at, record.importance,
+                        record.temporal_weight, record.expires_at, record.content_codec,
+                        record.content_blob, json.dumps(record.metadata),
+                        np.ascontiguousarray(record.vector, dtype=np.float32).tobytes(),
+                    ),
+                )
+                conn.execute("INSERT INTO fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text))
+                conn.execute("DELETE FROM relations WHERE src = ?", (record.id,))
+                conn.executemany(
+                    "INSERT OR IGNORE INTO relations (src, type, dst, pos) VALUES (?, ?, ?, ?)",
+                    [(record.id, t, dst, pos) for pos, (t, dst) in enumerate(record.relations)],
+                )
+
+    def _refuse_other_namespaces(self, records: Sequence[MemoryRecord]) -> None:
+        owner: dict[str, str] = {}
+        ids = list(dict.fromkeys(r.id for r in records))
+        for chunk in chunks(ids):
+            owner.update(self.db.conn.execute(
+                f"SELECT id, namespace FROM records WHERE id IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall())
+        for record in records:
+            namespace = owner.setdefault(record.id, record.namespace)
+            if namespace != record.namespace:
+                raise MemoryBackendError(
+                    f"record id {record.id!r} already belongs to namespace {namespace!r}, not "
+                    f"{record.namespace!r}: ids are unique across namespaces (give it another "
+                    f"id); nothing of this batch of {len(records)} was written"
+                )
+
+    def _forget_seq(self, seq: int) -> None:
+        """Within a write: a row's FTS entry goes, its seq enters the deletion log."""
+        self.db.conn.execute("DELETE FROM fts WHERE rowid = ?", (seq,))
+        self.db.conn.execute("INSERT INTO deleted (seq) VALUES (?)", (seq,))
+
+    def delete(self, flt: MemoryFilter) -> int:
+        where, params = filter_sql(flt)
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                f"DELETE FROM records WHERE {where} RETURNING seq, id", params
+            ).fetchall()
+            for seq, _ in rows:
+                self._forget_seq(seq)
+            conn.executemany("DELETE FROM relations WHERE src = ?", [(i,) for _, i in rows])
+        return len(rows)
+
+    def set_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "UPDATE records SET vector = ? WHERE seq = ?",
+                [(np.ascontiguousarray(v, dtype=np.float32).tobytes(), s) for s, v in items],
+            )
+
+    def refill_fts(self) -> None:
+        """Every FTS5 row rewritten from its record's full content (rebuild)."""
+        with self.db.transaction() as conn:
+            conn.execute("DELETE FROM fts")
+            for chunk in chunks(self.all_seqs().tolist()):
+                found = self.by_seqs(chunk, MemoryFilter())
+                conn.executemany(
+                    "INSERT INTO fts (rowid, tokens) VALUES (?, ?)",
+                    [(seq, indexed_text(r)) for seq, r in found.items()],
+                )
+
+    # -- reads ----------------------------------------------------------------------------
+    def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[int, MemoryRecord]]:
+        """(seq, record) of a `SELECT {COLUMNS} ...`, each with its relations."""
+        with self.db.lock:
+            rows = self.db.conn.execute(sql, params).fetchall()
+            relations: dict[str, list[tuple[str, str]]] = {}
+            for chunk in chunks([row[1] for row in rows]):
+                for src, rel_type, dst in self.db.conn.execute(
+                    f"SELECT src, type, dst FROM relations WHERE src IN "
+                    f"({','.join('?' * len(chunk))}) ORDER BY src, pos",
+                    chunk,
+                ):
+                    relations.setdefault(src, []).append((rel_type, dst))
+        return [(row[0], _to_record(row, relations.get(row[1], []))) for row in rows]
+
+    def get(self, ids: Sequence[str], flt: MemoryFilter | None = None) -> list[MemoryRecord]:
+        """Records by id, in the order asked, missing ids (and, with `flt`, those it refuses)
+        left out."""
+        where, params = filter_sql(flt, use_indexes=False) if flt is not None else ("1", [])
+        found: dict[str, MemoryRecord] = {}
+        for chunk in chunks(list(ids)):
+            found.update((r.id, r) for _, r in self._read(
+                f"SELECT {COLUMNS} FROM records WHERE id IN ({','.join('?' * len(chunk))}) "
+                f"AND {where}",
+                [*chunk, *params],
+            ))
+        return [found[i] for i in ids if i in found]
+
+    def by_seqs(self, seqs: Sequence[int], flt: MemoryFilter) -> dict[int, MemoryRecord]:
+        where, params = filter_sql(flt, use_indexes=False)
+        out: dict[int, MemoryRecord] = {}
+        for chunk in chunks(list(seqs)):
+            out.update(self._read(
+                f"SELECT {COLUMNS} FROM records WHERE seq IN ({','.join('?' * len(chunk))}) "
+                f"AND {where}",
+                [*chunk, *params],
+            ))
+        return out
+
+    def seqs_matching(self, seqs: Sequence[int], flt: MemoryFilter) -> set[int]:
+        """Which of `seqs` match `flt` (reads no vectors)."""
+        where, params = filter_sql(flt, use_indexes=False)
+        out: set[int] = set()
+        with self.db.lock:
+            for chunk in chunks(list(seqs)):
+                out.update(r[0] for r in self.db.conn.execute(
+                    f"SELECT seq FROM records WHERE seq IN ({','.join('?' * len(chunk))}) "
+                    f"AND {where}",
+                    [*chunk, *params],
+                ))
+        return out
+
+    def matching_seqs(self, flt: MemoryFilter, limit: int) -> np.ndarray:
+        """Seqs of the rows matching `flt`, at most `limit` of them."""
+        where, params = filter_sql(flt)
+        with self.db.lock:
+            (text,) = self.db.conn.execute(
+                f"SELECT group_concat(seq) FROM (SELECT seq FROM records WHERE {where} LIMIT ?)",
+                [*params, limit],
+            ).fetchone()
+        return _seqs(text)
+
+    def all_seqs(self) -> np.ndarray:
+        with self.db.lock:
+            (text,) = self.db.conn.execute("SELECT group_concat(seq) FROM records").fetchone()
+        return _seqs(text)
+
+    def vectors_of(self, seqs: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        rows: list[tuple[int, bytes]] = []
+        with self.db.lock:
+            for chunk in chunks(list(seqs)):
+                rows += self.db.conn.execute(
+                    f"SELECT seq, vector FROM records WHERE seq IN ({','.join('?' * len(chunk))})",
+                    chunk,
+                ).fetchall()
+        return stack(rows)
+
+    def changes_after(
+        self, seq: int, deleted_pos: int, batch: int
+    ) -> tuple[list[tuple[int, bytes]], list[tuple[int, int]]]:
+        """In one snapshot: up to `batch` (seq, vector) rows after `seq`, and the (pos, seq)
+        entries of the deletion log after `deleted_pos` (all of them, only in the first
+        batch's call: pass deleted_pos=-1 to skip)."""
+        with self.db.snapshot() as conn:
+            rows = conn.execute(
+                "SELECT seq, vector FROM records WHERE seq > ? ORDER BY seq LIMIT ?", (seq, batch)
+            ).fetchall()
+            gone = [] if deleted_pos < 0 else conn.execute(
+                "SELECT pos, seq FROM deleted WHERE pos > ? ORDER BY pos", (deleted_pos,)
+            ).fetchall()
+        return rows, gone
+
+    def positions(self) -> tuple[int, int]:
+        """(the highest seq ever given, the last deletion-log position)."""
+        with self.db.lock:
+            found = dict(self.db.conn.execute(
+                "SELECT name, seq FROM sqlite_sequence WHERE name IN ('records', 'deleted')"
+            ).fetchall())
+        return int(found.get("records", 0)), int(found.get("deleted", 0))
+
+    def scan(self, flt: MemoryFilter, limit: int | None, offset: int) -> list[MemoryRecord]:
+        where, params = filter_sql(flt)
+        return [r for _, r in self._read(
+            f"SELECT {COLUMNS} FROM records WHERE {where} ORDER BY created_at, id LIMIT ? OFFSET ?",
+            [*params, -1 if limit is None else limit, offset],
+        )]
+
+    def count(self, flt: MemoryFilter) -> int:
+        where, params = filter_sql(flt)
+        with self.db.lock:
+            return int(self.db.conn.execute(
+                f"SELECT count(*) FROM records WHERE {where}", params
+            ).fetchone()[0])
+
+    def _useful_terms(self, terms: list[str], total: int) -> list[str]:
+        if total < COMMON_TERM_MIN_ROWS or not terms:
+            return terms
+        rows = dict(self.db.conn.execute(
+            f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(terms))})", terms
+        ).fetchall())
+        rare = [t for t in terms if rows.get(t, 0) <= COMMON_TERM_SHARE * total]
+        return rare or terms
+
+    def text_search(
+        self, query: str, k: int, flt: MemoryFilter, selective: int, total: int
+    ) -> list[tuple[int, float]]:
+        """(seq, score) of the k best FTS5 matches of `query` that pass `flt`, best first;
+        the score is -bm25() (higher is better); `total` is the number of records. A filter
+        matching at most `selective` rows is joined to the match; a broader one over-fetches
+        and checks the hits (a join reads a record row per match: ~1.6x the time of the match
+        alone)."""
+        if k <= 0:
+            return []
+        match = fts_query(self._useful_terms(list(dict.fromkeys(tokenize(query))), total))
+        if match is None:
+            return []
+        plain = "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
+        with self.db.lock:
+            if flt == MemoryFilter():
+                return self.db.conn.execute(plain, (match, k)).fetchall()
+            if len(self.matching_seqs(flt, selective + 1)) <= selective:
+                where, params = filter_sql(flt, "r", use_indexes=False)
+                return self.db.conn.execute(
+                    "SELECT fts.rowid, -bm25(fts) FROM fts JOIN records r ON r.seq = fts.rowid "
+                    f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts) LIMIT ?",
+                    [match, *params, k],
+                ).fetchall()
+            fetch = 4 * k
+            while True:
+                hits = self.db.conn.execute(plain, (match, fetch)).fetchall()
+                passing = self.seqs_matching([seq for seq, _ in hits], flt)
+                kept = [hit for hit in hits if hit[0] in passing]
+                if len(kept) >= k or len(hits) < fetch:
+                    return kept[:k]
+                fetch *= 8
+
+    def edges(
+        self, nodes: Sequence[str], relation_types: Sequence[str] | None
+    ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+        """(node, relation type, neighbour) of the edges touching `nodes`: (outgoing, incoming)."""
+        marks = ",".join("?" * len(nodes))
+        type_sql, type_params = "", []
+        if relation_types is not None:
+            type_sql = f" AND type IN ({','.join('?' * len(relation_types))})"
+            type_params = list(relation_types)
+        with self.db.lock:
+            out = self.db.conn.execute(
+                f"SELECT src, type, dst FROM relations WHERE src IN ({marks}){type_sql}",
+                [*nodes, *type_params],
+            ).fetchall()
+            back = self.db.conn.execute(
+                f"SELECT dst, type, src FROM relations WHERE dst IN ({marks}){type_sql}",
+                [*nodes, *type_params],
+            ).fetchall()
+        return out, back
+
+
+def _seqs(text: str | None) -> np.ndarray:
+    return np.array(text.split(","), dtype=np.int64) if text else np.zeros(0, np.int64)
+
+
+def stack(rows: Sequence[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
+    """(seqs, vectors) of (seq, vector BLOB) rows."""
+    seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    if not rows:
+        return seqs, np.zeros((0, 0), dtype=np.float32)
+    vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    return seqs, vectors
+
+
+def _to_record(row: Sequence[Any], relations: list[tuple[str, str]]) -> MemoryRecord:
+    (_, rid, namespace, session_id, memory_type, agent_type, content, created_at, importance,
+     temporal_weight, expires_at, codec, blob, metadata, vector) = row
+    return MemoryRecord(
+        id=rid, namespace=namespace, session_id=session_id, memory_type=memory_type,
+        agent_type=agent_type, content=content, created_at=created_at, importance=importance,
+        temporal_weight=temporal_weight, expires_at=expires_at, content_codec=codec,
+        content_blob=blob, metadata=json.loads(metadata), relations=relations,
+        vector=np.frombuffer(vector, dtype=np.float32).copy(),
+    )

@@ -1,0 +1,390 @@
+"""The `faiss` backend: SQLite (the truth, and FTS5 for lexical search) + a FAISS index (a cache).
+
+Layout of `memory.faiss.path`: `memory.sqlite3` (+ its WAL files) and `index.faiss`.
+
+- A write is one SQLite transaction, committed before the call returns; nothing of a failed
+  batch is written. Every read first asks SQLite whether any connection committed since the
+  last one (`PRAGMA data_version`) and, if so, catches the FAISS index up: rows added since
+  (seq above the index's), rows deleted since (the deletion log). FTS5 lives in the database,
+  so it is always current.
+- The database remembers model, dimension and metric; opening it with other settings raises
+  IndexMismatchError; `rebuild()` (`deepresearch-memory rebuild`) re-indexes (re-embeds).
+- Filtered vector search: a selective filter (few matching rows) is answered exactly over
+  those rows' vectors; a broad one over-fetches from FAISS and filters in SQL.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from DeepResearch.src.memory.backends.base import (
+    BackendHealth,
+    Candidate,
+    MemoryBackend,
+    MemoryFilter,
+    MemoryRecord,
+    RelatedRecord,
+)
+from DeepResearch.src.memory.backends.embedded.database import (
+    DB_FILE,
+    Database,
+    backend_error,
+)
+from DeepResearch.src.memory.backends.embedded.graph import walk
+from DeepResearch.src.memory.backends.embedded.maintenance import (
+    Reembed,
+    check_meta,
+    reembed_records,
+    verify_index,
+)
+from DeepResearch.src.memory.backends.embedded.records import Records, stack
+from DeepResearch.src.memory.backends.embedded.vectors import (
+    INDEX_FILE,
+    IndexSettings,
+    UnusableIndexFile,
+    VectorIndex,
+)
+from DeepResearch.src.memory.config import FaissConfig
+from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
+from DeepResearch.src.utils.faiss_threads import run_faiss
+
+__all__ = ["DB_FILE", "INDEX_FILE", "EmbeddedBackend"]
+
+T = TypeVar("T")
+OLD_FILES = ("index.flat", "lexical.npz")  # caches of an older layout: removed, rebuilt
+# A filter matching at most max(SELECTIVE_ROWS, SELECTIVE_SHARE of the store) rows is
+# searched exactly over those rows' vectors; a broader one over-fetches from FAISS.
+SELECTIVE_ROWS = 2048
+SELECTIVE_SHARE = 0.05
+CATCH_UP_BATCH = 10_000
+# The index file is rewritten at close once the rows changed since it was written pass this
+# (catching up on open reads them from SQLite; rewriting costs the whole index).
+SAVE_MIN_CHANGES = 64
+SAVE_SHARE = 16
+log = logging.getLogger(__name__)
+
+
+class EmbeddedBackend(MemoryBackend):
+    name: ClassVar[str] = "faiss"
+
+    def __init__(self, config: FaissConfig, *, dimension: int, metric: str, model: str) -> None:
+        self.config = config
+        self.dimension = dimension
+        self.metric = metric
+        self.model = model
+        self.root = Path(config.path)
+        self.settings = IndexSettings(
+            config.index_kind, dimension, config.hnsw_m, config.hnsw_ef_construction,
+            config.hnsw_ef_search,
+        )
+        self._db: Database | None = None
+        self._records: Records | None = None
+        self._index: VectorIndex | None = None
+        self._seen: tuple[int, int] | None = None  # database state the index last caught up with
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / INDEX_FILE
+
+    # -- lifecycle ------------------------------------------------------------------------
+    async def open(self) -> None:
+        await run_faiss(self._open_sync)
+
+    def _connect(self) -> Records:
+        db_path = self.root / DB_FILE
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise MemoryBackendError(f"cannot create memory folder {self.root}: {exc}") from exc
+        if self.index_path.exists() and (not db_path.exists() or db_path.stat().st_size == 0):
+            state = "missing" if not db_path.exists() else "empty (0 bytes)"
+            raise MemoryBackendError(
+                f"memory database {db_path} is {state} while its index {self.index_path} exists: "
+                "the records are gone. Restore the database from a backup, or remove the "
+                "folder to start an empty store."
+            )
+        db = Database(db_path, synchronous=self.config.synchronous,
+                      busy_timeout=self.config.busy_timeout)
+        self._db = db
+        self._records = Records(db)
+        return self._records
+
+    def _open_sync(self) -> None:
+        records = self._connect()
+        try:
+            check_meta(records.db, self._expected_meta(), self.root)
+            for name in OLD_FILES:
+                (self.root / name).unlink(missing_ok=True)
+            self._load_index(records)
+        except (sqlite3.Error, OSError) as exc:
+            self._close_db()
+            raise backend_error(exc, self.root / DB_FILE, "opening the store") from exc
+        except BaseException:
+            self._close_db()
+            raise
+
+    def _expected_meta(self) -> dict[str, str]:
+        return {"model": self.model, "dimension": str(self.dimension), "metric": self.metric}
+
+    def _load_index(self, records: Records) -> None:
+        """The saved index, caught up with the records; rebuilt (one warning) when its file is
+        damaged or does not agree with them."""
+        index = VectorIndex(self.settings)
+        if self.index_path.exists():
+            try:
+                index.load(self.index_path)
+                last_seq, last_pos = records.positions()
+                if index.seq > last_seq or index.deleted_pos > last_pos:
+                    raise UnusableIndexFile(
+                        f"reflects changes up to record {index.seq} / deletion {index.deleted_pos}, "
+                        f"the records end at {last_seq} / {last_pos}"
+                    )
+            except (UnusableIndexFile, RuntimeError, OSError) as exc:
+                log.warning("memory index %s is unusable (%s); rebuilding it from the records",
+                            self.index_path, exc)
+                self._rebuild_index()
+                self._save_index()
+                return
+        self._index = index
+        self._seen = None
+        self._catch_up()
+        total = records.count(MemoryFilter())
+        if self._index.live != total:
+            log.warning("memory index %s holds %d vectors for %d records; rebuilding it from "
+                        "the records", self.index_path, self._index.live, total)
+            self._rebuild_index()
+            self._save_index()
+
+    def _rebuild_index(self) -> None:
+        self._index = VectorIndex(self.settings)
+        self._seen = None
+        self._catch_up()
+        self._index.changes = max(self._index.changes, 1)  # saved at close even when empty
+
+    async def close(self) -> None:
+        await run_faiss(self._close_sync)
+
+    def _close_sync(self) -> None:
+        if self._db is None:
+            return
+        try:
+            with self._db.lock:
+                self._catch_up()
+                index = self._index
+                assert index is not None
+                if (not self.index_path.exists()
+                        or index.changes >= SAVE_MIN_CHANGES + index.index.ntotal // SAVE_SHARE):
+                    self._save_index()
+        except (sqlite3.Error, OSError) as exc:
+            raise backend_error(exc, self._db.path, "closing the store") from exc
+        finally:
+            self._close_db()
+
+    def _save_index(self) -> None:
+        """Write the index file; a failure is one warning (it is a cache: the records are
+        safe, and the next open catches up or rebuilds)."""
+        assert self._index is not None
+        try:
+            self._index.save(self.index_path)
+        except OSError as exc:
+            log.warning("memory index not saved: %s; the next open rebuilds it from the records",
+                        backend_error(exc, self.index_path, "saving the index"))
+
+    def _close_db(self) -> None:
+        if self._db is not None:
+            self._db.close()
+        self._db = self._records = self._index = None
+
+    def rebuild(self, reembed: Reembed | None = None, batch_size: int = 256) -> int:
+        """Rebuild the FTS5 rows and the index (and, with `reembed`, every vector) from the
+        records; store the configured model/dimension/metric. Works on a store that open()
+        refuses for its settings. Returns the number of records indexed."""
+        records = self._connect()
+        try:
+            if reembed is not None:
+                reembed_records(records, reembed, self.dimension, batch_size)
+            else:
+                stored = records.vectors_of(records.all_seqs()[:1].tolist())[1]
+                if stored.size and stored.shape[1] != self.dimension:
+                    raise IndexMismatchError(
+                        f"stored vectors have dimension {stored.shape[1]}, configured "
+                        f"{self.dimension}: rebuild with re-embedding (--reembed)"
+                    )
+            records.refill_fts()
+            records.db.set_meta(self._expected_meta())
+            self._rebuild_index()
+            assert self._index is not None
+            self._index.save(self.index_path)
+            return self._index.live
+        except (sqlite3.Error, OSError) as exc:
+            raise backend_error(exc, self.root, "rebuilding the store") from exc
+        finally:
+            self._close_db()
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _require(self) -> Records:
+        if self._records is None:
+            raise MemoryBackendError(f"faiss backend at {self.root} is not open (call open())")
+        return self._records
+
+    async def _run(self, doing: str, fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on the FAISS worker threads, holding the database lock; SQLite and file
+        errors become MemoryBackendError naming their cause."""
+        records = self._require()
+
+        def call() -> T:
+            with records.db.lock:
+                try:
+                    return fn(*args)
+                except (sqlite3.Error, OSError) as exc:
+                    raise backend_error(exc, records.db.path, doing) from exc
+
+        return await run_faiss(call)
+
+    def _catch_up(self) -> None:
+        """Bring the index up to every committed write (call holding the database lock)."""
+        records, index = self._require(), self._index
+        assert index is not None
+        now = records.db.changed_since(self._seen)
+        if now is None:
+            return
+        deleted_pos = index.deleted_pos
+        while True:
+            rows, gone = records.changes_after(index.seq, deleted_pos, CATCH_UP_BATCH)
+            seqs, vectors = stack(rows)
+            index.add(seqs, vectors)
+            if len(seqs):
+                index.seq = int(seqs[-1])
+            if gone:
+                index.remove([seq for _, seq in gone])
+                index.deleted_pos = gone[-1][0]
+            deleted_pos = -1
+            if len(rows) < CATCH_UP_BATCH:
+                break
+        if index.worth_rebuilding():
+            self._rebuild_index()
+            return
+        self._seen = now
+
+    # -- MemoryBackend --------------------------------------------------------------------
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        if not records:
+            return
+        for r in records:
+            if r.vector is None or r.vector.shape != (self.dimension,):
+                shape = None if r.vector is None else r.vector.shape
+                raise MemoryBackendError(
+                    f"record {r.id!r}: vector shape {shape}, expected ({self.dimension},)"
+                )
+        await self._run("storing memories", self._require().upsert, records)
+
+    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        return await self._run("reading memories", self._require().get, list(ids))
+
+    async def delete(self, flt: MemoryFilter) -> int:
+        return await self._run("deleting memories", self._require().delete, flt)
+
+    async def vector_search(
+        self, vector: np.ndarray, k: int, flt: MemoryFilter
+    ) -> list[Candidate]:
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self.dimension:
+            raise MemoryBackendError(
+                f"query vector has dimension {query.shape[0]}, index has {self.dimension}"
+            )
+        return await self._run("searching memories", self._vector_search_sync, query, k, flt)
+
+    def _vector_search_sync(self, query: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
+        self._catch_up()
+        records, index = self._require(), self._index
+        assert index is not None
+        if k <= 0 or index.live == 0:
+            return []
+        if flt != MemoryFilter():
+            limit = self._selective_rows()
+            seqs = records.matching_seqs(flt, limit + 1)
+            if len(seqs) <= limit:  # exact, over just those rows
+                seqs, vectors = records.vectors_of(seqs.tolist())
+                if not len(seqs):
+                    return []
+                sims = vectors @ query
+                top = np.argsort(-sims, kind="stable")[:k]
+                return self._candidates(seqs[top], sims[top], flt)
+        fetch = 4 * k + len(index.stale)
+        while True:
+            seqs, sims = index.search(query, fetch)
+            if flt != MemoryFilter():
+                passing = records.seqs_matching(seqs.tolist(), flt)
+                keep = np.fromiter((s in passing for s in seqs.tolist()), bool, len(seqs))
+                seqs, sims = seqs[keep], sims[keep]
+            if len(seqs) >= k or fetch >= index.index.ntotal:
+                return self._candidates(seqs[:k], sims[:k], flt)
+            fetch *= 4
+
+    def _selective_rows(self) -> int:
+        """Filters matching at most this many rows are searched over just those rows."""
+        return max(SELECTIVE_ROWS, int(SELECTIVE_SHARE * (self._index.live if self._index else 0)))
+
+    def _candidates(self, seqs: np.ndarray, sims: np.ndarray, flt: MemoryFilter) -> list[Candidate]:
+        found = self._require().by_seqs(seqs.tolist(), flt)
+        scores = np.clip(sims, -1.0, 1.0).tolist()
+        return [Candidate(found[s], score) for s, score in zip(seqs.tolist(), scores, strict=True)
+                if s in found]
+
+    async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
+        def search() -> list[Candidate]:
+            records = self._require()
+            self._catch_up()  # the index's size is the store's
+            assert self._index is not None
+            hits = records.text_search(query, k, flt, self._selective_rows(), self._index.live)
+            found = records.by_seqs([seq for seq, _ in hits], MemoryFilter())
+            return [Candidate(found[seq], float(score)) for seq, score in hits if seq in found]
+
+        return await self._run("searching memories", search)
+
+    async def scan(
+        self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
+    ) -> list[MemoryRecord]:
+        return await self._run("reading memories", self._require().scan, flt, limit, offset)
+
+    async def count(self, flt: MemoryFilter) -> int:
+        return await self._run("counting memories", self._require().count, flt)
+
+    async def related_many(
+        self, record_ids: Sequence[str], relation_types: Sequence[str] | None, depth: int,
+        flt: MemoryFilter | None = None,
+    ) -> dict[str, list[RelatedRecord]]:
+        return await self._run("reading related memories", walk, self._require(),
+                               list(record_ids), relation_types, depth, flt)
+
+    async def health(self) -> BackendHealth:
+        if self._records is None or self._index is None:
+            return BackendHealth(ok=False, backend=self.name, detail=f"{self.root} not open")
+        try:
+            n = await self.count(MemoryFilter())
+        except MemoryBackendError as exc:
+            return BackendHealth(ok=False, backend=self.name, detail=str(exc))
+        return BackendHealth(
+            ok=True, backend=self.name,
+            detail=f"{n} records in {self.root} ({self.settings.kind} FAISS index, {self.metric})",
+        )
+
+    async def verify(self) -> list[str]:
+        """The full check: SQLite's integrity_check, FTS5's, the index file's checksum, and
+        the index against the records. Problems found (none: sound)."""
+        def check() -> list[str]:
+            records = self._require()
+            problems = records.db.integrity_problems()
+            if problems:
+                return problems
+            self._catch_up()
+            assert self._index is not None
+            return verify_index(records, self._index, self.index_path, self.settings)
+
+        return await self._run("checking the store", check)
