@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from uuid import uuid4
 
 import numpy as np
 import pytest
@@ -86,8 +87,9 @@ async def test_a_bad_stored_record_is_skipped_not_served(
     # Written around the client's checks (by hand, or by an older version): importance 5.0
     # and a vector of norm 1e6 that would otherwise rank for anything.
     template = (await client.backend.get([good]))[0]
+    bad_id = f"bad-{uuid4().hex}"  # warnings are once per record id and process
     bad = dataclasses.replace(
-        template, id="bad-record", importance=5.0, created_at=time.time(),
+        template, id=bad_id, importance=5.0, created_at=time.time(),
         content="kallisto, salmon and anything else", relations=[],
         vector=np.full(template.vector.shape, 1e6 / np.sqrt(template.vector.shape[0]), dtype=np.float32),
     )
@@ -95,8 +97,8 @@ async def test_a_bad_stored_record_is_skipped_not_served(
     for _ in range(2):
         found = await client.retrieve("kallisto", top_k=10)
         assert [r.id for r in found] == [good]
-    assert await client.get("bad-record") is None
-    warnings = [r for r in caplog.records if "bad-record" in r.getMessage()]
+    assert await client.get(bad_id) is None
+    warnings = [r for r in caplog.records if bad_id in r.getMessage()]
     assert len(warnings) == 1 and "importance=5.0" in warnings[0].getMessage()
 
 

@@ -298,8 +298,6 @@ async def test_a_namespace_sees_nothing_of_another(client: MemorySystemClient, e
     query = embedder.embed(["which tool aligns RNA-seq reads?"])[0]
     dense = await backend.vector_search(query, 10, only_a)
     assert sorted(c.record.id for c in dense) == ["a0", "a1", "a2"]
-    distinct = await backend.distinct_vector_search(query, 10, only_a)
-    assert {c.record.namespace for c in distinct} == {"a"}
     lexical = await backend.text_search("STAR Salmon DESeq2", 10, only_a)
     assert sorted(c.record.id for c in lexical) == ["a0", "a1", "a2"]
     assert [r.id for r in await backend.scan(only_a)] == ["a0", "a1", "a2"]

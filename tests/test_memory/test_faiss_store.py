@@ -16,7 +16,6 @@ import pytest
 
 from DeepResearch.src.memory import IndexMismatchError, MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
-from DeepResearch.src.memory.backends.base import EMBEDDING_KEY
 from DeepResearch.src.memory.backends.embedded import EmbeddedBackend, store
 
 pytestmark = pytest.mark.integration
@@ -91,11 +90,9 @@ def _records(n: int, seed: int = 0, sessions: int = 1) -> list[MemoryRecord]:
                          content=f"record {i}", created_at=1000.0 + i, vector=vecs[i]) for i in range(n)]
 
 
-async def test_reembedding_embeds_the_key_a_record_was_embedded_from(tmp_path: Path, embedder) -> None:
-    """`rebuild --reembed` (a new model, say) recomputes each vector from the text it stood
-    for: a record embedded from a key (the workflow's loop question) gets the key's vector,
-    not its content's; any other record gets its content's."""
-    question = "Which aligner suits RNA-seq reads?"
+async def test_reembedding_embeds_each_record_by_its_content(tmp_path: Path, embedder) -> None:
+    """`rebuild --reembed` (a new model, say) recomputes each vector from its record's full
+    content."""
     content = "Tool read_document succeeded with rna_seq_aligners.md: STAR and HISAT2 ..."
     plain = "HISAT2 aligns spliced RNA-seq reads against a reference genome"
     rng = np.random.default_rng(3)
@@ -104,7 +101,7 @@ async def test_reembedding_embeds_the_key_a_record_was_embedded_from(tmp_path: P
     backend = await _backend(tmp_path, dimension=384)
     await backend.upsert([
         MemoryRecord(id="keyed", session_id="s", memory_type="tool_execution", content=content,
-                     created_at=1.0, metadata={EMBEDDING_KEY: question}, vector=old[0]),
+                     created_at=1.0, vector=old[0]),
         MemoryRecord(id="plain", session_id="s", memory_type="note", content=plain,
                      created_at=2.0, vector=old[1]),
     ])
@@ -115,7 +112,7 @@ async def test_reembedding_embeds_the_key_a_record_was_embedded_from(tmp_path: P
     backend = await _backend(tmp_path, dimension=384)
     stored = {r.id: r.vector for r in await backend.scan(MemoryFilter())}
     await backend.close()
-    expected = embedder.embed([question, plain])
+    expected = embedder.embed([content, plain])
     np.testing.assert_allclose(stored["keyed"], expected[0], atol=1e-5)
     np.testing.assert_allclose(stored["plain"], expected[1], atol=1e-5)
 

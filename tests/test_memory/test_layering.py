@@ -9,18 +9,11 @@ import pkgutil
 import subprocess
 import sys
 
-import pytest
-
 import DeepResearch.src.memory as memory
 
 FRAMEWORK = tuple(
     f"DeepResearch.src.{part}" for part in ("workflow", "agents", "tools", "datatypes", "utils")
 )
-# Modules that still import the framework, each until its own rewrite; a strict xfail turns
-# red once one no longer does, so the entry is removed with the import.
-NOT_YET = {
-    "DeepResearch.src.memory.backends.faiss_store": "imports utils.faiss_threads",
-}
 MODULES = sorted(i.name for i in pkgutil.walk_packages(memory.__path__, memory.__name__ + "."))
 
 PROBE = """
@@ -41,18 +34,8 @@ def _framework_modules_imported_by(*modules: str) -> list[str]:
 
 
 def test_the_memory_package_imports_nothing_of_the_framework() -> None:
-    clean = [m for m in MODULES if m not in NOT_YET]
-    assert len(clean) > 30, clean  # the walk found the package's modules
-    assert _framework_modules_imported_by(*clean) == []
-
-
-@pytest.mark.parametrize(
-    "module",
-    [pytest.param(m, marks=pytest.mark.xfail(strict=True, reason=r)) for m, r in NOT_YET.items()],
-)
-def test_a_module_still_bound_to_the_framework(module: str) -> None:
-    assert module in MODULES
-    assert _framework_modules_imported_by(module) == []
+    assert len(MODULES) > 30, MODULES  # the walk found the package's modules
+    assert _framework_modules_imported_by(*MODULES) == []
 
 
 def test_the_probe_sees_a_framework_import() -> None:

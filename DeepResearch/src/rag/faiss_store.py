@@ -16,9 +16,9 @@ import numpy as np
 
 from DeepResearch.src.datatypes.documents import Document, SearchResult
 from DeepResearch.src.memory.embeddings import Embedder
+from DeepResearch.src.memory.faiss_pool import run_faiss
 from DeepResearch.src.rag.chunking import chunk_text
 from DeepResearch.src.rag.lexical import LexicalIndex
-from DeepResearch.src.utils.faiss_threads import run_faiss
 
 SEARCH_TYPES = ("similarity", "keyword")
 

@@ -17,19 +17,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 JSONScalar = str | int | float | bool | None
-FOLLOWS = "follows"
-DEFAULT_NAMESPACE = "default"  # RelationType.FOLLOWS: a memory follows the previous one of its session
-
-
-# Kept for the faiss backend files (re-embedding, copy-aware search) until their rewrite; the
-# client, the ranking and the workflow use none of these.
-EMBEDDING_KEY = "embedding_key"
-
-
-def embedded_text(record: MemoryRecord, content: str) -> str:
-    """The text `record`'s vector stands for: its embedding key, else its (full) content."""
-    key = record.metadata.get(EMBEDDING_KEY)
-    return key if isinstance(key, str) and key else content
+FOLLOWS = "follows"  # RelationType.FOLLOWS: a memory follows the previous one of its session
+DEFAULT_NAMESPACE = "default"
 
 
 @dataclass(slots=True)
@@ -53,24 +42,6 @@ class MemoryRecord:
     # The hard boundary (user / tenant / project): no read, filter, walk or delete crosses it,
     # and an upsert never replaces a record of another namespace.
     namespace: str = DEFAULT_NAMESPACE
-
-
-CopyKey = tuple[str, str, bytes | None]  # (type, text, compressed text); see EMBEDDING_KEY
-MAX_COPY_WIDENING = 16
-
-
-def keep_newest_copies(
-    hits: Sequence[tuple[int, float, CopyKey, float]], k: int
-) -> list[tuple[int, float]]:
-    """The k best of (handle, score, copy key, created_at) hits, one per copy key: the best
-    score, the newest copy on a tie. Best first."""
-    best: dict[CopyKey, tuple[int, float, float]] = {}
-    for handle, score, key, created in hits:
-        kept = best.get(key)
-        if kept is None or (score, created) > (kept[1], kept[2]):
-            best[key] = (handle, score, created)
-    chosen = sorted(best.values(), key=lambda kept: -kept[1])[:k]
-    return [(handle, score) for handle, score, _ in chosen]
 
 
 @dataclass(frozen=True, slots=True)

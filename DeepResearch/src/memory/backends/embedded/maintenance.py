@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import MemoryFilter, embedded_text
+from DeepResearch.src.memory.backends.base import MemoryFilter
 from DeepResearch.src.memory.backends.embedded.database import Database
 from DeepResearch.src.memory.backends.embedded.records import Records, chunks
 from DeepResearch.src.memory.backends.embedded.vectors import (
@@ -44,14 +44,13 @@ def check_meta(db: Database, expected: dict[str, str], root: Path) -> None:
 
 
 def reembed_records(records: Records, reembed: Reembed, dimension: int, batch_size: int) -> None:
-    """Replace every stored vector with `reembed` of the text it stands for: the record's
-    embedding key when it has one, else its full content."""
+    """Replace every stored vector with `reembed` of its record's full content."""
     seqs = records.all_seqs().tolist()
     for start in range(0, len(seqs), batch_size):
         found = records.by_seqs(seqs[start : start + batch_size], MemoryFilter())
         order = list(found)
         texts = [
-            embedded_text(r, full_content(r.content, r.content_codec, r.content_blob))
+            full_content(r.content, r.content_codec, r.content_blob)
             for r in (found[s] for s in order)
         ]
         vectors = reembed(texts)

@@ -52,7 +52,7 @@ from DeepResearch.src.memory.backends.embedded.vectors import (
 )
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
-from DeepResearch.src.utils.faiss_threads import run_faiss
+from DeepResearch.src.memory.faiss_pool import run_faiss
 
 __all__ = ["DB_FILE", "INDEX_FILE", "EmbeddedBackend"]
 
