@@ -144,3 +144,19 @@ async def test_memories_written_before_namespaces_join_the_default_one(
         assert [r.id for r in await store.scan(MemoryFilter(namespaces=("default",)))] == ["old"]
     finally:
         await store.close()
+
+
+async def test_similar_to_links_stay_inside_the_namespace(neo4j_clean_uri: str) -> None:
+    store = backend(neo4j_clean_uri, similarity_to_threshold=0.9)
+    await store.open()
+    try:
+        await store.upsert([record("a1", namespace="alice", seed=5)])
+        await store.upsert([record("b1", namespace="bob", seed=5)])
+        await store.upsert([record("a2", namespace="alice", seed=5)])
+    finally:
+        await store.close()
+    with GraphDatabase.driver(neo4j_clean_uri, auth=None) as driver:
+        edges = driver.execute_query(
+            f"MATCH (x:{LABEL})-[:SIMILAR_TO]->(y:{LABEL}) RETURN x.id AS x, y.id AS y"
+        ).records
+    assert [(e["x"], e["y"]) for e in edges] == [("a2", "a1")]
