@@ -2,7 +2,7 @@
 
 `backend_name` is parametrised over every backend; tests that take `client`,
 `make_client` or `memory_config` run once per backend. The neo4j parameter carries the
-`neo4j` marker and asks for the session fixture `neo4j_uri` (tests/conftest.py) only when it
+`neo4j` marker and asks for the session fixture `neo4j_clean_uri` (tests/conftest.py) only when it
 runs, so `-m "not neo4j"` needs no Java. The embedding model loads once per session.
 """
 
@@ -43,7 +43,7 @@ def memory_config_factory(
     """Build a MemoryConfig for the current backend; keyword sections override defaults."""
     extra: dict[str, Any] = {}
     if backend_name == "neo4j":
-        extra["neo4j"] = {"uri": request.getfixturevalue("neo4j_uri")}
+        extra["neo4j"] = {"uri": request.getfixturevalue("neo4j_clean_uri")}
 
     def make(**overrides: Any) -> MemoryConfig:
         data: dict[str, Any] = {"backend": backend_name, "faiss": {"path": str(tmp_path / "memory")}}

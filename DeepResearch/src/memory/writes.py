@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.config import StorageConfig
-from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.records_io import record_to_json
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ class WriteQueue:
     def __init__(self, client: MemorySystemClient) -> None:
         self.client = client
         self.pending: list[MemoryRecord] = []
+        self.refused: list[MemoryRecord] = []  # refused by the backend as data: spilled, never retried
         self.outbox: list[MemoryRecord] = []
         self.written = 0
         self.failed_attempts = 0
@@ -187,6 +188,15 @@ class WriteQueue:
             batch = records[start : start + size]
             try:
                 await self.client.backend.upsert(batch)
+            except MemoryInputError:
+                # Data the backend refuses (an id of another namespace, a value Neo4j cannot
+                # store) never succeeds on a retry. A synchronous store reports it and writes
+                # nothing; a background write lands the good records and sets the refused
+                # ones aside for the spill file, so they neither block the others nor vanish.
+                if raise_failure:
+                    raise
+                await self._write_each(batch)
+                continue
             except BaseException as exc:  # incl. cancellation: the records must not vanish
                 self.failed_attempts += 1
                 self.last_failure = failure_cause(exc)
@@ -211,6 +221,20 @@ class WriteQueue:
             log.warning("memory writes succeed again; the outbox is empty")
             self._warned = False
         self._retry_delay = 0.0
+
+    async def _write_each(self, records: list[MemoryRecord]) -> None:
+        for i, record in enumerate(records):
+            try:
+                await self.client.backend.upsert([record])
+            except MemoryInputError as exc:
+                self.refused.append(record)
+                log.error("memory: the %r backend refused memory %r (%s); it goes to the spill "
+                          "file at close", self.client.config.backend, record.id, exc)
+                continue
+            except Exception as exc:
+                self._to_outbox(records[i:], failure_cause(exc))
+                return
+            self.written += 1
 
     def _to_outbox(self, records: list[MemoryRecord], reason: str) -> None:
         self.outbox.extend(records)
@@ -261,7 +285,7 @@ class WriteQueue:
         goes beside the faiss store, or, when that folder cannot be written (the reason the
         writes failed, often), into the working folder or the system's temp folder. Raises
         OSError only when none of them can take it (no partial file is left behind)."""
-        leftover = self.outbox + self.pending
+        leftover = self.outbox + self.pending + self.refused
         if not leftover:
             return None
         name = spill_name(self.client.session_id)
@@ -275,7 +299,7 @@ class WriteQueue:
             except OSError as exc:
                 failures.append(f"{folder}: {exc.strerror or exc}")
                 continue
-            self.outbox, self.pending = [], []
+            self.outbox, self.pending, self.refused = [], [], []
             self.spilled_file = str(path)
             self.spilled += len(leftover)
             self.unsaved = 0
