@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from DeepResearch.src.memory.backends.faiss_store import DB_FILE
+from DeepResearch.src.memory.backends.embedded import DB_FILE
 from test_memory.fault_support import env_without_keys
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
-from DeepResearch.src.memory.backends.faiss_store import DB_FILE
+from DeepResearch.src.memory.backends.embedded import DB_FILE
 from DeepResearch.src.memory.embeddings import Embedder
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.records_io import record_from_json
@@ -150,11 +150,11 @@ async def test_spill_file_name_is_safe_for_any_session_id(tmp_path: Path, embedd
     config = MemoryConfig(backend="neo4j", neo4j={"uri": "bolt://127.0.0.1:1", "connection_timeout": 1,
                                                   "retry_attempts": 0},
                           faiss={"path": str(tmp_path / "spill")})
-    client = MemorySystemClient(config, session_id="team/alice", embedder=embedder)
+    client = MemorySystemClient(config, session_id="team:alice@lab", embedder=embedder)
     await client.store(content="kept although the server is down", id="kept")
     await client.close()
     (spilled,) = spill_files(tmp_path / "spill")
-    assert "team-alice" in spilled.name and json.loads(spilled.read_text())["id"] == "kept"
+    assert "team-alice-lab" in spilled.name and json.loads(spilled.read_text())["id"] == "kept"
 
 
 def deepresearch(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -163,8 +163,12 @@ def deepresearch(cwd: Path, *args: str, env: dict[str, str] | None = None) -> su
 
 
 def test_workflow_with_a_nested_session_id_and_no_server_spills_and_says_where(tmp_path: Path) -> None:
+    refused = deepresearch(tmp_path, f"outputs_dir={tmp_path / 'out'}", *UNREACHABLE,
+                           "memory.session_id=team/alice", f"memory.faiss.path={tmp_path / 'spill'}")
+    assert refused.returncode == 2 and "memory.session_id='team/alice'" in refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "spill").exists()
     done = deepresearch(tmp_path, f"outputs_dir={tmp_path / 'out'}", *UNREACHABLE,
-                        "memory.session_id=team/alice", f"memory.faiss.path={tmp_path / 'spill'}")
+                        "memory.session_id=team:alice", f"memory.faiss.path={tmp_path / 'spill'}")
     assert done.returncode == 0, done.stderr
     (spilled,) = spill_files(tmp_path / "spill")
     kinds = {json.loads(line)["memory_type"] for line in spilled.read_text().splitlines()}
@@ -212,7 +216,7 @@ import asyncio, sys
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 config = MemoryConfig(backend="neo4j", faiss={"path": sys.argv[1]},
                       neo4j={"uri": "bolt://127.0.0.1:1", "connection_timeout": 1, "retry_attempts": 0})
-client = MemorySystemClient(config, session_id="a/b")
+client = MemorySystemClient(config, session_id="a:b")
 asyncio.run(client.store(content="never closed", id="left", vector=[1.0] + [0.0] * 383))
 print("stored", flush=True)
 """
