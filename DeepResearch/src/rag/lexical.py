@@ -1,59 +1,43 @@
-"""A small BM25 index over texts: the default flow's document search (no model needed)."""
+"""Keyword search over a fixed list of texts: the default flow's document search and the rag
+store's keyword mode. The same BM25 and tokenizer as the memory: SQLite FTS5's bm25() over
+the project's tokens (DeepResearch/src/memory/text.py), in an in-memory database."""
 
 from __future__ import annotations
 
-import math
-import re
-from collections import Counter
+import sqlite3
 
-_TOKEN = re.compile(r"[a-z0-9][a-z0-9+\-]*")
-STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from how i in is it of on or should that the "
-    "this to what when where which who why with my me you your suits suit best use used".split()
-)
+from DeepResearch.src.memory.backends.embedded.records import fts_query
+from DeepResearch.src.memory.text import token_string, tokenize
 
-
-def _stem(token: str) -> str:
-    """A light plural stem so that "aligners" matches "aligner"."""
-    if len(token) > 4 and token.endswith("s") and not token.endswith("ss"):
-        return token[:-1]
-    return token
-
-
-def tokenize(text: str) -> list[str]:
-    tokens = [t.strip("-") for t in _TOKEN.findall(text.lower())]
-    return [_stem(t) for t in tokens if t and t not in STOPWORDS]
+__all__ = ["LexicalIndex", "tokenize"]
 
 
 class LexicalIndex:
-    """BM25 (k1=1.5, b=0.75) over a fixed list of texts."""
+    """BM25 (FTS5's, k1=1.2, b=0.75) over `texts`, addressed by their position."""
 
-    def __init__(self, texts: list[str], k1: float = 1.5, b: float = 0.75) -> None:
-        self.k1 = k1
-        self.b = b
-        self._docs = [Counter(tokenize(text)) for text in texts]
-        self._lengths = [sum(doc.values()) for doc in self._docs]
-        self._avg = (sum(self._lengths) / len(self._lengths)) if self._lengths else 0.0
-        df: Counter[str] = Counter()
-        for doc in self._docs:
-            df.update(doc.keys())
-        n = len(self._docs)
-        self._idf = {term: math.log(1 + (n - f + 0.5) / (f + 0.5)) for term, f in df.items()}
-
-    def scores(self, query: str) -> list[float]:
-        terms = tokenize(query)
-        results: list[float] = []
-        for doc, length in zip(self._docs, self._lengths, strict=True):
-            score = 0.0
-            for term in terms:
-                tf = doc.get(term, 0)
-                if tf:
-                    norm = tf + self.k1 * (1 - self.b + self.b * length / (self._avg or 1.0))
-                    score += self._idf[term] * tf * (self.k1 + 1) / norm
-            results.append(score)
-        return results
+    def __init__(self, texts: list[str]) -> None:
+        self._n = len(texts)
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        self._db.execute("CREATE VIRTUAL TABLE fts USING fts5 (tokens)")
+        self._db.executemany(
+            "INSERT INTO fts (rowid, tokens) VALUES (?, ?)",
+            ((i + 1, token_string(text)) for i, text in enumerate(texts)),
+        )
 
     def top(self, query: str, k: int) -> list[tuple[int, float]]:
-        """(index, score) of the best `k` texts with a positive score, best first."""
-        ranked = sorted(enumerate(self.scores(query)), key=lambda pair: -pair[1])
-        return [(i, s) for i, s in ranked[:k] if s > 0]
+        """(index, score) of the best `k` texts that match a query word, best first."""
+        match = fts_query(query)
+        if match is None or k <= 0:
+            return []
+        rows = self._db.execute(
+            "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?",
+            (match, k),
+        )
+        return [(row - 1, score) for row, score in rows]
+
+    def scores(self, query: str) -> list[float]:
+        """A score per text (0.0 where no query word occurs)."""
+        out = [0.0] * self._n
+        for index, score in self.top(query, self._n):
+            out[index] = score
+        return out
