@@ -20,6 +20,8 @@ from DeepResearch.src.memory.errors import MemoryConfigError
 from DeepResearch.src.memory.integration import memory_plugins
 from DeepResearch.src.memory.key_vectors import KeyVectorCache
 from DeepResearch.src.memory.run_context import resolve_memory
+from DeepResearch.src.workflow.checkpoint import Checkpointer
+from DeepResearch.src.workflow.requirements import PhaseRequirements
 from DeepResearch.src.workflow.run import (
     RunOutcome,
     create_run_services,
@@ -39,7 +41,10 @@ async def test_disabled_memory_runs_exactly_the_foundation_workflow(
     cfg = make_config("memory.enabled=false")
     assert memory_plugins(cfg) is None
     services = create_run_services(cfg)
-    assert not services.node_hooks and not services.run_hooks and not services.tool_listeners
+    # Only the run's own checkpointing and phase checks: no memory plug-in.
+    hooks = [*services.node_hooks, *services.run_hooks]
+    assert all(isinstance(h, Checkpointer | PhaseRequirements) for h in hooks)
+    assert not services.tool_listeners
     assert services.agents.planner.capabilities == []
     off = await run_research("Which aligner suits RNA-seq reads?", cfg, services)
     # The Foundation: the same config with no memory plug-ins at all.
@@ -50,7 +55,7 @@ async def test_disabled_memory_runs_exactly_the_foundation_workflow(
     assert "## Memory" not in (off.run_dir / "report.md").read_text()
     assert "MEMORY" not in (off.run_dir / "drafts/planning.md").read_text()
     assert sorted(p.name for p in off.run_dir.rglob("*")) == sorted(
-        p.name for p in plain.run_dir.rglob("*")
+        [*(p.name for p in plain.run_dir.rglob("*")), "checkpoint.json"]
     )
     assert not (Path(cfg.memory.faiss.path)).exists()  # nothing of memory ran
 

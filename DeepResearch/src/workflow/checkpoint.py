@@ -1,0 +1,189 @@
+"""Checkpoints: after every phase of the root loop (plan, route, each executed step -- a nested
+loop is one step --, synthesis, the report) the run's state, the next node and the phase log
+are saved to `<run folder>/checkpoint.json`, atomically (temporary file in the same folder,
+fsync, rename). `resume.py` continues a run from it.
+
+pydantic-graph has no persistence of its own: the Checkpointer is a NodeHook (after every
+node) and a RunHook (start of the run, outputs written).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from omegaconf import DictConfig, OmegaConf
+from pydantic_graph import End
+
+from DeepResearch.src.workflow.checkpoint_memory import export_memory, fix_plan_id, stamp_ids
+from DeepResearch.src.workflow.errors import ConfigurationError
+from DeepResearch.src.workflow.hooks import NodeHook, RunHook
+from DeepResearch.src.workflow.requirements import PhaseRequirements
+from DeepResearch.src.workflow.snapshot import state_to_dict
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.integration import MemoryIntegration
+    from DeepResearch.src.workflow.base import WorkflowNode
+    from DeepResearch.src.workflow.hooks import NodeContext
+    from DeepResearch.src.workflow.state import ResearchState
+
+CHECKPOINT_NAME = "checkpoint.json"
+FORMAT = "deepresearch-checkpoint"
+VERSION = 1
+
+
+class NotAResumableRun(ConfigurationError):
+    """`resume=` names something that is not a run folder with a readable checkpoint."""
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` so that a crash leaves the old file or the new one whole."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(folder)  # the rename itself survives a power cut
+    finally:
+        os.close(folder)
+
+
+def load_checkpoint(run_dir: str | Path) -> dict[str, Any]:
+    """The checkpoint of a run folder; NotAResumableRun saying why when there is none."""
+    folder = Path(run_dir).expanduser()
+    path = folder / CHECKPOINT_NAME
+    if not folder.is_dir():
+        raise NotAResumableRun(f"resume={run_dir}: no such folder; give a run folder (outputs/run_...)")
+    if not path.is_file():
+        raise NotAResumableRun(
+            f"resume={run_dir}: not a run folder ({CHECKPOINT_NAME} is missing); give a folder "
+            "a deepresearch run made (outputs/run_<timestamp>_<question>)"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotAResumableRun(f"resume={run_dir}: {path} is unreadable: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+        got = (data.get("format"), data.get("version")) if isinstance(data, dict) else type(data)
+        raise NotAResumableRun(
+            f"resume={run_dir}: {path} is not a checkpoint of version {VERSION} "
+            f"(format {FORMAT!r}); got {got!r}"
+        )
+    return data
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class Checkpointer(NodeHook, RunHook):
+    """Saves the root loop's state after each of its phases; the last hook of a run."""
+
+    def __init__(self, config: DictConfig, memory: MemoryIntegration | None = None) -> None:
+        self.config_data = OmegaConf.to_container(config, resolve=True)
+        self.memory = memory
+        self.run_id: str | None = None
+        self.phases: list[dict[str, Any]] = []
+        self.resumed = False
+        self.error: BaseException | None = None
+        self.costs: list[tuple[str, float]] = []  # (phase, seconds) of every save
+        self._last: str | None = None  # the last checkpoint written (its JSON text)
+
+    def continue_from(self, checkpoint: dict[str, Any]) -> None:
+        """This run resumes `checkpoint` (its id, phase log and last saved state)."""
+        self.run_id, self.resumed = checkpoint["run_id"], True
+        self.phases = list(checkpoint["phases"])
+        self._last = json.dumps(checkpoint)
+
+    async def on_run_start(self, state: ResearchState) -> None:
+        if state.run_dir is None:
+            return
+        self.run_id = self.run_id or Path(state.run_dir).name
+        if state.memory_client is not None:
+            stamp_ids(state.memory_client, self.run_id)
+        if self.resumed:
+            self.phases.append({"event": "resumed", "at": _now(), "pid": os.getpid()})
+        else:
+            self.save(state, phase="start", node=None, next_node="Plan")
+
+    async def after_node(self, node: WorkflowNode, ctx: NodeContext, result: Any) -> None:
+        state = ctx.state
+        if self.memory is not None and self.run_id is not None and node.phase == "plan":
+            fix_plan_id(self.memory, state, self.run_id)
+        if state.run_dir is None or state.loop_id != "root":
+            return
+        step = None
+        if node.phase == "execute" and state.execution_results:
+            step = state.execution_results[-1].step
+        next_node = None if isinstance(result, End) else type(result).__name__
+        self.save(state, phase=node.phase, node=type(node).__name__, next_node=next_node, step=step)
+
+    async def on_run_end(self, state: ResearchState, error: BaseException | None) -> None:
+        self.error = error
+
+    async def on_outputs_written(self, state: ResearchState, paths: dict[str, Path]) -> None:
+        if state.run_dir is None:
+            return
+        if self.error is None:
+            self.save(state, phase="report", node=None, next_node=None, status="completed")
+            return
+        # The last completed phase stays the one to resume from: only the status changes.
+        message = f"{type(self.error).__name__}: {self.error}"
+        if self._last is not None:
+            doc = json.loads(self._last)
+            doc["status"], doc["error"] = "failed", message
+            doc["phases"].append({"event": "failed", "at": _now(), "error": message})
+            write_atomic(Path(state.run_dir) / CHECKPOINT_NAME, json.dumps(doc))
+
+    def save(
+        self,
+        state: ResearchState,
+        *,
+        phase: str,
+        node: str | None,
+        next_node: str | None,
+        step: str | None = None,
+        status: str = "running",
+    ) -> None:
+        started = time.perf_counter()
+        entry = {"n": len(self.phases) + 1, "phase": phase, "node": node, "next": next_node,
+                 "at": _now()}
+        if step is not None:
+            entry["step"] = step
+        self.phases.append(entry)
+        doc = {
+            "format": FORMAT,
+            "version": VERSION,
+            "run_id": self.run_id,
+            "status": status,
+            "next_node": next_node,
+            "phases": self.phases,
+            "config": self.config_data,
+            "state": state_to_dict(state),
+            "memory": export_memory(self.memory) if self.memory is not None else None,
+            "error": None,
+        }
+        assert state.run_dir is not None
+        self._last = json.dumps(doc, default=str)
+        write_atomic(Path(state.run_dir) / CHECKPOINT_NAME, self._last)
+        self.costs.append((phase, time.perf_counter() - started))
+
+
+def with_checkpoints(
+    cfg: DictConfig, kwargs: dict[str, Any], memory: MemoryIntegration | None
+) -> dict[str, Any]:
+    """create_services kwargs plus phase validation (first node hook) and the Checkpointer
+    (last node hook, last run hook: it saves what the other hooks did)."""
+    checkpointer = Checkpointer(cfg, memory)
+    return {
+        **kwargs,
+        "node_hooks": [PhaseRequirements(), *kwargs.get("node_hooks", []), checkpointer],
+        "run_hooks": [*kwargs.get("run_hooks", []), checkpointer],
+    }
