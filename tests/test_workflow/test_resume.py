@@ -20,6 +20,7 @@ from omegaconf import DictConfig
 from DeepResearch.src.memory.backends.base import MemoryFilter
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.workflow.checkpoint import CHECKPOINT_NAME, load_checkpoint
+from DeepResearch.src.workflow.checkpoint_memory import stamp_ids
 from DeepResearch.src.workflow.requirements import StateValidationError
 from DeepResearch.src.workflow.resume import resume_research
 from DeepResearch.src.workflow.run import run_research
@@ -218,3 +219,21 @@ def test_a_malformed_saved_field_is_named(make_config: MakeConfig) -> None:
     path.write_text(json.dumps(broken))
     with pytest.raises(Exception, match=r"state\.plan\[0\] is not a PlanStep"):
         asyncio.run(resume_research(outcome.run_dir))
+
+
+def test_a_write_repeated_after_a_crash_replaces_instead_of_adding(tmp_path: Path) -> None:
+    async def store_twice() -> tuple[list[str], list[str], int | None]:
+        config = {"backend": "faiss", "faiss": {"path": str(tmp_path / "memory")}}
+        client = MemorySystemClient(config, session_id="run-session")
+        async with client:
+            stamp_ids(client, "run_1")
+            item = {"content": "Tool search ran", "memory_type": "tool_execution",
+                    "metadata": {"loop_id": "root", "step": "step_1"}}
+            first = await client.store_many([item, item])  # two identical runs: two memories
+            again = await client.store_many([item, item])  # the step redone after a crash
+            total = (await client.stats()).total
+        return first, again, total
+
+    first, again, total = asyncio.run(store_twice())
+    assert first == again and len(set(first)) == 2
+    assert total == 2

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig, OmegaConf
 from pydantic_graph import End
 
+from DeepResearch.src.utils.drafts import DraftManager
 from DeepResearch.src.workflow.checkpoint_memory import export_memory, fix_plan_id, stamp_ids
 from DeepResearch.src.workflow.errors import ConfigurationError
 from DeepResearch.src.workflow.hooks import NodeHook, RunHook
@@ -95,12 +96,14 @@ class Checkpointer(NodeHook, RunHook):
         self.error: BaseException | None = None
         self.costs: list[tuple[str, float]] = []  # (phase, seconds) of every save
         self._last: str | None = None  # the last checkpoint written (its JSON text)
+        self.drafts_saved: dict[str, int] = {}  # draft phase -> texts saved as versions
 
     def continue_from(self, checkpoint: dict[str, Any]) -> None:
         """This run resumes `checkpoint` (its id, phase log and last saved state)."""
         self.run_id, self.resumed = checkpoint["run_id"], True
         self.phases = list(checkpoint["phases"])
         self._last = json.dumps(checkpoint)
+        self.drafts_saved = {k: len(v) for k, v in checkpoint["state"]["drafts"].items()}
 
     async def on_run_start(self, state: ResearchState) -> None:
         if state.run_dir is None:
@@ -132,7 +135,11 @@ class Checkpointer(NodeHook, RunHook):
         if state.run_dir is None:
             return
         if self.error is None:
+            drafts = DraftManager(state.run_dir)
+            drafts.save_draft("review", "report", paths["report"].read_text(encoding="utf-8"))
             self.save(state, phase="report", node=None, next_node=None, status="completed")
+            with paths["summary"].open("a", encoding="utf-8") as handle:
+                handle.write("\n" + drafts.summary_section())
             return
         # The last completed phase stays the one to resume from: only the status changes.
         message = f"{type(self.error).__name__}: {self.error}"
@@ -153,6 +160,7 @@ class Checkpointer(NodeHook, RunHook):
         status: str = "running",
     ) -> None:
         started = time.perf_counter()
+        self.save_drafts(state)
         entry = {"n": len(self.phases) + 1, "phase": phase, "node": node, "next": next_node,
                  "at": _now()}
         if step is not None:
@@ -174,6 +182,17 @@ class Checkpointer(NodeHook, RunHook):
         self._last = json.dumps(doc, default=str)
         write_atomic(Path(state.run_dir) / CHECKPOINT_NAME, self._last)
         self.costs.append((phase, time.perf_counter() - started))
+
+
+    def save_drafts(self, state: ResearchState) -> None:
+        """The drafts written since the last checkpoint, each as a new version."""
+        assert state.run_dir is not None
+        manager = DraftManager(state.run_dir)
+        for phase, texts in state.drafts.items():
+            for text in texts[self.drafts_saved.get(phase, 0):]:
+                title = text.lstrip("#").split("\n", 1)[0]
+                manager.save_draft(phase, title, text)
+            self.drafts_saved[phase] = len(texts)
 
 
 def with_checkpoints(
