@@ -45,6 +45,8 @@ def memory_args(tmp: Path) -> list[str]:
         "memory.backend=faiss",
         f"memory.faiss.path={tmp / 'memory'}",
         "memory.session_id=resume-test",
+        "flows.default.notes.enabled=true",
+        "flows.default.notes.chunk_size=1",
     ]
 
 
@@ -66,6 +68,15 @@ def report_parts(run_dir: Path) -> tuple[str, str]:
     head, _, memory = report.partition("## Memory")
     stored = memory.split("### Stored", 1)[1].split("###", 1)[0]
     return head, stored
+
+
+def notes_of(run_dir: Path) -> tuple[list[str], list[str], list[str]]:
+    """(task note files, chunk files, the final synthesis' findings)."""
+    folder = run_dir / "notes"
+    final = json.loads((folder / "final_synthesis.json").read_text())
+    return (sorted(p.name for p in (folder / "task_notes").iterdir()),
+            sorted(p.name for p in (folder / "synthesis_notes").iterdir()),
+            final["integrated_findings"])
 
 
 def only_run(tmp: Path) -> Path:
@@ -123,7 +134,9 @@ def test_killed_run_resumed_equals_uninterrupted_run(tmp_path: Path) -> None:
     assert f"Resumed: {run_dir}" in resumed.stdout
 
     assert report_parts(run_dir) == report_parts(only_run(straight))
-    assert stored_by_type(killed) == stored_by_type(straight)
+    stored = stored_by_type(killed)
+    assert stored == stored_by_type(straight) and stored["note"] >= 2
+    assert notes_of(run_dir) == notes_of(only_run(straight))
     checkpoint = load_checkpoint(run_dir)
     assert checkpoint["status"] == "completed"
     events = [p.get("phase") or p.get("event") for p in checkpoint["phases"]]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from omegaconf import DictConfig, OmegaConf
 from pydantic_graph import End
 
+from DeepResearch.src.utils.atomic import write_atomic
 from DeepResearch.src.utils.drafts import DraftManager
 from DeepResearch.src.workflow.checkpoint_memory import export_memory, fix_plan_id, stamp_ids
 from DeepResearch.src.workflow.errors import ConfigurationError
@@ -39,21 +40,6 @@ VERSION = 1
 
 class NotAResumableRun(ConfigurationError):
     """`resume=` names something that is not a run folder with a readable checkpoint."""
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` so that a crash leaves the old file or the new one whole."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(folder)  # the rename itself survives a power cut
-    finally:
-        os.close(folder)
 
 
 def load_checkpoint(run_dir: str | Path) -> dict[str, Any]:
@@ -198,11 +184,16 @@ class Checkpointer(NodeHook, RunHook):
 def with_checkpoints(
     cfg: DictConfig, kwargs: dict[str, Any], memory: MemoryIntegration | None
 ) -> dict[str, Any]:
-    """create_services kwargs plus phase validation (first node hook) and the Checkpointer
-    (last node hook, last run hook: it saves what the other hooks did)."""
+    """create_services kwargs plus phase validation (first node hook), note-taking when
+    flows.<flow>.notes.enabled, and the Checkpointer (last node hook, last run hook: it saves
+    what the other hooks did)."""
+    from DeepResearch.src.workflow.notes.setup import note_taker
+
     checkpointer = Checkpointer(cfg, memory)
+    taker = note_taker(cfg, lambda: checkpointer.run_id)
+    extra = [taker] if taker is not None else []
     return {
         **kwargs,
-        "node_hooks": [PhaseRequirements(), *kwargs.get("node_hooks", []), checkpointer],
-        "run_hooks": [*kwargs.get("run_hooks", []), checkpointer],
+        "node_hooks": [PhaseRequirements(), *kwargs.get("node_hooks", []), *extra, checkpointer],
+        "run_hooks": [*kwargs.get("run_hooks", []), *extra, checkpointer],
     }
