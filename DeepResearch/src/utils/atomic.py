@@ -13,9 +13,7 @@ def write_atomic(path: Path, text: str) -> None:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
+    # The rename is atomic: a killed process leaves the old file or the new one. (The folder
+    # is not fsynced too: that would only protect the rename against a power cut, and doubles
+    # the cost of a checkpoint on a busy disk.)
     os.replace(tmp, path)
-    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(folder)  # the rename itself survives a power cut
-    finally:
-        os.close(folder)
