@@ -54,9 +54,13 @@ async def test_disabled_memory_runs_exactly_the_foundation_workflow(
         assert (off.run_dir / name).read_text() == (plain.run_dir / name).read_text(), name
     assert "## Memory" not in (off.run_dir / "report.md").read_text()
     assert "MEMORY" not in (off.run_dir / "drafts/planning.md").read_text()
-    assert sorted(p.name for p in off.run_dir.rglob("*")) == sorted(
-        [*(p.name for p in plain.run_dir.rglob("*")), "checkpoint.json"]
-    )
+    # The same files, plus what the run's checkpointing adds (checkpoint, versioned drafts).
+    def files(run_dir: Path) -> list[str]:
+        return sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*"))
+
+    added = [f for f in files(off.run_dir) if f == "checkpoint.json" or re.match(r"drafts/\d_", f)]
+    assert "checkpoint.json" in added and len(added) > 1
+    assert [f for f in files(off.run_dir) if f not in added] == files(plain.run_dir)
     assert not (Path(cfg.memory.faiss.path)).exists()  # nothing of memory ran
 
 

@@ -23,7 +23,7 @@ from pydantic_graph import End
 from DeepResearch.src.utils.atomic import write_atomic
 from DeepResearch.src.utils.drafts import DraftManager
 from DeepResearch.src.workflow.checkpoint_memory import export_memory, fix_plan_id, stamp_ids
-from DeepResearch.src.workflow.errors import ConfigurationError
+from DeepResearch.src.workflow.errors import ConfigurationError, WorkflowError
 from DeepResearch.src.workflow.hooks import NodeHook, RunHook
 from DeepResearch.src.workflow.requirements import PhaseRequirements
 from DeepResearch.src.workflow.snapshot import state_to_dict
@@ -37,6 +37,11 @@ if TYPE_CHECKING:
 CHECKPOINT_NAME = "checkpoint.json"
 FORMAT = "deepresearch-checkpoint"
 VERSION = 1
+
+
+class CheckpointWriteError(WorkflowError):
+    """A checkpoint (or a draft) could not be written; the run stops, resumable from the last
+    checkpoint written."""
 
 
 class NotAResumableRun(ConfigurationError):
@@ -152,7 +157,13 @@ class Checkpointer(NodeHook, RunHook):
 
     def _timed_write(self, path: Path, text: str) -> None:
         started = time.perf_counter()
-        write_atomic(path, text)
+        try:
+            write_atomic(path, text)
+        except OSError as exc:
+            raise CheckpointWriteError(
+                f"the checkpoint could not be written to {path}: {exc}; the run can be resumed "
+                "from the last checkpoint written there once the cause is fixed"
+            ) from exc
         self.write_seconds.append(time.perf_counter() - started)
 
     def _raise_failed(self) -> None:
@@ -178,7 +189,14 @@ class Checkpointer(NodeHook, RunHook):
         status: str = "running",
     ) -> None:
         started = time.perf_counter()
-        self.save_drafts(state)
+        self._raise_failed()
+        try:
+            self.save_drafts(state)
+        except OSError as exc:
+            raise CheckpointWriteError(
+                f"the drafts of phase {phase!r} could not be written to "
+                f"{Path(state.run_dir or '') / 'drafts'}: {exc}"
+            ) from exc
         entry = {"n": len(self.phases) + 1, "phase": phase, "node": node, "next": next_node,
                  "at": _now()}
         if step is not None:
