@@ -23,7 +23,7 @@ from DeepResearch.src.workflow.checkpoint import CHECKPOINT_NAME, load_checkpoin
 from DeepResearch.src.workflow.checkpoint_memory import stamp_ids
 from DeepResearch.src.workflow.requirements import StateValidationError
 from DeepResearch.src.workflow.resume import resume_research
-from DeepResearch.src.workflow.run import run_research
+from DeepResearch.src.workflow.run import create_run_services, run_research
 
 MakeConfig = Callable[..., DictConfig]
 QUESTION = "Which aligner suits RNA-seq reads, and how are variants called?"
@@ -250,3 +250,19 @@ def test_a_write_repeated_after_a_crash_replaces_instead_of_adding(tmp_path: Pat
     first, again, total = asyncio.run(store_twice())
     assert first == again and len(set(first)) == 2
     assert total == 2
+
+
+def test_services_serving_two_runs_checkpoint_each_in_its_own_folder(
+    make_config: MakeConfig,
+) -> None:
+    cfg = make_config("flows.default.notes.enabled=true")
+    services = create_run_services(cfg)
+    first = asyncio.run(run_research("Which aligner suits RNA-seq reads?", cfg, services))
+    second = asyncio.run(run_research("How are variants called?", cfg, services))
+    for outcome in (first, second):
+        checkpoint = load_checkpoint(outcome.run_dir)
+        assert checkpoint["run_id"] == outcome.run_dir.name
+        assert checkpoint["phases"][0]["phase"] == "start"
+        assert [p["phase"] for p in checkpoint["phases"]].count("plan") == 1
+        meta = json.loads((outcome.run_dir / "notes" / "session_metadata.json").read_text())
+        assert len(meta["decisions"]) == len(outcome.state.execution_results)

@@ -107,11 +107,16 @@ class Checkpointer(NodeHook, RunHook):
     async def on_run_start(self, state: ResearchState) -> None:
         if state.run_dir is None:
             return
-        self.run_id = self.run_id or Path(state.run_dir).name
+        self.error = None
+        if not self.resumed:  # a new run (the services may have served an earlier one)
+            self.run_id, self.phases, self.drafts_saved = Path(state.run_dir).name, [], {}
+            self._last = None
+        assert self.run_id is not None
         if state.memory_client is not None:
             stamp_ids(state.memory_client, self.run_id)
         if self.resumed:
             self.phases.append({"event": "resumed", "at": _now(), "pid": os.getpid()})
+            self.resumed = False
         else:
             self.save(state, phase="start", node=None, next_node="Plan")
 

@@ -59,8 +59,10 @@ class NoteTaker(NodeHook, RunHook):
         self.chunks = [ChunkSynthesis.model_validate_json(p.read_text(encoding="utf-8"))
                        for p in sorted((self.folder / "synthesis_notes").glob("chunk_*.json"))]
         metadata = self.folder / "session_metadata.json"
-        if metadata.is_file():
-            self.decisions = json.loads(metadata.read_text(encoding="utf-8"))["decisions"]
+        self.decisions = (
+            json.loads(metadata.read_text(encoding="utf-8"))["decisions"]
+            if metadata.is_file() else {}
+        )
         self._write_metadata(state)
 
     def _write_metadata(self, state: ResearchState) -> None:
