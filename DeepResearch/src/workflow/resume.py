@@ -15,14 +15,19 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from DeepResearch.src.agents.models import ModelConfigError
+from DeepResearch.src.memory.errors import MemoryConfigError
+from DeepResearch.src.rag.loader import DocumentsFolderError
 from DeepResearch.src.workflow import nodes as nodes_module
 from DeepResearch.src.workflow.base import WorkflowNode
-from DeepResearch.src.workflow.checkpoint import Checkpointer, NotAResumableRun, load_checkpoint
+from DeepResearch.src.workflow.checkpoint import Checkpointer, load_checkpoint
 from DeepResearch.src.workflow.checkpoint_memory import find_integration, import_memory
-from DeepResearch.src.workflow.errors import WorkflowError
+from DeepResearch.src.workflow.errors import ConfigurationError, WorkflowError
 from DeepResearch.src.workflow.graph import build_graph
 from DeepResearch.src.workflow.run import RunOutcome, close_research_state, create_run_services
 from DeepResearch.src.workflow.snapshot import SnapshotError, state_from_dict
+
+USER_ERRORS = (ConfigurationError, DocumentsFolderError, ModelConfigError, MemoryConfigError)
 
 
 @dataclass
@@ -85,7 +90,7 @@ def resume_command(run_dir: str) -> int:
     """The CLI's resume: prints the answer (or why not) and returns the exit code."""
     try:
         result = asyncio.run(resume_research(run_dir))
-    except NotAResumableRun as exc:
+    except USER_ERRORS as exc:  # not a run folder, or the run's config no longer holds
         print(f"deepresearch: error: {exc}", file=sys.stderr)
         return 2
     except WorkflowError as exc:  # e.g. a phase's state is missing a field: still resumable
