@@ -23,12 +23,14 @@ from DeepResearch.src.workflow.notes.models import (
     TaskNote,
     note_settings,
 )
+from DeepResearch.src.workflow.notes.setup import note_agents
 from DeepResearch.src.workflow.notes.synthesis import (
     chunk_ready,
     count_tokens,
     fit_budget,
     synthesize_chunk,
 )
+from DeepResearch.src.workflow.notes.synthesizers import AgentSynthesizer, synthesis_agent
 from DeepResearch.src.workflow.run import run_research
 from DeepResearch.src.workflow.state import StepResult
 
@@ -163,3 +165,28 @@ def test_notes_off_is_the_workflow_without_notes(make_config: MakeConfig) -> Non
     assert (on.run_dir / "notes" / "final_synthesis.json").is_file()
     plain = [f"[{f.source}] {f.text}" for f in off.state.findings]
     assert plain and [f"[{f.source}] {f.text}" for f in on.state.findings] != plain
+
+
+def test_synthesis_agent_typed_output_with_a_function_model() -> None:
+    notes = [note("task_001", result(STAR)), note("task_002", result("b.md HISAT2 is fast."))]
+    seen: list[str] = []
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(str(messages[-1].parts[-1].content))  # type: ignore[union-attr]
+        args = {"integrated_findings": ["[a.md] STAR suits RNA-seq.", "[b.md] HISAT2 is fast."],
+                "cross_task_synthesis": ["both tasks name splice-aware aligners"],
+                "emergent_insights": ["two aligners fit"], "confidence": 0.7}
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, args)])
+
+    chunk = asyncio.run(AgentSynthesizer(synthesis_agent(FunctionModel(reply))).synthesize(3, notes))
+    assert (chunk.chunk, chunk.task_ids, chunk.confidence) == (3, ["task_001", "task_002"], 0.7)
+    assert chunk.integrated_findings[1] == "[b.md] HISAT2 is fast." and chunk.tokens > 0
+    assert "task_002" in seen[0] and "HISAT2 is fast" in seen[0]  # the notes reach the agent
+
+
+def test_a_real_model_takes_notes_through_the_agents(make_config: MakeConfig) -> None:
+    decider, synthesizer = note_agents(make_config(
+        "llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1", "llm.model=local"))
+    assert isinstance(decider, AgentDecider) and isinstance(synthesizer, AgentSynthesizer)
+    decider, synthesizer = note_agents(make_config())
+    assert not isinstance(decider, AgentDecider) and not isinstance(synthesizer, AgentSynthesizer)

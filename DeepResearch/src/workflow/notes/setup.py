@@ -14,21 +14,30 @@ from DeepResearch.src.workflow.notes.decide import (
     note_agent,
 )
 from DeepResearch.src.workflow.notes.models import note_settings
+from DeepResearch.src.workflow.notes.synthesizers import (
+    AgentSynthesizer,
+    ChunkSynthesizer,
+    ExtractiveSynthesizer,
+    synthesis_agent,
+)
 from DeepResearch.src.workflow.notes.taker import NoteTaker
 
 
-def note_decider(cfg: DictConfig) -> NoteDecider:
-    """Offline the deterministic scorer; with a real model the note agent."""
+def note_agents(cfg: DictConfig) -> tuple[NoteDecider, ChunkSynthesizer]:
+    """Offline the deterministic scorer and the extractive synthesis; with a real model the
+    note agent and the synthesis agent."""
     if str(cfg.llm.provider) == "offline":
-        return ScoreDecider()
+        return ScoreDecider(), ExtractiveSynthesizer()
     from DeepResearch.src.agents.models import build_model
     from DeepResearch.src.datatypes.agents import AgentType
 
-    return AgentDecider(note_agent(build_model(cfg.llm, AgentType.SYNTHESIZER)))
+    model = build_model(cfg.llm, AgentType.SYNTHESIZER)
+    return AgentDecider(note_agent(model)), AgentSynthesizer(synthesis_agent(model))
 
 
 def note_taker(cfg: DictConfig, run_id: Callable[[], str | None]) -> NoteTaker | None:
     settings = note_settings(cfg, resolve_flow(cfg))
     if not settings.enabled:
         return None
-    return NoteTaker(settings, note_decider(cfg), run_id)
+    decider, synthesizer = note_agents(cfg)
+    return NoteTaker(settings, decider, run_id, synthesizer)

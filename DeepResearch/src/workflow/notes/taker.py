@@ -19,7 +19,8 @@ from DeepResearch.src.workflow.checkpoint_memory import memory_id
 from DeepResearch.src.workflow.hooks import NodeHook, RunHook
 from DeepResearch.src.workflow.notes.decide import NoteDecider, draft_note
 from DeepResearch.src.workflow.notes.models import ChunkSynthesis, NoteSettings, TaskNote
-from DeepResearch.src.workflow.notes.synthesis import chunk_ready, fit_budget, synthesize_chunk
+from DeepResearch.src.workflow.notes.synthesis import chunk_ready, fit_budget
+from DeepResearch.src.workflow.notes.synthesizers import ChunkSynthesizer, ExtractiveSynthesizer
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,10 +36,15 @@ def _json(model: Any) -> str:
 
 class NoteTaker(NodeHook, RunHook):
     def __init__(
-        self, settings: NoteSettings, decider: NoteDecider, run_id: Callable[[], str | None]
+        self,
+        settings: NoteSettings,
+        decider: NoteDecider,
+        run_id: Callable[[], str | None],
+        synthesizer: ChunkSynthesizer | None = None,
     ) -> None:
         self.settings = settings
         self.decider = decider
+        self.synthesizer = synthesizer or ExtractiveSynthesizer()
         self.run_id = run_id  # the checkpointer's: the same on resume
         self.folder: Path | None = None
         self.notes: dict[str, TaskNote] = {}
@@ -109,12 +115,12 @@ class NoteTaker(NodeHook, RunHook):
             await self.remember(state, note)
             pending = self.pending
             if chunk_ready(pending, self.settings.chunk_size, self.settings.token_budget):
-                self.add_chunk(pending)
+                await self.add_chunk(pending)
         self._write_metadata(state)
 
-    def add_chunk(self, notes: list[TaskNote]) -> None:
+    async def add_chunk(self, notes: list[TaskNote]) -> None:
         assert self.folder is not None
-        chunk = synthesize_chunk(len(self.chunks) + 1, notes)
+        chunk = await self.synthesizer.synthesize(len(self.chunks) + 1, notes)
         write_atomic(self.folder / "synthesis_notes" / f"chunk_{chunk.chunk:03d}_synthesis.json",
                      _json(chunk))
         self.chunks.append(chunk)
@@ -146,7 +152,7 @@ class NoteTaker(NodeHook, RunHook):
         if self.folder is None or state.loop_id != "root" or node.phase != "synthesize":
             return
         if self.pending:
-            self.add_chunk(self.pending)
+            await self.add_chunk(self.pending)
         chunks = fit_budget(self.chunks, self.settings.token_budget)
         findings = list(dict.fromkeys(f for c in chunks for f in c.integrated_findings))
         final = {
