@@ -16,6 +16,7 @@ from DeepResearch.src.agents.models import ModelConfigError
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
 from DeepResearch.src.rag.loader import DocumentsFolderError
 from DeepResearch.src.workflow.errors import ConfigurationError
+from DeepResearch.src.workflow.resume import resume_command
 from DeepResearch.src.workflow.run import RunOutcome, run_graph, run_research, run_sync
 from DeepResearch.src.workflow.state import ResearchState
 
@@ -38,6 +39,8 @@ def main(cfg: DictConfig) -> None:
     # it is left out of the collector's work. Otherwise a full collection during the run walks
     # all of it (~50 ms, measured), for nothing.
     gc.freeze()
+    if cfg.get("resume"):  # deepresearch resume=outputs/run_<...>
+        sys.exit(resume_command(str(cfg.resume)))
     question = cfg.get("question")
     if question is None or not str(question).strip():
         print(USAGE, file=sys.stderr)

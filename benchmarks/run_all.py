@@ -15,6 +15,7 @@ MODULES = [
     "benchmarks.bench_neo4j",
     "benchmarks.bench_workflow",
     "benchmarks.bench_workflow_scale",
+    "benchmarks.bench_checkpoint",
 ]
 
 

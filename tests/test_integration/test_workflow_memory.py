@@ -15,8 +15,10 @@ from DeepResearch.src.memory import MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryConfigError
+from DeepResearch.src.workflow.checkpoint import Checkpointer
 from DeepResearch.src.workflow.memory.integration import memory_plugins
 from DeepResearch.src.workflow.memory.run_context import resolve_memory
+from DeepResearch.src.workflow.requirements import PhaseRequirements
 from DeepResearch.src.workflow.run import (
     RunOutcome,
     create_run_services,
@@ -36,7 +38,10 @@ async def test_disabled_memory_runs_exactly_the_foundation_workflow(
     cfg = make_config("memory.enabled=false")
     assert memory_plugins(cfg) is None
     services = create_run_services(cfg)
-    assert not services.node_hooks and not services.run_hooks and not services.tool_listeners
+    # Only the run's own checkpointing and phase checks: no memory plug-in.
+    hooks = [*services.node_hooks, *services.run_hooks]
+    assert all(isinstance(h, Checkpointer | PhaseRequirements) for h in hooks)
+    assert not services.tool_listeners
     assert services.agents.planner.capabilities == []
     off = await run_research("Which aligner suits RNA-seq reads?", cfg, services)
     # The Foundation: the same config with no memory plug-ins at all.
@@ -46,9 +51,13 @@ async def test_disabled_memory_runs_exactly_the_foundation_workflow(
         assert (off.run_dir / name).read_text() == (plain.run_dir / name).read_text(), name
     assert "## Memory" not in (off.run_dir / "report.md").read_text()
     assert "MEMORY" not in (off.run_dir / "drafts/planning.md").read_text()
-    assert sorted(p.name for p in off.run_dir.rglob("*")) == sorted(
-        p.name for p in plain.run_dir.rglob("*")
-    )
+    # The same files, plus what the run's checkpointing adds (checkpoint, versioned drafts).
+    def files(run_dir: Path) -> list[str]:
+        return sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("*"))
+
+    added = [f for f in files(off.run_dir) if f == "checkpoint.json" or re.match(r"drafts/\d_", f)]
+    assert "checkpoint.json" in added and len(added) > 1
+    assert [f for f in files(off.run_dir) if f not in added] == files(plain.run_dir)
     assert not (Path(cfg.memory.faiss.path)).exists()  # nothing of memory ran
 
 

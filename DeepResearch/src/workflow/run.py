@@ -23,6 +23,7 @@ from DeepResearch.src.tools.registry import ToolContext, ToolRegistry
 from DeepResearch.src.tools.runner import ToolRunListener
 from DeepResearch.src.utils.execution_history import ExecutionHistory
 from DeepResearch.src.utils.outputs import make_run_dir, write_run_outputs
+from DeepResearch.src.workflow.checkpoint import with_checkpoints
 from DeepResearch.src.workflow.errors import ConfigurationError
 from DeepResearch.src.workflow.flows import documents_dir_setting, max_iterations, resolve_flow
 from DeepResearch.src.workflow.graph import run_workflow
@@ -82,9 +83,12 @@ def create_services(
 
 def create_run_services(cfg: DictConfig) -> WorkflowServices:
     """Services for one run of `cfg`, with the memory plug-ins when memory is on for it
-    (memory.enabled and flows.<flow>.memory.enabled); without them otherwise."""
+    (memory.enabled and flows.<flow>.memory.enabled); without them otherwise. The run is
+    checkpointed after every phase (checkpoint.py)."""
     plugins = memory_plugins(cfg)
-    return create_services(cfg, **(plugins.services_kwargs() if plugins else {}))
+    kwargs = plugins.services_kwargs() if plugins else {}
+    integration = plugins.integration if plugins else None
+    return create_services(cfg, **with_checkpoints(cfg, kwargs, integration))
 
 
 async def create_research_state(

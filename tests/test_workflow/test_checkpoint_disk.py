@@ -1,0 +1,82 @@
+"""A checkpoint that cannot be written (a real full disk: a small tmpfs) stops the run with an
+error naming the file; the checkpoint on disk stays whole and resumes once there is room."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from omegaconf import DictConfig
+
+from DeepResearch.src.workflow.checkpoint import CHECKPOINT_NAME, CheckpointWriteError
+from DeepResearch.src.workflow.hooks import NodeHook
+from DeepResearch.src.workflow.resume import resume_research
+from DeepResearch.src.workflow.run import create_run_services, run_research
+
+pytestmark = pytest.mark.integration
+MakeConfig = Callable[..., DictConfig]
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+class FillDiskAfterPlan(NodeHook):
+    """Fills the disk once the plan's checkpoint is on it: the next one finds no room."""
+
+    def __init__(self, disk: Path) -> None:
+        self.filler = disk / "filler.bin"
+
+    async def after_node(self, node: Any, ctx: Any, result: Any) -> None:
+        if node.phase != "plan" or ctx.state.loop_id != "root":
+            return
+        checkpointer = next(h for h in ctx.deps.run_hooks if hasattr(h, "wait"))
+        checkpointer.wait()
+        with self.filler.open("wb", buffering=0) as handle:
+            try:
+                while True:
+                    handle.write(b"\0" * 4096)
+            except OSError:  # full: from now on every write fails
+                pass
+
+
+def test_full_disk_stops_the_run_and_the_checkpoint_stays_resumable(
+    make_config: MakeConfig, small_disk: Path
+) -> None:
+    cfg = make_config(f"outputs_dir={small_disk / 'out'}")
+    services = create_run_services(cfg)
+    filler = FillDiskAfterPlan(small_disk)
+    services.node_hooks.append(filler)
+    with pytest.raises(BaseException) as caught:
+        asyncio.run(run_research("Which aligner suits RNA-seq reads?", cfg, services))
+    chain, error = [], caught.value
+    while error is not None:
+        chain.append(error)
+        error = error.__context__
+    [write_error] = [e for e in chain if isinstance(e, CheckpointWriteError)]
+    [run_dir] = list((small_disk / "out").iterdir())
+    assert str(run_dir) in str(write_error)  # the checkpoint, or the drafts beside it
+    assert "No space left on device" in str(write_error)
+    saved = json.loads((run_dir / CHECKPOINT_NAME).read_text())  # whole, not torn
+    assert saved["next_node"] == "Route" and saved["phases"][-1]["phase"] == "plan"
+    assert not list(run_dir.glob(".*.tmp"))  # no temporary file left behind
+
+    filler.filler.unlink()
+    result = asyncio.run(resume_research(run_dir))
+    assert result.outcome is not None and "STAR" in result.outcome.answer
+    assert json.loads((run_dir / CHECKPOINT_NAME).read_text())["status"] == "completed"
