@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 from DeepResearch.src.agents.models import ModelConfigError
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
 from DeepResearch.src.rag.loader import DocumentsFolderError
-from DeepResearch.src.workflow.errors import ConfigurationError
+from DeepResearch.src.workflow.errors import ConfigurationError, WorkflowError
 from DeepResearch.src.workflow.resume import resume_command
 from DeepResearch.src.workflow.run import RunOutcome, run_graph, run_research, run_sync
 from DeepResearch.src.workflow.state import ResearchState
@@ -52,6 +52,10 @@ def main(cfg: DictConfig) -> None:
         sys.exit(2)
     except MemoryBackendError as exc:  # only with memory.on_unavailable=fail
         print(f"deepresearch: memory backend error: {exc}", file=sys.stderr)
+        sys.exit(1)
+    except WorkflowError as exc:  # a phase without its input, a checkpoint the disk refused
+        print(f"deepresearch: error: {exc} (the run's checkpoint stays resumable: "
+              "deepresearch resume=<its run folder>)", file=sys.stderr)
         sys.exit(1)
     print(outcome.answer)
     print()
