@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.report import write_section  # noqa: E402
+from benchmarks.results import save_result  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
 from DeepResearch.src.memory.backends import MemoryRecord  # noqa: E402
 from DeepResearch.src.memory.embeddings import (  # noqa: E402
@@ -254,6 +255,12 @@ async def run() -> str:
         print(f"  retrieve: {r}", flush=True)
         rows.append(r)
     shutil.rmtree(workdir, ignore_errors=True)
+    save_result("memory", {
+        "store_ratio": store["ratio"],
+        "retrieve": {str(r["size"]): {"p50_ratio": r["ours_p50"] / r["raw_p50"],
+                                      "p95_ratio": r["ours_p95"] / r["raw_p95"],
+                                      "p50_ms": r["default_p50"]} for r in rows},
+    })
     defaults = MemoryConfig().retrieval
     lines = [
         "Raw and client calls are interleaved in one process, in an order that rotates per "

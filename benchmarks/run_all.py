@@ -11,11 +11,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 MODULES = [
+    "benchmarks.bench_node_memory",
     "benchmarks.bench_memory",
-    "benchmarks.bench_neo4j",
-    "benchmarks.bench_workflow",
-    "benchmarks.bench_workflow_scale",
     "benchmarks.bench_checkpoint",
+    "benchmarks.bench_neo4j",
+    "benchmarks.summary",  # last: the table of every target, from the results above
 ]
 
 

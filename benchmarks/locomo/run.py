@@ -36,6 +36,7 @@ from benchmarks.locomo.render import (
     reference_check,
 )
 from benchmarks.report import write_section
+from benchmarks.results import save_result
 
 PLOT_PATH = REPO_ROOT / "docs" / "locomo_recall.png"
 PROJECT = "project (MemorySystemClient, defaults)"
@@ -98,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     tables.update(run_baselines(conversations))
 
     overall, by_category = overall_table(tables), category_table(tables)
+    if PROJECT in tables and not args.limit_conversations:
+        mean = tables[PROJECT].mean()
+        save_result("locomo", {"r5": mean[5], "r10": mean[10]})
     print("\n" + overall + "\n\n" + by_category + "\n\n" + latency_line)
     is_default = folder == DEFAULT_DIR.resolve() and not args.limit_conversations
     if is_default:

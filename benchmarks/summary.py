@@ -1,0 +1,61 @@
+"""The closing table of `make bench`: every target with its current figure, from the JSON
+each benchmark saved (benchmarks/results.py); printed and written at the top of
+docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.report import write_section
+from benchmarks.results import load_result
+
+Row = tuple[str, str, Callable[[dict[str, Any]], float], str, Callable[[float], bool], str]
+ROWS: list[Row] = [
+    ("node_memory", "memory work per workflow node, 10k memories (p50 ms)",
+     lambda d: d["10000"]["p50_ms"], "<= 25", lambda v: v <= 25, "python -m benchmarks.bench_node_memory"),
+    ("node_memory", "memory work per workflow node, 100k memories (p50 ms)",
+     lambda d: d["100000"]["p50_ms"], "<= 60", lambda v: v <= 60, "python -m benchmarks.bench_node_memory"),
+    ("memory", "retrieve / (raw encode + raw FAISS search), 10k (p50)",
+     lambda d: d["retrieve"]["10000"]["p50_ratio"], "<= 1.3", lambda v: v <= 1.3, "python benchmarks/bench_memory.py"),
+    ("memory", "retrieve / (raw encode + raw FAISS search), 100k (p50)",
+     lambda d: d["retrieve"]["100000"]["p50_ratio"], "<= 1.3", lambda v: v <= 1.3, "python benchmarks/bench_memory.py"),
+    ("memory", "batched store / raw encode (throughput)",
+     lambda d: d["store_ratio"], ">= 0.85", lambda v: v >= 0.85, "python benchmarks/bench_memory.py"),
+    ("locomo", "LoCoMo dev recall@10", lambda d: d["r10"], ">= 0.70", lambda v: v >= 0.70, "make bench-locomo"),
+    ("locomo", "LoCoMo dev recall@5", lambda d: d["r5"], ">= 0.60", lambda v: v >= 0.60, "make bench-locomo"),
+    ("checkpoint", "checkpoint cost per phase (p95 ms)", lambda d: d["p95_ms"], "<= 20",
+     lambda v: v <= 20, "python -m benchmarks.bench_checkpoint"),
+    ("checkpoint", "resume of a killed run (median ms)", lambda d: d["resume_ms"], "", lambda v: True,
+     "python -m benchmarks.bench_checkpoint"),
+]
+
+
+def table() -> str:
+    lines = ["| figure | now | target | met | command |", "|---|---|---|---|---|"]
+    for name, label, value, target, ok, command in ROWS:
+        data = load_result(name)
+        try:
+            figure = value(data) if data is not None else None
+        except KeyError:
+            figure = None
+        if figure is None:
+            lines.append(f"| {label} | not measured | {target} | | `{command}` |")
+            continue
+        met = "" if not target else ("yes" if ok(figure) else "**no**")
+        lines.append(f"| {label} | {figure:.3g} | {target} | {met} | `{command}` |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    body = table()
+    print(body)
+    write_section("summary", "Current figures against the targets", "make bench", body)
+
+
+if __name__ == "__main__":
+    main()
