@@ -72,6 +72,9 @@ log = logging.getLogger(__name__)
 
 class EmbeddedBackend(MemoryBackend):
     name: ClassVar[str] = "faiss"
+    # FTS5 ranks inside SQLite, which releases the GIL: the lexical search can overlap the
+    # query's embedding instead of waiting for it.
+    lexical_in_process: ClassVar[bool] = False
 
     def __init__(self, config: FaissConfig, *, dimension: int, metric: str, model: str) -> None:
         self.config = config
