@@ -15,6 +15,7 @@ from pathlib import Path
 from DeepResearch.src.memory.errors import MemoryBackendError
 
 DB_FILE = "memory.sqlite3"
+SCHEMA_VERSION = 1  # PRAGMA user_version of a store with the current schema
 MMAP_BYTES = 256 * 1024 * 1024
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -106,13 +107,7 @@ class Database:
             self.conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             self.conn.execute(f"PRAGMA synchronous={'FULL' if synchronous == 'full' else 'NORMAL'}")
             with self.lock:
-                self.conn.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
-                columns = {row[1] for row in self.conn.execute("PRAGMA table_info(records)")}
-                if "namespace" not in columns:
-                    self.conn.execute(
-                        "ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default'"
-                    )
-                self.conn.execute(INDEX)
+                self._create_or_migrate()
         except sqlite3.Error as exc:
             if self.conn.in_transaction:
                 self.conn.execute("ROLLBACK")
@@ -121,6 +116,24 @@ class Database:
         except BaseException:
             self.conn.close()
             raise
+
+    def _create_or_migrate(self) -> None:
+        """The schema, written only when the file lacks it: an open of a current store takes
+        no write lock, so it does not wait for (or fail on) another process's long write."""
+        (version,) = self.conn.execute("PRAGMA user_version").fetchone()
+        if version >= SCHEMA_VERSION:
+            return
+        # One script (executescript commits a pending transaction before it runs): the BEGIN
+        # stays open for the statements below.
+        self.conn.executescript(f"BEGIN IMMEDIATE;{SCHEMA}")
+        columns = {row[1] for row in self.conn.execute("PRAGMA table_info(records)")}
+        if "namespace" not in columns:  # a store written before namespaces
+            self.conn.execute(
+                "ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default'"
+            )
+        self.conn.execute(INDEX)
+        self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        self.conn.execute("COMMIT")
 
     def _check(self) -> None:
         """`PRAGMA quick_check`: a damaged file is refused here, not served later."""
