@@ -102,9 +102,6 @@ def export_memory(integration: MemoryIntegration) -> dict[str, Any] | None:
         "problems": list(run.problems),
         "plans": {loop: asdict(draft) for loop, draft in hook.plans.items()},
         "flagged": {loop: sorted(lines) for loop, lines in hook.flagged.items()},
-        "failures": {
-            loop: [m.model_dump(mode="json") for m in found] for loop, found in hook.failures.items()
-        },
     }
 
 
@@ -128,7 +125,3 @@ def import_memory(integration: MemoryIntegration, data: Mapping[str, Any]) -> No
     run.problems[:0] = list(data["problems"])
     hook.plans.update({loop: _PlanDraft(**draft) for loop, draft in data["plans"].items()})
     hook.flagged.update({loop: set(lines) for loop, lines in data["flagged"].items()})
-    hook.failures.update({
-        loop: [RetrievedMemory.model_validate(m) for m in found]
-        for loop, found in data["failures"].items()
-    })
