@@ -336,7 +336,7 @@ async def test_a_batch_is_all_or_nothing(client: MemorySystemClient, embedder) -
                         created_at=1.0, vector=vectors[0])
     bad = MemoryRecord(id="bad", session_id="s", memory_type="note", content="second memory",
                        created_at=2.0, vector=vectors[1][:10])  # wrong dimension
-    with pytest.raises(MemoryBackendError, match="bad"):
+    with pytest.raises((MemoryBackendError, MemoryInputError), match="bad"):
         await client.backend.upsert([good, bad])
     assert await client.backend.count(MemoryFilter()) == 0
     await client.backend.upsert([good])

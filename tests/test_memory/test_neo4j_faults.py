@@ -4,6 +4,7 @@ shared one, and kill it with SIGKILL like a crash."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Iterator
@@ -159,8 +160,13 @@ async def test_client_reads_degrade_when_the_server_is_lost_mid_run(
         assert len(lost) == 1  # one warning per outage, not one per call
 
         server.start()
-        time.sleep(0.6)  # past the reconnect backoff
-        assert [m.id for m in await client.retrieve(query="reads")] == [kept]
+        deadline = time.monotonic() + 20  # reconnects once per backoff; a loaded machine is slow
+        while True:
+            await asyncio.sleep(0.6)  # past the reconnect backoff
+            found = [m.id for m in await client.retrieve(query="reads")]
+            if found == [kept] or time.monotonic() > deadline:
+                break
+        assert found == [kept]
         assert client.available
     finally:
         await client.close()
@@ -201,9 +207,14 @@ async def test_a_server_killed_mid_run_costs_seconds_and_one_warning(
         caplog.clear()
         caplog.set_level(logging.INFO)
         started = time.monotonic()
+        raised = []
         for i in range(4):
-            await client.store(content=f"finding {i} made while the server is gone")
+            try:  # the write that meets the lost server says so; later ones queue quietly
+                await client.store(content=f"finding {i} made while the server is gone")
+            except MemoryBackendError as exc:
+                raised.append(exc)
             assert await client.retrieve(query=f"finding {i}") == []
+        assert len(raised) <= 1 and all("kept in the outbox" in str(e) for e in raised)
         assert await client.get_related_memories(kept) == []
         elapsed = time.monotonic() - started
         assert elapsed < 10, f"8 calls took {elapsed:.1f}s with the server gone"

@@ -236,8 +236,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
             return
         try:
             found = await self.backend.get(ids)
-        except MemoryBackendError as exc:  # the write itself still goes to the outbox
-            self._lost(exc)
+        except MemoryBackendError:  # the write that follows meets the failure and reports it
             return
         foreign = sorted(r.id for r in found if r.namespace != self.namespace)
         if foreign:
