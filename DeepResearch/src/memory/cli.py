@@ -216,10 +216,11 @@ async def _import(client: MemorySystemClient, path: Path) -> int:
         raise MemoryInputError(f"cannot read {path}: {exc.strerror or exc}") from None
     batch: list[MemoryRecord] = []
     written, bad = 0, []
+    dimension = client.embedder.dimension
     with path.open("rb") as fh, tqdm(total=total, unit="mem", desc="import") as bar:
         for lineno, raw in enumerate(fh, start=1):
             bar.update(1)
-            record = _parse_line(raw, f"{path}:{lineno}", client.config, bad)
+            record = _parse_line(raw, f"{path}:{lineno}", client.config, dimension, bad)
             if record is None:
                 continue
             batch.append(record)
@@ -241,13 +242,15 @@ async def _import(client: MemorySystemClient, path: Path) -> int:
     return 1 if bad else 0
 
 
-def _parse_line(raw: bytes, where: str, config: MemoryConfig, bad: list[str]) -> MemoryRecord | None:
+def _parse_line(
+    raw: bytes, where: str, config: MemoryConfig, dimension: int, bad: list[str]
+) -> MemoryRecord | None:
     """The record of one line, or None for a blank line or a bad one (added to `bad`)."""
     try:
         text = raw.decode("utf-8")
         if not text.strip():
             return None
-        return record_from_json(json.loads(text), where, config)
+        return record_from_json(json.loads(text), where, config, dimension)
     except UnicodeDecodeError as exc:
         bad.append(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})")
     except json.JSONDecodeError as exc:
@@ -283,8 +286,10 @@ def _rebuild(config: MemoryConfig, reembed: bool) -> int:
     from DeepResearch.src.memory.backends.embedded import DB_FILE, EmbeddedBackend
     from DeepResearch.src.memory.embeddings import get_embedder
 
+    store = config.vector_store
+    embedder = get_embedder(store.embedding_model, store.embedding_runtime)
     backend = EmbeddedBackend(
-        config.faiss, dimension=config.vector_store.embedding_dimension,
+        config.faiss, dimension=embedder.dimension,
         metric=config.vector_store.index_type, model=config.vector_store.embedding_model,
     )
     db_path = Path(config.faiss.path) / DB_FILE
@@ -292,11 +297,9 @@ def _rebuild(config: MemoryConfig, reembed: bool) -> int:
     if db_path.exists():
         with sqlite3.connect(db_path) as conn:
             stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    changed = stored.get("model", config.vector_store.embedding_model) != config.vector_store.embedding_model or stored.get(
-        "dimension", str(config.vector_store.embedding_dimension)
-    ) != str(config.vector_store.embedding_dimension)
-    store = config.vector_store
-    embed = get_embedder(store.embedding_model, store.embedding_runtime).embed if (reembed or changed) else None
+    changed = (stored.get("model", store.embedding_model) != store.embedding_model
+               or stored.get("dimension", str(embedder.dimension)) != str(embedder.dimension))
+    embed = embedder.embed if (reembed or changed) else None
     n = backend.rebuild(reembed=embed)
     how = "re-embedded and re-indexed" if embed else "re-indexed"
     print(f"{how} {n} memories in {config.faiss.path}")

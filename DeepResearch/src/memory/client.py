@@ -25,7 +25,7 @@ from DeepResearch.src.memory.backends import (
 )
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
-from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError, MemoryInputError
+from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.inputs import (
     clean_id,
     prepare_record,
@@ -93,7 +93,8 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
     @property
     def backend(self) -> MemoryBackend:
         if self._backend is None:
-            self._backend = create_backend(self.config, self.config.vector_store.embedding_dimension)
+            # The model decides the dimension (loading it reads its config; numpy: ~0.1 s).
+            self._backend = create_backend(self.config, self.embedder.dimension)
         return self._backend
 
     async def open(self) -> None:
@@ -108,13 +109,6 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         async with self._open_lock:
             if self._opened:
                 return
-            dim = self.embedder.dimension
-            if dim != self.config.vector_store.embedding_dimension:
-                raise MemoryConfigError(
-                    f"memory.vector_store.embedding_dimension="
-                    f"{self.config.vector_store.embedding_dimension} but model "
-                    f"{self.config.vector_store.embedding_model!r} gives {dim}-dimensional vectors"
-                )
             try:
                 await self.backend.open()
                 self.available = True
@@ -217,7 +211,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
             raise MemoryInputError("store_many takes a list of dicts with at least 'content'")
         session = clean_id(session_id, "session_id") if session_id is not None else self.session_id
         records = [
-            prepare_record(item, self.config, session, i, self.namespace)
+            prepare_record(item, self.config, session, i, self.namespace, self.embedder.dimension)
             for i, item in enumerate(items)
         ]
         if not records:

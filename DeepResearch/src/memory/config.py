@@ -74,7 +74,6 @@ class VectorStoreConfig(_Section):
     embedding_model: str = "all-MiniLM-L6-v2"
     # numpy needs no torch (see embeddings.py); auto uses it whenever the model allows.
     embedding_runtime: Literal["auto", "numpy", "sentence-transformers"] = "auto"
-    embedding_dimension: int = Field(default=384, ge=1, le=65_536)
     index_type: IndexType = "cosine"
 
 

@@ -265,7 +265,7 @@ STORE_FIELDS = frozenset(
 
 def prepare_record(
     item: Mapping[str, Any], config: MemoryConfig, default_session: str, index: int,
-    namespace: str,
+    namespace: str, dimension: int,
 ) -> MemoryRecord:
     """One `store_many` item validated into a record (compressed; vector checked if given)."""
     where = f"item {index}"
@@ -299,7 +299,7 @@ def prepare_record(
         content_blob=blob,
         metadata=clean_metadata(item.get("metadata"), config.max_metadata_bytes),
         relations=clean_relations(item.get("relations")),
-        vector=None if vector is None else clean_vector(vector, config.vector_store.embedding_dimension),
+        vector=None if vector is None else clean_vector(vector, dimension),
     )
 
 

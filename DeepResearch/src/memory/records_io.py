@@ -99,7 +99,7 @@ def check_json_line(data: Any, where: str) -> dict[str, Any]:
     return data
 
 
-def record_from_json(data: Any, where: str, config: MemoryConfig) -> MemoryRecord:
+def record_from_json(data: Any, where: str, config: MemoryConfig, dimension: int) -> MemoryRecord:
     """One exported (or spilled) JSON line as a record, checked like `store` checks its
     items (inputs.py); raises MemoryInputError prefixed with `where`. A vector of another
     dimension than the configured one is dropped (the caller embeds the content again); a
@@ -137,7 +137,7 @@ def record_from_json(data: Any, where: str, config: MemoryConfig) -> MemoryRecor
             ),
             metadata=clean_metadata(data.get("metadata"), config.max_metadata_bytes),
             relations=clean_relations(data.get("relations")),
-            vector=_checked_vector(data, where, config.vector_store.embedding_dimension),
+            vector=_checked_vector(data, where, dimension),
         )
     except MemoryInputError as exc:
         text = str(exc)

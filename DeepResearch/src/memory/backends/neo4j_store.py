@@ -71,8 +71,8 @@ class Neo4jBackend(MemoryBackend):
     def __init__(self, settings: Neo4jSettings, *, dimension: int, metric: str = "cosine") -> None:
         if not isinstance(dimension, int) or not 1 <= dimension <= 4096:
             raise MemoryConfigError(
-                f"memory.vector_store.embedding_dimension={dimension!r}: Neo4j vector indexes "
-                "take 1..4096 dimensions"
+                f"the embedding model (memory.vector_store.embedding_model) gives {dimension!r}-"
+                "dimensional vectors: Neo4j vector indexes take 1..4096 dimensions"
             )
         if metric not in METRICS:
             raise MemoryConfigError(
