@@ -17,6 +17,7 @@ from DeepResearch.src.memory import MemoryConfig
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
 from DeepResearch.src.memory.backends.embedded import DB_FILE, INDEX_FILE, EmbeddedBackend
 from DeepResearch.src.memory.errors import MemoryBackendError
+from tests.test_memory.fault_support import small_disk as tmpfs
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]  # real faults: `make test` runs them
 DIM = 64
@@ -25,16 +26,8 @@ DIM = 64
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 2 MiB tmpfs: a disk that really fills up."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs to fill (needs root): {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
+    with tmpfs(tmp_path / "disk", "2m") as disk:
+        yield disk
 
 
 def _records(n: int, start: int = 0) -> list[MemoryRecord]:

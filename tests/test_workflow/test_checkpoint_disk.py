@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from DeepResearch.src.workflow.checkpoint import CHECKPOINT_NAME, CheckpointWrit
 from DeepResearch.src.workflow.hooks import NodeHook
 from DeepResearch.src.workflow.resume import resume_research
 from DeepResearch.src.workflow.run import create_run_services, run_research
+from tests.test_memory.fault_support import small_disk as tmpfs
 
 pytestmark = pytest.mark.integration
 MakeConfig = Callable[..., DictConfig]
@@ -24,16 +24,9 @@ MakeConfig = Callable[..., DictConfig]
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
+    """A 512 KiB tmpfs: a disk that really fills up."""
+    with tmpfs(tmp_path / "disk", "512k") as disk:
+        yield disk
 
 
 class FillDiskAfterPlan(NodeHook):

@@ -16,6 +16,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from DeepResearch.src.memory.errors import MemoryBackendError
+
 JSONScalar = str | int | float | bool | None
 FOLLOWS = "follows"  # RelationType.FOLLOWS: a memory follows the previous one of its session
 DEFAULT_NAMESPACE = "default"
@@ -42,6 +44,19 @@ class MemoryRecord:
     # The hard boundary (user / tenant / project): no read, filter, walk or delete crosses it,
     # and an upsert never replaces a record of another namespace.
     namespace: str = DEFAULT_NAMESPACE
+
+
+def refuse_other_namespaces(records: Sequence[MemoryRecord], owner: dict[str, str]) -> None:
+    """Raise MemoryBackendError when a record's id already belongs to another namespace
+    (`owner`: id -> namespace of the stored records with those ids); nothing is written."""
+    for record in records:
+        namespace = owner.setdefault(record.id, record.namespace)
+        if namespace != record.namespace:
+            raise MemoryBackendError(
+                f"record id {record.id!r} already belongs to namespace {namespace!r}, not "
+                f"{record.namespace!r}: ids are unique across namespaces (give it another "
+                f"id); nothing of this batch of {len(records)} was written"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from DeepResearch.src.memory.backends.base import (
     MemoryFilter,
     MemoryRecord,
     RelatedRecord,
+    refuse_other_namespaces,
 )
 from DeepResearch.src.memory.backends.embedded.records import fts_query, indexed_text
 from DeepResearch.src.memory.backends.filtering import record_matches
@@ -59,13 +60,7 @@ class InMemoryBackend(MemoryBackend):
                 raise MemoryBackendError(
                     f"record {record.id!r}: vector shape {shape}, expected ({self.dimension},)"
                 )
-            namespace = owner.setdefault(record.id, record.namespace)
-            if namespace != record.namespace:
-                raise MemoryBackendError(
-                    f"record id {record.id!r} already belongs to namespace {namespace!r}, not "
-                    f"{record.namespace!r}: ids are unique across namespaces (give it another "
-                    f"id); nothing of this batch of {len(records)} was written"
-                )
+        refuse_other_namespaces(records, owner)
         for record in records:
             stored = copy.deepcopy(record)
             stored.vector = np.asarray(record.vector, dtype=np.float32).copy()

@@ -10,11 +10,14 @@ from typing import Any
 
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.base import (
+    MemoryFilter,
+    MemoryRecord,
+    refuse_other_namespaces,
+)
 from DeepResearch.src.memory.backends.embedded.database import Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
 from DeepResearch.src.memory.compression import full_content
-from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.text import token_string, tokenize
 
 COLUMNS = (
@@ -91,14 +94,7 @@ class Records:
                 f"SELECT id, namespace FROM records WHERE id IN ({','.join('?' * len(chunk))})",
                 chunk,
             ).fetchall())
-        for record in records:
-            namespace = owner.setdefault(record.id, record.namespace)
-            if namespace != record.namespace:
-                raise MemoryBackendError(
-                    f"record id {record.id!r} already belongs to namespace {namespace!r}, not "
-                    f"{record.namespace!r}: ids are unique across namespaces (give it another "
-                    f"id); nothing of this batch of {len(records)} was written"
-                )
+        refuse_other_namespaces(records, owner)
 
     def _forget_seq(self, seq: int) -> None:
         """Within a write: a row's FTS entry goes, its seq enters the deletion log."""
