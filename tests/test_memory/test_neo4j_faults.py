@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from neo4j_support import Neo4jTestServer, free_port
+from neo4j_support import Neo4jTestServer, clear_database, free_port
 
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends.base import MemoryFilter
@@ -27,13 +27,22 @@ FAST_FAIL = {
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Neo4jTestServer]:
+def module_server() -> Iterator[Neo4jTestServer]:
     srv = Neo4jTestServer()
     try:
         srv.start()
         yield srv
     finally:
         srv.cleanup()
+
+
+@pytest.fixture
+def server(module_server: Neo4jTestServer) -> Neo4jTestServer:
+    """The module's server, running and empty: each test starts from a clean database."""
+    if not module_server.running:
+        module_server.start()
+    clear_database(module_server.uri)
+    return module_server
 
 
 def client_config(uri: str, **overrides: object) -> MemoryConfig:
