@@ -114,7 +114,7 @@ async def test_full_disk_sync_store_names_the_cause_and_close_spills_elsewhere(
         filler.unlink()  # room again: the spill file brings every memory back
         async with MemorySystemClient(config, session_id="full", embedder=embedder) as again:
             await again.import_records(
-                [record_from_json(json.loads(line), f"{spilled}:{n}", config) for n, line in enumerate(lines, 1)]
+                [record_from_json(json.loads(line), f"{spilled}:{n}", config, embedder.dimension) for n, line in enumerate(lines, 1)]
             )
         assert stored_ids(store) == {"first", *(f"f{i}" for i in range(5))}
 
