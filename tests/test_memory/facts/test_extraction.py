@@ -338,3 +338,12 @@ async def test_messages_go_to_the_model_in_batches() -> None:
 async def test_an_unusable_model_name_is_a_config_error() -> None:
     with pytest.raises(MemoryConfigError, match="nonsense-model"):
         await extract(conversation("Alice: hi"), model="nonsense-model")
+
+
+async def test_every_offline_fact_has_its_validity_in_order() -> None:
+    result = await extract(conversation(
+        "Alice: I lived in Rome since 2030.", "Bob: I left Google in 2019 and I work at IBM "
+        "until 2018.", when="2024-06-01T00:00:00Z"))
+    assert result.facts
+    for fact in result.facts:
+        assert fact.valid_at is None or fact.invalid_at is None or fact.valid_at < fact.invalid_at

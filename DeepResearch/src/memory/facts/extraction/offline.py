@@ -346,6 +346,8 @@ class OfflineExtractor:
               attrs: dict[str, Any], message: Message, valid_at: float | None,
               invalid_at: float | None) -> ExtractedFact:
         author = subject == message.author_name
+        if valid_at is not None and invalid_at is not None and invalid_at <= valid_at:
+            invalid_at = None  # "since 2025" said of a past stay: keep the start only
         return ExtractedFact(
             subject=subject, predicate=predicate, object=obj, evidence=message.message_id,
             confidence=round(min(conf, 0.99), 2),
