@@ -53,8 +53,8 @@ _STRONG = re.compile(r"\b(?:" + "|".join(map(re.escape, STRONG_HEDGES)) + r")\b"
 _WEAK = re.compile(r"\b(?:" + "|".join(map(re.escape, WEAK_HEDGES)) + r")\b")
 _DENIAL = re.compile(r"\b(?:" + "|".join(map(re.escape, DENIALS)) + r")\b")
 _FREQUENCY = re.compile(r"\b(?:" + "|".join(map(re.escape, FREQUENCIES)) + r")\b")
-_ORG_HINT = re.compile(rf"\b(?:at|for) (?:the )?(?P<obj>{CAP})")
-_MENTION = re.compile(r"(?<![\w'])[A-Z][a-zA-Z'&-]*(?: (?:of (?:the )?|de |& )?[A-Z][a-zA-Z'&-]*)*")
+_ORG_HINT = re.compile(rf"\bat (?:the )?(?P<obj>{CAP})")
+_MENTION = re.compile(r"(?<![\w'])[A-Z][\w'&-]*(?: (?:of (?:the )?|de |& )?[A-Z][\w'&-]*)*")
 _PLACE_BEFORE = re.compile(r"\b(?:in|to|from|near) $")
 _AFTERTHOUGHT = re.compile(r"^[\s,;-]*(?:" + "|".join(map(re.escape, STRONG_HEDGES + WEAK_HEDGES))
                            + r")[\s.!?]*$", re.IGNORECASE)
@@ -131,9 +131,14 @@ def _times(tense: str, predicate: str, t: TimeInfo, ts: float) -> tuple[float | 
 class OfflineExtractor:
     """Rules over one conversation; `extract` may be called for successive batches."""
 
-    def __init__(self, *, mentions: bool = True, author_type: str = "Person") -> None:
+    def __init__(self, *, mentions: bool = True, author_type: str = "Person",
+                 mention_type: str | None = None) -> None:
+        """`author_type`: the type of a message's author as a subject (a document read as a
+        message is no Person); `mention_type`: the type of a name mentioned that nothing
+        typed before (None: guessed from the name)."""
         self.mentions = mentions
         self.author_type = author_type
+        self.mention_type = mention_type
         self.context = _Context()
 
     def extract(self, messages: Sequence[Message]) -> ExtractionResult:
@@ -365,7 +370,7 @@ class OfflineExtractor:
         for sentence in sentences:
             for match in _MENTION.finditer(sentence):
                 name = clean_name(match[0])
-                if not name or name.lower() in named or name.lower() in NOT_NAMES:
+                if len(name) < 2 or name.lower() in named or name.lower() in NOT_NAMES:
                     continue
                 first = match.start() == 0 and name == match[0].rstrip(".")
                 following = sentence[match.end():].split(maxsplit=1)
@@ -373,7 +378,7 @@ class OfflineExtractor:
                         following and following[0].lower() in _NAME_FOLLOWERS):
                     continue
                 named.add(name.lower())
-                type_ = self.context.types.get(name.lower()) or (
+                type_ = self.context.types.get(name.lower()) or self.mention_type or (
                     "Location" if _PLACE_BEFORE.search(sentence, 0, match.start())
                     else guess_type(name))
                 facts[(message.author_name.lower(), "MENTIONED", name.lower(), None)] = self._fact(

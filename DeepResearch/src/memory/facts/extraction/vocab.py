@@ -45,6 +45,7 @@ NOT_NAMES: frozenset[str] = frozenset({
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december", "christmas", "team", "everyone", "guys", "folks",
+    "kb", "mb", "gb", "tb", "ram", "cpu", "gpu", "faq", "tl;dr", "eta", "asap", "pr",
 })
 
 # Words that end the name of a group one is a MEMBER_OF ("the data team").
