@@ -63,6 +63,7 @@ async def test_works_at_with_role_is_explicit_and_valid_from_the_message() -> No
     ("Bob: Then I joined Netflix as a product manager.", "Netflix", "product manager"),
     ("Bob: I have been working for the University of Toronto since 2019.",
      "University of Toronto", None),
+    ("Bob: Bob's been with Stripe since 2020.", "Stripe", None),
 ])
 async def test_other_works_at_phrasings(line: str, org: str, role: str | None) -> None:
     fact = find(await facts_of(line), "WORKS_AT", org, "Bob")

@@ -45,6 +45,7 @@ _CONTRACTIONS = tuple((re.compile(a), b) for a, b in (
     (r"\b([Hh]e|[Ss]he|[Ii]t|[Tt]hat|[Tt]here)'s\b", r"\1 is"), (r"\b([Cc])an't\b", r"\1annot"),
     (r"\b([Ww])on't\b", r"\1ill not"), (r"n't\b", " not"), (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'ll\b", r"\1 will"),
     (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'d\b", r"\1 would"),
+    (r"\b([A-Z][a-z]+)'s (been|got|worked|moved|lived|studied|joined|left)\b", r"\1 has \2"),
 ))
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -14,6 +14,7 @@ predicate  phrasing (example)                                    conf.  time
 WORKS_AT   S work(s)/am working/am employed at|for X [as a R]    0.92   valid_at = message
            (role R also before "at")                                    (or since / for N y)
 WORKS_AT   S am/is a R at|for X ("I'm a data scientist at Acme")  0.90   valid_at = message
+WORKS_AT   S have been at|with X for N years / since Y           0.85   valid_at = since / for
 WORKS_AT   S joined / started at / got hired by X [as a R]       0.85   valid_at = "in Y" or
                                                                         message
 WORKED_AT  S worked / used to work / was working at|for X|there  0.88   from A to B ->
@@ -68,6 +69,10 @@ MEMBER_OF  S left / quit the G                                   0.85   invalid_
 MENTIONED  the author named P (a capitalised name that no other  0.30
            fact of the message names)
 =========  ====================================================  =====  ====================
+
+Not covered (on purpose or not yet): lower-case names ("i work at google"), origin ("I'm from
+Spain" is not LIVES_IN), plans ("I might join X"), possessive subjects ("my wife works at
+X"), pronouns other than he / she, and facts spread over several sentences beyond "there".
 """
 
 from __future__ import annotations
@@ -156,6 +161,9 @@ RULES: tuple[Rule, ...] = (
     _rule("role_at", (' at ', ' for ', ' with '), "WORKS_AT", 0.9, "present", "org",
           rf"{SUBJ}{ADV} {_BE} (?:now |currently |still )?(?:an? |the )(?P<role>{ROLE}) "
           rf"(?:at|for|with) (?:the )?(?P<obj>{CAP})"),
+    _rule("been_at", ("been at", "been with"), "WORKS_AT", 0.85, "present", "org",
+          rf"{SUBJ}{ADV} (?:have|has) been (?:at|with) (?:the )?(?P<obj>{CAP})"
+          rf"(?= (?:for|since) )"),
     _rule("worked_at", ('work', 'employed'), "WORKED_AT", 0.88, "past", "org",
           rf"{SUBJ}{ADV} (?:worked|used to work|was working|were working|had worked|"
           rf"was employed|were employed)(?:{_AS_ROLE})?{_AT_ORG}{_AS_ROLE2}"),
@@ -192,7 +200,8 @@ RULES: tuple[Rule, ...] = (
           rf"using|use|uses|write|writes|used|wrote|build|builds) (?:things |stuff |apps |"
           rf"code |software |services |tools )?(?:(?:in|with) )?(?P<obj>{SKILLS})"),
     _rule("skill_dev", ('dev', 'engineer', 'programmer', 'expert', 'coder'), "HAS_SKILL", 0.8, "state", "skill_vocab",
-          rf"{SUBJ}{ADV} {_BE} (?:an? )(?:senior |junior |lead |experienced |professional )?"
+          rf"{SUBJ}{ADV} {_BE} (?:an? )(?:senior |junior |lead |experienced |professional |"
+          rf"great |good |strong )?"
           rf"(?P<obj>{_SKILL_W}) (?:developer|dev|engineer|programmer|expert|coder)"),
     _rule("skill_learn", ('learning', 'picking up'), "HAS_SKILL", 0.7, "state", "skill_any",
           rf"{SUBJ}{ADV} (?:am|is|are|have been|has been) (?:learning|picking up) "
