@@ -348,3 +348,16 @@ async def test_every_offline_fact_has_its_validity_in_order() -> None:
     assert result.facts
     for fact in result.facts:
         assert fact.valid_at is None or fact.invalid_at is None or fact.valid_at < fact.invalid_at
+
+
+async def test_friends_know_each_other_at_least_as_surely_as_they_are_close() -> None:
+    facts = await facts_of("Gus: I'm friends with Kim. I'm close friends with Lou.")
+    kim_close, kim_knows = find(facts, "CLOSE_TO", "Kim"), find(facts, "KNOWS", "Kim")
+    lou_close = find(facts, "CLOSE_TO", "Lou")
+    assert kim_knows.confidence >= kim_close.confidence
+    assert lou_close.confidence > kim_close.confidence
+
+
+async def test_he_and_she_never_mean_the_author() -> None:
+    facts = await facts_of("Alice: I work at Google. He works at Meta.")
+    assert not [f for f in facts if f.object == "Meta" and f.predicate == "WORKS_AT"]

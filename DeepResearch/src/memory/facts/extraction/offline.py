@@ -309,24 +309,26 @@ class OfflineExtractor:
             for subject, pronoun in subjects:
                 if subject.lower() == obj.lower():
                     continue
-                conf = confidence * hedge * (0.9 if pronoun else 1.0)
+                # how sure the sentence is: hedges, a pronoun, one person telling of another
+                factor = hedge * (0.9 if pronoun else 1.0)
                 if subject != message.author_name:
-                    conf *= 0.95
+                    factor *= 0.95
+                    self.context.saw(subject, "Person")  # "he" / "she" next
                 valid_at, invalid_at = _times(p_tense, pred, t, message.timestamp)
-                out.append(self._fact(subject, pred, obj, obj_type, conf, attrs, message,
-                                      valid_at, invalid_at))
-                out.extend(self._close_to(rule, groups, subject, obj, conf, frequency, message))
-                self.context.saw(subject, "Person")
+                out.append(self._fact(subject, pred, obj, obj_type, confidence * factor, attrs,
+                                      message, valid_at, invalid_at))
+                out.extend(self._close_to(rule, groups, subject, obj, factor, frequency, message))
             self.context.saw(obj, obj_type)
         return out
 
-    def _close_to(self, rule: Rule, groups: dict[str, Any], subject: str, obj: str, conf: float,
-                  frequency: str | None, message: Message) -> list[ExtractedFact]:
-        """The CLOSE_TO (or KNOWS) that comes with a KNOWS (or CLOSE_TO)."""
+    def _close_to(self, rule: Rule, groups: dict[str, Any], subject: str, obj: str,
+                  factor: float, frequency: str | None, message: Message) -> list[ExtractedFact]:
+        """The CLOSE_TO (or KNOWS) that comes with a KNOWS (or CLOSE_TO); `factor` is the
+        sentence's certainty (hedges, pronoun, hearsay)."""
         how, rel = (groups.get("how") or ""), (groups.get("rel") or "").lower()
         close, attrs = 0.0, {"rule": rule.name}
-        if rule.name == "close_with":
-            return [self._fact(subject, "KNOWS", obj, "Person", conf * 0.8 / 0.85, attrs, message,
+        if rule.name == "close_with":  # friends know each other
+            return [self._fact(subject, "KNOWS", obj, "Person", 0.85 * factor, attrs, message,
                                message.timestamp, None)]
         if rule.predicate != "KNOWS" or (rule.name in ("met",) and not frequency):
             return []
@@ -345,8 +347,8 @@ class OfflineExtractor:
             attrs["frequency"] = frequency
         if not close:
             return []
-        return [self._fact(subject, "CLOSE_TO", obj, "Person", close * conf / rule.confidence,
-                           attrs, message, message.timestamp, None)]
+        return [self._fact(subject, "CLOSE_TO", obj, "Person", close * factor, attrs, message,
+                           message.timestamp, None)]
 
     def _fact(self, subject: str, predicate: str, obj: str, obj_type: str | None, conf: float,
               attrs: dict[str, Any], message: Message, valid_at: float | None,

@@ -60,7 +60,8 @@ KNOWS      S know(s) P / met P                                   0.85 / 0.80
 KNOWS      P is my friend/colleague/manager/...; my colleague P  0.88 / 0.85 + CLOSE_TO 0.80
                                                                         for close relations
 CLOSE_TO   A and B are close / best friends / grew up together   0.85   (+ KNOWS)
-CLOSE_TO   S am close (friends) / best friends with P            0.85   (+ KNOWS 0.80)
+CLOSE_TO   S am close (friends) / best friends with P            0.85   (+ KNOWS 0.85); just
+                                                                        "friends with": 0.70
 MEMBER_OF  S joined the G (G ends in team/group/club/...)        0.88   valid_at = "in Y" or
                                                                         message
 MEMBER_OF  S am a member / part of (the) G or X; S am on the G;  0.88 / 0.85
