@@ -1,11 +1,9 @@
-"""ingest (messages -> episodes + facts + participation), JSONL round trip, the CLI."""
+"""ingest (messages -> episodes + facts + participation, with the offline extractor), the
+JSONL round trip, the CLI."""
 
 from __future__ import annotations
 
 import json
-import sys
-import types
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +11,6 @@ import pytest
 
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.facts.graph import FactGraph
-from DeepResearch.src.memory.facts.model import ExtractedFact, ExtractionResult, Message
 from DeepResearch.src.memory.facts.tools import TOOLS
 
 MESSAGES: list[dict[str, Any]] = [
@@ -28,37 +25,8 @@ MESSAGES: list[dict[str, Any]] = [
 ]
 
 
-async def stand_in_extract(messages: Sequence[Message], *, model: Any = None) -> ExtractionResult:
-    """A tiny rule extractor standing in for facts/extraction when it is not installed."""
-    facts, problems = [], []
-    for m in messages:
-        text = m.content
-        for needle, predicate, obj in (("work at Google", "WORKS_AT", "Google"),
-                                       ("joined Microsoft", "WORKS_AT", "Microsoft"),
-                                       ("live in New York", "LIVES_IN", "New York"),
-                                       ("live in Berlin", "LIVES_IN", "Berlin"),
-                                       ("know Python", "HAS_SKILL", "Python")):
-            if needle in text:
-                facts.append(ExtractedFact(subject=m.author_name, predicate=predicate, object=obj,
-                                           evidence=m.message_id, confidence=0.8))
-        if not any(f.evidence == m.message_id for f in facts):
-            problems.append(f"message {m.message_id}: no fact found")
-    return ExtractionResult(facts=facts, problems=problems)
-
-
-@pytest.fixture
-def extractor(monkeypatch: pytest.MonkeyPatch) -> None:
-    name = "DeepResearch.src.memory.facts.extraction"
-    try:
-        __import__(name)
-    except ImportError:
-        module = types.ModuleType(name)
-        module.extract = stand_in_extract  # type: ignore[attr-defined]
-        monkeypatch.setitem(sys.modules, name, module)
-
-
 async def test_ingest_keeps_episodes_facts_with_evidence_and_participation(
-    graph: FactGraph, extractor: None
+    graph: FactGraph,
 ) -> None:
     report = await graph.ingest(MESSAGES, channel_id="general")
     assert report.messages == 4 and report.episodes == ["c1", "c2", "c3", "c4"]
@@ -81,7 +49,7 @@ async def test_ingest_keeps_episodes_facts_with_evidence_and_participation(
 
 
 async def test_ingest_refuses_a_malformed_message_and_writes_nothing(
-    graph: FactGraph, extractor: None
+    graph: FactGraph
 ) -> None:
     bad = [MESSAGES[0], {**MESSAGES[1], "author_id": None}]
     with pytest.raises(MemoryInputError, match=r"message 1 \('c2'\): missing \['author_id'\]"):
@@ -155,7 +123,7 @@ def test_cli_add_list_tool_export_import_and_one_line_errors(tmp_path: Path) -> 
         assert code == 2 and fragment in err and err.count("\n") == 1, (args, err)
 
 
-def test_cli_ingest(tmp_path: Path, extractor: None) -> None:
+def test_cli_ingest(tmp_path: Path) -> None:
     path = tmp_path / "messages.json"
     path.write_text(json.dumps({"channel_id": "general", "messages": MESSAGES}))
     code, out, err = run_cli("facts", "ingest", str(path), store=tmp_path / "mem")
