@@ -140,3 +140,22 @@ def test_a_document_keeps_its_most_frequent_mentions_only() -> None:
     mentioned = [f.object for f in result.facts if f.predicate == "MENTIONED"]
     assert len(mentioned) == MAX_MENTIONS
     assert {"Tool7", "Tool3", "Tool0"} <= set(mentioned)
+
+
+async def test_a_flow_can_turn_document_facts_off(library: DocumentLibrary, run: MemoryRun) -> None:
+    run.settings = WorkflowMemorySettings(document_facts=False)
+    collector = DocumentFactCollector()
+    collector.start(run)
+    await runner_for(library, collector).run("read_document", {"source": "team.md"})
+    assert collector.pending == [] and await collector.flush() == 0
+
+
+def test_document_facts_must_be_a_bool(make_config: Callable[..., DictConfig]) -> None:
+    from DeepResearch.src.memory.errors import MemoryConfigError
+    from DeepResearch.src.workflow.memory.run_context import resolve_memory
+
+    assert resolve_memory(make_config(), "default")[1].document_facts is True
+    off = make_config("flows.default.memory.document_facts=false")
+    assert resolve_memory(off, "default")[1].document_facts is False
+    with pytest.raises(MemoryConfigError, match="document_facts='yes'"):
+        resolve_memory(make_config("flows.default.memory.document_facts=yes"), "default")

@@ -8,7 +8,8 @@ MAX_MENTIONS most frequent are kept. Only documents actually read are processed 
 `read_document` returned, not search excerpts), each once per run; extraction is rules only
 (about a millisecond per kilobyte) and the facts are written in one batch when the run ends.
 
-With memory off this listener is never created. A backend without a fact store, or a failed
+With memory off this listener is never created; `flows.<flow>.memory.document_facts=false`
+leaves it idle. A backend without a fact store, or a failed
 write, costs the run nothing but a note in its memory problems.
 """
 
@@ -84,7 +85,9 @@ class DocumentFactCollector:
         self._read: set[str] = set()  # sources already taken this run
 
     def start(self, run: MemoryRun) -> None:
-        self.run, self.pending, self.problems, self._read = run, [], [], set()
+        """Collect for `run`, unless its flow turned this off (memory.document_facts)."""
+        self.run = run if run.settings.document_facts else None
+        self.pending, self.problems, self._read = [], [], set()
 
     def stop(self) -> None:
         self.run = None
