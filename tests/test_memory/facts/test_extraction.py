@@ -361,3 +361,25 @@ async def test_friends_know_each_other_at_least_as_surely_as_they_are_close() ->
 async def test_he_and_she_never_mean_the_author() -> None:
     facts = await facts_of("Alice: I work at Google. He works at Meta.")
     assert not [f for f in facts if f.object == "Meta" and f.predicate == "WORKS_AT"]
+
+
+@pytest.mark.parametrize("line", [
+    "Dina: I'm interested in the results.",  # "the results": named before, no topic
+    "Dina: We joined Slack.",  # a tool, not an employer
+    "Dina: I left Slack open.",
+    "Dina: I like it.",
+    "Dina: I work from home today.",
+    "Dina: I joined the meeting late.",
+    "Dina: We moved the meeting to Friday.",
+    "Dina: I know, right?",
+    "Dina: i work at google",  # lower-case names are not read (see the coverage table)
+])
+async def test_small_talk_states_no_fact(line: str) -> None:
+    assert [f for f in await facts_of(line) if f.predicate != "MENTIONED"] == []
+
+
+async def test_tools_worked_with_are_skills_not_people() -> None:
+    facts = await facts_of("Dina: I work with Jira daily. I'm good at Mario Kart.")
+    assert find(facts, "HAS_SKILL", "Jira").object_type == "Skill"
+    assert find(facts, "HAS_SKILL", "Mario Kart").attributes["proficiency"] == "advanced"
+    assert not [f for f in facts if f.predicate in ("KNOWS", "CLOSE_TO")]

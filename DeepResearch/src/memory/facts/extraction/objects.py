@@ -73,6 +73,9 @@ def _topics(text: str, predicate: str) -> list[Candidate]:
     found = []
     for item in _items(text):
         item = _FILLER_END.sub("", item).strip()
+        if re.fullmatch(r"(?:the|this|that|these|those|your|his|her|their|our) \S+", item,
+                        re.IGNORECASE):
+            continue  # "the results": a thing named before, not a topic
         item = re.sub(r"^(?:the|a|an|to) ", "", item, flags=re.IGNORECASE)
         words = item.split()
         if (not words or len(words) > 5 or words[0].lower() in _PRONOUN_START

@@ -28,6 +28,7 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
     FREQUENCIES,
     NOT_NAMES,
     PROFICIENCY_WORDS,
+    SKILLS,
     STRONG_HEDGES,
     WEAK_HEDGES,
     proficiency_for_years,
@@ -277,6 +278,8 @@ class OfflineExtractor:
                 pred = "WORKED_AT"
             if groups.get("perf") and t.start is None and not t.years:
                 pred, p_tense, confidence = "WORKED_AT", "past", 0.8
+            if rule.name in ("joined_org", "left_org") and obj.lower() in SKILLS:
+                continue  # "joined Slack", "left Excel open": a tool, not an employer
             if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
                 pred, obj_type, confidence = "LIVES_IN", "Location", 0.8
             if p_tense == "future":
@@ -373,8 +376,9 @@ class OfflineExtractor:
         for sentence in sentences:
             for match in _MENTION.finditer(sentence):
                 name = clean_name(match[0])
-                if len(name) < 2 or name.lower() in named or name.lower() in NOT_NAMES:
-                    continue
+                lower = name.lower()
+                if len(name) < 2 or lower in NOT_NAMES or any(lower in n for n in named):
+                    continue  # "Rome" of the topic "history of Rome" is named already
                 first = match.start() == 0 and name == match[0].rstrip(".")
                 following = sentence[match.end():].split(maxsplit=1)
                 if first and name.lower() not in self.context.types and not (

@@ -30,7 +30,8 @@ HAS_SKILL  S am good/fluent/proficient/experienced... at|in|with K 0.85 proficie
                                                                         adjective
 HAS_SKILL  S know(s) K (K in the skill list)                     0.80
 HAS_SKILL  S speak(s) [fluent] K                                 0.85   (language)
-HAS_SKILL  S use / work(ing) with / write / build in K (listed)  0.78
+HAS_SKILL  S use / work(s/ing) with|in / write / build in K      0.78
+           (K in the skill list)
 HAS_SKILL  S am a K developer/engineer/programmer (listed K)     0.80
 HAS_SKILL  S am/is learning / picking up K                        0.70   proficiency beginner
 INTERESTED_IN S am interested in / passionate about / fascinated 0.88
@@ -102,7 +103,7 @@ ROLE = (
 )
 _GROUP_ALT = "|".join(GROUP_WORDS)
 GROUP = rf"(?:[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
-_SKILL_W = r"(?!I\b)[A-Za-z][\w+#.]*(?<![.])"
+_SKILL_W = r"(?!I\b)[A-Za-z][\w+#.]*(?<![.])(?: [A-Z][\w+#.]*(?<![.]))*"  # "Mario Kart"
 SKILLS = rf"{_SKILL_W}(?:(?:, and |, | and | or ){_SKILL_W}){{0,5}}"
 PERSONS = rf"{PERSON}(?:(?:, and |, | and ){PERSON}){{0,3}}"
 _TOPIC_END = (
@@ -197,7 +198,7 @@ RULES: tuple[Rule, ...] = (
     _rule("speak", ('speak',), "HAS_SKILL", 0.85, "state", "skill_any",
           rf"{SUBJ}{ADV} (?:speak|speaks) (?:fluent )?(?P<obj>{SKILLS})"),
     _rule("skill_use", ('work', 'writ', 'wrote', 'build', 'us'), "HAS_SKILL", 0.78, "state", "skill_vocab",
-          rf"{SUBJ}{ADV} (?:have been |has been |am |is |are )?(?:working|writing|building|"
+          rf"{SUBJ}{ADV} (?:have been |has been |am |is |are )?(?:working|work|works|writing|building|"
           rf"using|use|uses|write|writes|used|wrote|build|builds) (?:things |stuff |apps |"
           rf"code |software |services |tools )?(?:(?:in|with) )?(?P<obj>{SKILLS})"),
     _rule("skill_dev", ('dev', 'engineer', 'programmer', 'expert', 'coder'), "HAS_SKILL", 0.8, "state", "skill_vocab",

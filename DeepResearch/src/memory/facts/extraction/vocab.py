@@ -15,6 +15,9 @@ SKILLS: frozenset[str] = frozenset({
     "node.js", "pytorch", "tensorflow", "pandas", "numpy", "kubernetes", "docker", "terraform",
     "aws", "gcp", "azure", "linux", "git", "spark", "kafka", "postgres", "postgresql",
     "mysql", "mongodb", "redis", "graphql", "excel", "figma", "photoshop", "matlab",
+    # tools people "work with" and "join" that are not people or (here) employers
+    "jira", "confluence", "slack", "notion", "github", "gitlab", "jenkins", "airflow",
+    "tableau", "salesforce", "blender", "unity",
 })
 
 # Words before a clause's fact that weaken it: strong ones (a guess) and weak ones (a belief).
