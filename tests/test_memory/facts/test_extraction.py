@@ -383,3 +383,11 @@ async def test_tools_worked_with_are_skills_not_people() -> None:
     assert find(facts, "HAS_SKILL", "Jira").object_type == "Skill"
     assert find(facts, "HAS_SKILL", "Mario Kart").attributes["proficiency"] == "advanced"
     assert not [f for f in facts if f.predicate in ("KNOWS", "CLOSE_TO")]
+
+
+async def test_the_model_is_never_offered_participated_in() -> None:
+    model, seen = scripted([])
+    await extract(conversation("Alice: hi"), model=model,
+                  predicates=("WORKS_AT", "PARTICIPATED_IN", "LEADS"))
+    fact_schema = next(iter(seen[0].output_tools[0].parameters_json_schema["$defs"].values()))
+    assert fact_schema["properties"]["predicate"]["enum"] == ["WORKS_AT", "LEADS"]

@@ -13,6 +13,8 @@ from DeepResearch.src.memory.facts.extraction.messages import parse_messages
 from DeepResearch.src.memory.facts.extraction.offline import OfflineExtractor
 from DeepResearch.src.memory.facts.model import ENTITY_TYPES, ExtractionResult, Message
 
+PARTICIPATED_IN = "PARTICIPATED_IN"
+
 __all__ = ["OfflineExtractor", "extract", "parse_messages"]
 
 
@@ -38,7 +40,9 @@ async def extract(
         extract_with_model,
     )
 
+    chosen = EXTRACTED_PREDICATES if predicates is None else tuple(predicates)
     return await extract_with_model(
-        messages, model, predicates=tuple(predicates or EXTRACTED_PREDICATES),
+        messages, model,
+        predicates=tuple(p for p in chosen if p != PARTICIPATED_IN),  # ingest writes those
         entity_types=tuple(entity_types or ENTITY_TYPES),
     )
