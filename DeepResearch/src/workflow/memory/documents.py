@@ -123,7 +123,7 @@ class DocumentFactCollector:
                 self.problems.append(str(exc))
         try:
             stored = await graph.write(specs)
-        except MemorySubsystemError as exc:  # no fact store, a full disk, ...
+        except Exception as exc:  # no fact store, a full disk, ...: the run goes on
             run.degrade("storing facts from the documents read", exc, state)
             return 0
         run.stored["fact"] = run.stored.get("fact", 0) + len(stored)
