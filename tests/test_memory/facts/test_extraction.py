@@ -391,3 +391,33 @@ async def test_the_model_is_never_offered_participated_in() -> None:
                   predicates=("WORKS_AT", "PARTICIPATED_IN", "LEADS"))
     fact_schema = next(iter(seen[0].output_tools[0].parameters_json_schema["$defs"].values()))
     assert fact_schema["properties"]["predicate"]["enum"] == ["WORKS_AT", "LEADS"]
+
+
+def test_any_text_gives_well_formed_facts_or_none() -> None:
+    """Seeded word soup and random characters: no exception, and every fact is one the graph
+    accepts (names, a known predicate and types, confidence in [0, 1], times in order)."""
+    import random
+    import string
+
+    from DeepResearch.src.memory.facts.extraction import OfflineExtractor
+    from DeepResearch.src.memory.facts.model import ENTITY_TYPES, PREDICATES, Message
+
+    words = ("I we he she Bob Alice and there work worked at for Google in from to 2019 2022 "
+             "since years maybe think not never joined the team club moved lived live studied "
+             "MIT know knows Rust Python friend my is was , . ? ! ' ’ don't I'm I've Then "
+             "coding as a engineer with weekly into").split()
+    rng = random.Random(20261126)
+    extractor = OfflineExtractor()
+    for i in range(3000):
+        if rng.random() < 0.2:
+            text = "".join(rng.choice(string.printable + "éü’—") for _ in range(rng.randint(1, 80)))
+        else:
+            text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 25)))
+        message = Message(f"m{i}", "a", "Alice", text, 1.7e9)
+        for fact in extractor.extract([message]).facts:
+            assert fact.subject.strip() and fact.object.strip(), (text, fact)
+            assert fact.predicate in PREDICATES and fact.subject_type in ENTITY_TYPES, (text, fact)
+            assert fact.object_type is None or fact.object_type in ENTITY_TYPES, (text, fact)
+            assert 0.0 <= fact.confidence <= 1.0 and fact.evidence == f"m{i}", (text, fact)
+            assert (fact.valid_at is None or fact.invalid_at is None
+                    or fact.valid_at < fact.invalid_at), (text, fact)
