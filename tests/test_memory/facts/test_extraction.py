@@ -373,9 +373,19 @@ async def test_he_and_she_never_mean_the_author() -> None:
     "Dina: We moved the meeting to Friday.",
     "Dina: I know, right?",
     "Dina: i work at google",  # lower-case names are not read (see the coverage table)
+    # shapes of real chat (LoCoMo-like) that once gave facts
+    "Dina: Sounds like a great plan! Looks like fun.",  # no "Sounds" who likes a plan
+    "Dina: I love that first movie too.",  # a thing named before, not an interest
+    "Dina: I love how you did it. I like having some of them around.",
+    "Dina: I joined a group of hikers.",  # no group named "a group"
 ])
 async def test_small_talk_states_no_fact(line: str) -> None:
     assert [f for f in await facts_of(line) if f.predicate != "MENTIONED"] == []
+
+
+async def test_sentence_openers_are_no_mentions() -> None:
+    facts = await facts_of("Dina: Life is good. Dancing is fun. Glad I went! Lately I rest.")
+    assert [f.object for f in facts] == []
 
 
 async def test_tools_worked_with_are_skills_not_people() -> None:

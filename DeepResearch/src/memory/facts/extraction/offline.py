@@ -21,7 +21,7 @@ from DeepResearch.src.memory.facts.extraction.objects import (
     guess_type,
     read_object,
 )
-from DeepResearch.src.memory.facts.extraction.patterns import CAP, RULES, Rule
+from DeepResearch.src.memory.facts.extraction.patterns import ADVERBS, BASE_FORMS, CAP, RULES, Rule
 from DeepResearch.src.memory.facts.extraction.vocab import (
     CLOSE_RELATIONS,
     DENIALS,
@@ -48,6 +48,7 @@ _CONTRACTIONS = tuple((re.compile(a), b) for a, b in (
     (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'d\b", r"\1 would"),
     (r"\b([A-Z][a-z]+)'s (been|got|worked|moved|lived|studied|joined|left)\b", r"\1 has \2"),
 ))
+_ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _NEGATION = re.compile(r"\b(?:not|never|no longer|cannot)\b")
@@ -61,9 +62,10 @@ _PLACE_BEFORE = re.compile(r"\b(?:in|to|from|near) $")
 _AFTERTHOUGHT = re.compile(r"^[\s,;-]*(?:" + "|".join(map(re.escape, STRONG_HEDGES + WEAK_HEDGES))
                            + r")[\s.!?]*$", re.IGNORECASE)
 # A sentence's first word is only a name when one of these follows it ("Bob said ...").
+# ("Life is ..." and "Dance and ..." are too common to count.)
 _NAME_FOLLOWERS = frozenset({
-    "is", "was", "and", "has", "had", "will", "said", "says", "thinks", "can", "told",
-    "asked", "mentioned", "wants", "did", "does", "would", "should", "got", "just", "also",
+    "has", "had", "will", "said", "says", "thinks", "told", "asked", "mentioned", "wants",
+    "did", "does", "got", "just", "also", "called", "wrote", "sent", "replied", "agrees",
 })
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
@@ -208,10 +210,20 @@ class OfflineExtractor:
             seg_start = match.end()
             subjects = self._subjects(match, message, previous)
             previous = subjects or previous
-            if question or not subjects or _DENIAL.search(region) or self._negated(hit):
+            if (question or not subjects or _DENIAL.search(region) or self._negated(hit)
+                    or self._disagrees(match)):
                 continue
             facts.extend(self._facts(hit, subjects, segment, region, message, problems))
         return facts
+
+    @staticmethod
+    def _disagrees(match: re.Match[str]) -> bool:
+        """A single named subject (or he / she) with a plural verb form: no subject at all."""
+        subject = match.groupdict().get("subj")
+        if not subject or " and " in subject or subject.lower() in ("i", "we"):
+            return False
+        following = (w.lower() for w in match.string[match.end("subj"):].split())
+        return next((w for w in following if w not in _ADVERBS), "") in BASE_FORMS
 
     @staticmethod
     def _negated(hit: _Hit) -> bool:
@@ -380,6 +392,8 @@ class OfflineExtractor:
                 if len(name) < 2 or lower in NOT_NAMES or any(lower in n for n in named):
                     continue  # "Rome" of the topic "history of Rome" is named already
                 first = match.start() == 0 and name == match[0].rstrip(".")
+                if first and name.endswith("ing"):  # "Dancing is ...": a gerund, no name
+                    continue
                 following = sentence[match.end():].split(maxsplit=1)
                 if first and name.lower() not in self.context.types and not (
                         following and following[0].lower() in _NAME_FOLLOWERS):

@@ -92,23 +92,32 @@ SUBJ = (
     rf"(?P<subj>(?<![\w'])(?:(?:{PERSON}|I) and (?:I|me|{PERSON})|I|i|[Ww]e|[Hh]e|[Ss]he"
     rf"|{PERSON})|{_ELIDED})"
 )
-ADV = (
-    r"(?: (?:also|now|currently|still|recently|just|really|actually|already|finally|both|"
-    r"mostly|probably|definitely|even|previously|once|all|maybe|apparently|officially|"
-    r"basically|originally|eventually|later|then|first|happily|briefly))*"
+ADVERBS = (
+    "also", "now", "currently", "still", "recently", "just", "really", "actually", "already",
+    "finally", "both", "mostly", "probably", "definitely", "even", "previously", "once", "all",
+    "maybe", "apparently", "officially", "basically", "originally", "eventually", "later",
+    "then", "first", "happily", "briefly",
 )
+ADV = r"(?: (?:" + "|".join(ADVERBS) + r"))*"
+# Verbs in the form that does not go with one named person or he / she: "Sounds like a plan"
+# is no "Sounds" who likes a plan.
+BASE_FORMS = frozenset({
+    "work", "live", "know", "like", "love", "enjoy", "adore", "speak", "code", "program",
+    "develop", "use", "write", "build", "study", "attend", "belong", "collaborate", "pair",
+    "meet", "talk", "chat", "play", "reside", "hang", "am", "are", "were", "have", "do",
+})
 ROLE = (
     r"[A-Za-z][\w-]*(?: [a-z][\w-]*){0,4}?"
     r"(?= (?:at|for|in|on|since|from|until|with|and|but|there|by)\b|[,;:.!?)]|$)"
 )
 _GROUP_ALT = "|".join(GROUP_WORDS)
-GROUP = rf"(?:[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
+GROUP = rf"(?:(?!(?:the|a|an|of)\b)[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
 _SKILL_W = r"(?!I\b)[A-Za-z][\w+#.]*(?<![.])(?: [A-Z][\w+#.]*(?<![.]))*"  # "Mario Kart"
 SKILLS = rf"{_SKILL_W}(?:(?:, and |, | and | or ){_SKILL_W}){{0,5}}"
 PERSONS = rf"{PERSON}(?:(?:, and |, | and ){PERSON}){{0,3}}"
 _TOPIC_END = (
     r"(?=$|[,;:.!?)]| (?:but|because|since|when|so|which|though|although|for|at|with|on|"
-    r"from|lately|these days|recently|right now|nowadays|as well|too|a lot|now|and (?:I|we|"
+    r"from|like|lately|these days|recently|right now|nowadays|as well|too|a lot|now|and (?:I|we|"
     r"he|she|they|my|our|then)|these|this)\b)"
 )
 TOPICS = rf"[\w+#'-]+(?: [\w+#'-]+){{0,6}}?{_TOPIC_END}"

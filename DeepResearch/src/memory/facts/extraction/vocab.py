@@ -49,6 +49,11 @@ NOT_NAMES: frozenset[str] = frozenset({
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december", "christmas", "team", "everyone", "guys", "folks",
     "kb", "mb", "gb", "tb", "ram", "cpu", "gpu", "faq", "tl;dr", "eta", "asap", "pr",
+    # sentence openers seen as "names" in real chat (LoCoMo): "Sounds like ...", "Life is ..."
+    "sounds", "seems", "looks", "feels", "almost", "glad", "wish", "see", "even", "always",
+    "never", "one", "everything", "love", "life", "nature", "family", "you'll", "you're",
+    "we're", "they're", "that's", "it's", "here's", "there's", "what's", "let's", "haven't",
+    "lately", "sometimes", "whenever", "lots", "besides", "plus", "overall",
 })
 
 # Words that end the name of a group one is a MEMBER_OF ("the data team").
