@@ -127,6 +127,13 @@ async def test_interested_in_topics() -> None:
     assert interested.confidence > into.confidence > loves.confidence
 
 
+async def test_adverbs_inside_the_verb_and_forums() -> None:
+    facts = await facts_of("Maria: I've always been passionate about veterans' rights. I "
+                           "joined a fantasy literature forum last night.")
+    assert find(facts, "INTERESTED_IN", "veterans' rights").confidence == 0.88
+    assert find(facts, "MEMBER_OF", "fantasy literature forum").valid_at is not None
+
+
 async def test_lives_in_from_we_moved_and_from_a_past_stay() -> None:
     facts = await facts_of("Bob: We moved to Berlin last year. I lived in Madrid from 2010 to "
                            "2014.")

@@ -96,7 +96,7 @@ ADVERBS = (
     "also", "now", "currently", "still", "recently", "just", "really", "actually", "already",
     "finally", "both", "mostly", "probably", "definitely", "even", "previously", "once", "all",
     "maybe", "apparently", "officially", "basically", "originally", "eventually", "later",
-    "then", "first", "happily", "briefly",
+    "then", "first", "happily", "briefly", "always", "long", "truly",
 )
 ADV = r"(?: (?:" + "|".join(ADVERBS) + r"))*"
 # Verbs in the form that does not go with one named person or he / she: "Sounds like a plan"
@@ -219,7 +219,7 @@ RULES: tuple[Rule, ...] = (
           rf"(?P<obj>{SKILLS})"),
     # --- interests
     _rule("interest", ('interested', 'into', 'passionate', 'fascinated', 'curious', 'excited', 'keen', 'obsessed', 'fan of', 'hooked'), "INTERESTED_IN", 0.82, "present", "topics",
-          rf"{SUBJ}{ADV} (?:am|is|are|have been|has been|(?P<past>was|were)) (?:really |very |"
+          rf"{SUBJ}{ADV} (?:am|is|are|(?:have|has){ADV} been|(?P<past>was|were)) (?:really |very |"
           rf"super |so |quite |pretty |also |getting |becoming |deeply |increasingly )*"
           rf"(?P<how>interested in|into|passionate about|fascinated by|curious about|excited "
           rf"about|keen on|obsessed with|a fan of|a big fan of|hooked on) (?P<obj>{TOPICS})"),

@@ -60,7 +60,7 @@ NOT_NAMES: frozenset[str] = frozenset({
 GROUP_WORDS: tuple[str, ...] = (
     "team", "group", "club", "committee", "board", "band", "community", "guild", "squad",
     "crew", "department", "lab", "society", "union", "council", "chapter", "association",
-    "meetup", "choir", "league", "working group", "task force",
+    "meetup", "choir", "league", "working group", "task force", "forum", "network",
 )
 
 # Endings and acronyms that make a name a school (for "went to X", which is not always one).
