@@ -438,3 +438,23 @@ def test_any_text_gives_well_formed_facts_or_none() -> None:
             assert 0.0 <= fact.confidence <= 1.0 and fact.evidence == f"m{i}", (text, fact)
             assert (fact.valid_at is None or fact.invalid_at is None
                     or fact.valid_at < fact.invalid_at), (text, fact)
+
+
+async def test_a_large_batch_is_extracted_off_the_event_loop() -> None:
+    """The loop keeps running (a ticker advances) while a large batch is extracted."""
+    import asyncio
+
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    lines = [f"User{i}: I work at Acme{i} as an engineer and I live in Berlin." for i in range(600)]
+    task = asyncio.create_task(ticker())
+    result = await extract(conversation(*lines))
+    task.cancel()
+    assert len([f for f in result.facts if f.predicate == "WORKS_AT"]) == 600
+    assert ticks > 1

@@ -6,6 +6,7 @@ The offline rules and their coverage table: `patterns`; the model path: `llm`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from DeepResearch.src.memory.facts.extraction.offline import OfflineExtractor
 from DeepResearch.src.memory.facts.model import ENTITY_TYPES, ExtractionResult, Message
 
 PARTICIPATED_IN = "PARTICIPATED_IN"
+OFF_LOOP_ABOVE = 100  # messages: a larger batch is extracted in a worker thread
 
 __all__ = ["OfflineExtractor", "extract", "parse_messages"]
 
@@ -31,7 +33,11 @@ async def extract(
     `predicates` / `entity_types` (default: the built-in ones) restrict what is kept.
     """
     if model is None:
-        result = OfflineExtractor().extract(messages)
+        extractor = OfflineExtractor()
+        if len(messages) > OFF_LOOP_ABOVE:  # ~0.3 ms a message: keep the event loop free
+            result = await asyncio.to_thread(extractor.extract, messages)
+        else:
+            result = extractor.extract(messages)
         if predicates is not None:
             result.facts = [f for f in result.facts if f.predicate in predicates]
         return result
