@@ -266,6 +266,11 @@ def test_parse_messages_names_the_message_field_and_value(change: dict, words: l
         assert word in str(caught.value)
 
 
+def test_parse_messages_takes_messages_as_they_are() -> None:
+    (message,) = parse_messages([_raw()])
+    assert parse_messages([message]) == [message]
+
+
 def test_parse_messages_names_the_index_of_a_later_bad_message() -> None:
     with pytest.raises(MemoryInputError, match=r"#1 \(id 'm2'\).*timestamp"):
         parse_messages([_raw(), _raw(message_id="m2", timestamp="soon")])
