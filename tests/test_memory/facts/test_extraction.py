@@ -85,6 +85,11 @@ async def test_there_follows_the_latest_organisation_within_a_sentence() -> None
     assert find(facts, "WORKED_AT", "Stripe", "Alice").invalid_at == ts(2024)
 
 
+async def test_living_there_is_the_place_last_named() -> None:
+    facts = await facts_of("Alice: I moved to Berlin in 2020.", "Bob: I work at SAP. I live there too.")
+    assert find(facts, "LIVES_IN", "Berlin", "Bob").evidence == "m1"
+
+
 async def test_there_without_an_organisation_is_reported_not_guessed() -> None:
     result = await extract(conversation("Bob: Charlie worked there for years."))
     assert not [f for f in result.facts if f.predicate == "WORKED_AT"]

@@ -190,7 +190,8 @@ RULES: tuple[Rule, ...] = (
           rf"{_AT_ORG}(?P<anymore> any ?more)?", negatable=True),
     _rule("no_longer_live", ('live',), "LIVES_IN", 0.85, "end", "place",
           rf"{SUBJ}{ADV} (?:no longer live|no longer lives|(?P<neg>do not live|does not live))"
-          rf" in (?:the )?(?:(?P<obj>{CAP})|(?P<there>there)(?![\w']))(?P<anymore> any ?more)?",
+          rf"(?: in (?:the )?(?P<obj>{CAP})| (?:in )?(?P<there>there)(?![\w']))"
+          rf"(?P<anymore> any ?more)?",
           negatable=True),
     # --- skills
     _rule("skill_code", ('cod', 'program', 'develop'), "HAS_SKILL", 0.88, "state", "skill_any",
@@ -233,8 +234,8 @@ RULES: tuple[Rule, ...] = (
     _rule("live", ('live', 'resid'), "LIVES_IN", 0.9, "present", "place",
           rf"{SUBJ}{ADV} (?:live|lives|am living|is living|are living|have been living|"
           rf"has been living|have lived|has lived|reside|resides|(?P<past>lived|used to live|"
-          rf"was living|were living)) (?:in|near|outside|outside of) (?:the )?"
-          rf"(?:(?P<obj>{CAP})|(?P<there>there)(?![\w']))"),
+          rf"was living|were living))(?: (?:in|near|outside|outside of) (?:the )?"
+          rf"(?P<obj>{CAP})| (?:in )?(?P<there>there)(?![\w']))"),
     _rule("based", ('based', 'located'), "LIVES_IN", 0.88, "present", "place",
           rf"{SUBJ}{ADV} {_BE} (?:now |currently )?(?:based|located) (?:in|out of) "
           rf"(?P<obj>{CAP})"),
