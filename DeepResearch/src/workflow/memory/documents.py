@@ -9,8 +9,8 @@ MAX_MENTIONS most frequent are kept. Only documents actually read are processed 
 (about a millisecond per kilobyte) and the facts are written in one batch when the run ends.
 
 With memory off this listener is never created; `flows.<flow>.memory.document_facts=false`
-leaves it idle. A backend without a fact store, or a failed
-write, costs the run nothing but a note in its memory problems.
+leaves it idle. A backend without a fact store, or a failed write, costs the run nothing but
+a line in its memory problems.
 """
 
 from __future__ import annotations
