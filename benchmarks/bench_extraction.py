@@ -2,7 +2,10 @@
 sentences each, a mix of fact-bearing and small-talk sentences). Ingest needs >= 200
 messages/s overall, so extraction has to be a small part of that.
 
-    .venv/bin/python -m benchmarks.bench_extraction [--messages N]
+    .venv/bin/python -m benchmarks.bench_extraction [--messages N] [--locomo]
+
+`--locomo` measures on the turns of the LoCoMo conversations instead (real chat, the data
+folder of benchmarks/locomo: LOCOMO_DIR or ../shared/bench/locomo).
 
 Standalone (not in run_all): it prints its figure and writes nothing.
 """
@@ -50,11 +53,20 @@ def messages(count: int, seed: int = 7) -> list[Message]:
     return out
 
 
+def locomo_messages() -> list[Message]:
+    from benchmarks.locomo.data import load_conversations
+
+    return [Message(f"{conv.name}:{turn.dia_id}", turn.speaker, turn.speaker, turn.text,
+                    1.7e9 + i, conv.name)
+            for conv in load_conversations() for i, turn in enumerate(conv.turns)]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=3000)
+    parser.add_argument("--locomo", action="store_true", help="the LoCoMo turns instead")
     args = parser.parse_args(argv)
-    batch = messages(args.messages)
+    batch = locomo_messages() if args.locomo else messages(args.messages)
     started, cpu = time.perf_counter(), time.process_time()
     result = OfflineExtractor().extract(batch)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu

@@ -17,7 +17,11 @@ from DeepResearch.src.tools.document_tools import default_registry
 from DeepResearch.src.tools.registry import ToolContext
 from DeepResearch.src.tools.runner import ToolRunner
 from DeepResearch.src.utils.execution_history import ExecutionHistory
-from DeepResearch.src.workflow.memory.documents import DocumentFactCollector, document_facts
+from DeepResearch.src.workflow.memory.documents import (
+    MAX_MENTIONS,
+    DocumentFactCollector,
+    document_facts,
+)
 from DeepResearch.src.workflow.memory.run_context import MemoryRun, WorkflowMemorySettings
 from DeepResearch.src.workflow.run import create_run_services, run_research
 
@@ -127,3 +131,31 @@ async def test_a_research_run_stores_the_facts_of_the_documents_it_read(
         facts = await FactGraph(client).facts(predicate="MENTIONED", limit=1000)
     assert facts and {e for f in facts for e in f.evidence} <= read
     assert "fact" in (outcome.run_dir / "report.md").read_text()
+
+
+def test_a_document_keeps_its_most_frequent_mentions_only() -> None:
+    names = [f"Tool{i}" for i in range(20)]
+    content = "We compared " + ", ".join(names) + ". Tool7 was fastest. Tool7 and Tool3 agree."
+    result = document_facts({"source": "tools.md", "title": "Tools", "content": content})
+    mentioned = [f.object for f in result.facts if f.predicate == "MENTIONED"]
+    assert len(mentioned) == MAX_MENTIONS
+    assert {"Tool7", "Tool3", "Tool0"} <= set(mentioned)
+
+
+async def test_a_flow_can_turn_document_facts_off(library: DocumentLibrary, run: MemoryRun) -> None:
+    run.settings = WorkflowMemorySettings(document_facts=False)
+    collector = DocumentFactCollector()
+    collector.start(run)
+    await runner_for(library, collector).run("read_document", {"source": "team.md"})
+    assert collector.pending == [] and await collector.flush() == 0
+
+
+def test_document_facts_must_be_a_bool(make_config: Callable[..., DictConfig]) -> None:
+    from DeepResearch.src.memory.errors import MemoryConfigError
+    from DeepResearch.src.workflow.memory.run_context import resolve_memory
+
+    assert resolve_memory(make_config(), "default")[1].document_facts is True
+    off = make_config("flows.default.memory.document_facts=false")
+    assert resolve_memory(off, "default")[1].document_facts is False
+    with pytest.raises(MemoryConfigError, match="document_facts='yes'"):
+        resolve_memory(make_config("flows.default.memory.document_facts=yes"), "default")

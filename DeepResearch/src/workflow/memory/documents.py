@@ -3,12 +3,14 @@
 Each successful `read_document` tool run hands its text to the offline extractor as one
 Message: author = the document's title (or source), message_id = the document's source, so
 every fact found keeps the document as its evidence and later runs can ask the graph (the
-fact tools) what the documents said. Only documents actually read are processed (what
+fact tools) what the documents said. Of the names a document merely mentions, the
+MAX_MENTIONS most frequent are kept. Only documents actually read are processed (what
 `read_document` returned, not search excerpts), each once per run; extraction is rules only
 (about a millisecond per kilobyte) and the facts are written in one batch when the run ends.
 
-With memory off this listener is never created. A backend without a fact store, or a failed
-write, costs the run nothing but a note in its memory problems.
+With memory off this listener is never created; `flows.<flow>.memory.document_facts=false`
+leaves it idle. A backend without a fact store, or a failed write, costs the run nothing but
+a line in its memory problems.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ READ_TOOL = "read_document"
 _MARKUP = re.compile(r"^[ \t]*(?:#{1,6}|[-*+>]|\d+[.)])[ \t]+", re.MULTILINE)
 # A document is the subject of what it mentions; "Topic" is the closest built-in type.
 DOCUMENT_TYPE = "Topic"
+# Names a document mentions, kept per document: the most frequent ones (each fact costs an
+# embedding when written; a reference list of 40 tools should not cost 40).
+MAX_MENTIONS = 8
 
 
 def document_message(data: Any, read_at: float) -> Message | None:
@@ -60,7 +65,14 @@ def document_facts(data: Any, read_at: float | None = None) -> ExtractionResult:
     if message is None:
         return ExtractionResult()
     extractor = OfflineExtractor(author_type=DOCUMENT_TYPE, mention_type=DOCUMENT_TYPE)
-    return extractor.extract([message])
+    result = extractor.extract([message])
+    mentions = [f for f in result.facts if f.predicate == "MENTIONED"]
+    if len(mentions) > MAX_MENTIONS:
+        text = message.content
+        ranked = sorted(mentions, key=lambda f: (-text.count(f.object), text.find(f.object)))
+        dropped = {id(f) for f in ranked[MAX_MENTIONS:]}
+        result.facts = [f for f in result.facts if id(f) not in dropped]
+    return result
 
 
 class DocumentFactCollector:
@@ -73,7 +85,9 @@ class DocumentFactCollector:
         self._read: set[str] = set()  # sources already taken this run
 
     def start(self, run: MemoryRun) -> None:
-        self.run, self.pending, self.problems, self._read = run, [], [], set()
+        """Collect for `run`, unless its flow turned this off (memory.document_facts)."""
+        self.run = run if run.settings.document_facts else None
+        self.pending, self.problems, self._read = [], [], set()
 
     def stop(self) -> None:
         self.run = None
@@ -99,6 +113,7 @@ class DocumentFactCollector:
             return 0
         from DeepResearch.src.memory.facts.graph import FactGraph
 
+        started = time.perf_counter()
         graph = FactGraph(run.client, run.config.facts)
         specs = []
         for i, fact in enumerate(facts):
@@ -108,10 +123,12 @@ class DocumentFactCollector:
                 self.problems.append(str(exc))
         try:
             stored = await graph.write(specs)
-        except MemorySubsystemError as exc:  # no fact store, a full disk, ...
+        except Exception as exc:  # no fact store, a full disk, ...: the run goes on
             run.degrade("storing facts from the documents read", exc, state)
             return 0
         run.stored["fact"] = run.stored.get("fact", 0) + len(stored)
+        log.info("memory: %d facts from %d documents read stored in the graph in %.3f s",
+                 len(stored), len(self._read), time.perf_counter() - started)
         if self.problems:
             log.info("memory: %d document passages gave no fact: %s", len(self.problems),
                      "; ".join(self.problems[:3]))

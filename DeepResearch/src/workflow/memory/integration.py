@@ -10,8 +10,8 @@
 - agents: the memory toolset (tools + instructions) for Planner, Executor, Synthesizer;
 - nodes: `MemoryNodeHook`; nested loops: `NestedMemoryContexts`; tool runs:
   `ToolExecutionTracker`; documents read: `DocumentFactCollector` (their facts go into the
-  knowledge graph at the run's end); after the outputs are written, a "Memory" section is appended to
-  report.md and WORKFLOW_SUMMARY.md.
+  knowledge graph at the run's end); after the outputs are written, a "Memory" section is
+  appended to report.md and WORKFLOW_SUMMARY.md.
 
 With memory off nothing here is created, and the workflow runs exactly as without memory.
 """

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("DeepResearch.memory")
 
 Scope = Literal["all", "session"]
-WORKFLOW_KEYS = ("enabled", "top_k", "scope", "agent_profiles")
+WORKFLOW_KEYS = ("enabled", "top_k", "scope", "agent_profiles", "document_facts")
 DEFAULT_AGENT_PROFILES = {"planner": "planner", "executor": "executor", "synthesizer": "deepsearch"}
 
 
@@ -40,6 +40,7 @@ class WorkflowMemorySettings:
     top_k: int | None = None  # memories recalled per node hook; None = memory.retrieval.top_k
     scope: Scope = "all"  # all: earlier runs' sessions too; session: this run's session only
     agent_profiles: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_AGENT_PROFILES))
+    document_facts: bool = True  # facts of the documents read go into the knowledge graph
 
 
 def _flow_section(cfg: DictConfig, flow: str) -> dict[str, Any]:
@@ -72,6 +73,10 @@ def resolve_memory(
     scope = section.get("scope", "all")
     if scope not in ("all", "session"):
         raise MemoryConfigError(f"flows.{flow}.memory.scope={scope!r}: choices ['all', 'session']")
+    document_facts = section.get("document_facts", True)
+    if not isinstance(document_facts, bool):
+        raise MemoryConfigError(
+            f"flows.{flow}.memory.document_facts={document_facts!r}: give true or false")
     profiles = {**DEFAULT_AGENT_PROFILES, **(section.get("agent_profiles") or {})}
     for name in profiles.values():
         if name is not None:
@@ -80,6 +85,7 @@ def resolve_memory(
         top_k=top_k,
         scope=scope,
         agent_profiles={a: str(p) for a, p in profiles.items() if p is not None},
+        document_facts=document_facts,
     )
     return config, settings
 

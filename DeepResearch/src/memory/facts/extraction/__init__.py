@@ -6,12 +6,16 @@ The offline rules and their coverage table: `patterns`; the model path: `llm`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from DeepResearch.src.memory.facts.extraction.messages import parse_messages
 from DeepResearch.src.memory.facts.extraction.offline import OfflineExtractor
 from DeepResearch.src.memory.facts.model import ENTITY_TYPES, ExtractionResult, Message
+
+PARTICIPATED_IN = "PARTICIPATED_IN"
+OFF_LOOP_ABOVE = 100  # messages: a larger batch is extracted in a worker thread
 
 __all__ = ["OfflineExtractor", "extract", "parse_messages"]
 
@@ -29,7 +33,11 @@ async def extract(
     `predicates` / `entity_types` (default: the built-in ones) restrict what is kept.
     """
     if model is None:
-        result = OfflineExtractor().extract(messages)
+        extractor = OfflineExtractor()
+        if len(messages) > OFF_LOOP_ABOVE:  # ~0.3 ms a message: keep the event loop free
+            result = await asyncio.to_thread(extractor.extract, messages)
+        else:
+            result = extractor.extract(messages)
         if predicates is not None:
             result.facts = [f for f in result.facts if f.predicate in predicates]
         return result
@@ -38,7 +46,9 @@ async def extract(
         extract_with_model,
     )
 
+    chosen = EXTRACTED_PREDICATES if predicates is None else tuple(predicates)
     return await extract_with_model(
-        messages, model, predicates=tuple(predicates or EXTRACTED_PREDICATES),
+        messages, model,
+        predicates=tuple(p for p in chosen if p != PARTICIPATED_IN),  # ingest writes those
         entity_types=tuple(entity_types or ENTITY_TYPES),
     )

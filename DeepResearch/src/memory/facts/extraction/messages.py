@@ -1,7 +1,7 @@
 """Conversation messages as callers hand them in (dicts) -> validated `Message`s.
 
 Each dict: author_id, author_name, content, timestamp, message_id (all required) and
-channel_id (optional); other keys are ignored. Ids and names are non-empty strings; content a non-empty string;
+channel_id (optional); other keys are ignored; a `Message` is taken as it is. Ids and names are non-empty strings; content a non-empty string;
 timestamp an ISO 8601 string ("2024-05-01T10:00:00Z"; without an offset it is taken as UTC),
 a `datetime` (naive = UTC) or epoch seconds (int/float). Anything else raises
 MemoryInputError naming the message (index and id), the field and the value.
@@ -71,6 +71,8 @@ def _text(raw: Mapping[str, Any], key: str, where: str) -> str:
 
 
 def parse_message(raw: Any, index: int) -> Message:
+    if isinstance(raw, Message):  # already validated
+        return raw
     if not isinstance(raw, Mapping):
         raise MemoryInputError(f"message #{index}: expected a mapping with fields "
                                f"{', '.join(REQUIRED)}, got {type(raw).__name__}")

@@ -22,7 +22,19 @@ Candidate = tuple[str, str, str | None]  # predicate, object as written, object 
 
 _LIST_SPLIT = re.compile(r",? and |, | or ")
 _FILLER_END = re.compile(r"(?: (?:" + "|".join(TRAILING_FILLERS) + r"))+$", re.IGNORECASE)
-_PRONOUN_START = frozenset({"i", "we", "he", "she", "they", "it", "you", "my", "our", "to"})
+# A topic does not start with a pronoun, a verb or a word pointing at something named before
+# ("that first movie", "your store"), nor end on a function word ("having some of").
+_BAD_TOPIC_START = frozenset({
+    "i", "we", "he", "she", "they", "it", "you", "my", "our", "your", "his", "her", "their",
+    "this", "that", "these", "those", "is", "are", "was", "were", "has", "have", "had", "will",
+    "would", "can", "going", "getting", "having", "doing", "being", "trying", "seeing",
+    "how", "what", "when", "where", "why", "who", "which", "all", "everything", "anything",
+})
+_LIGHT_GERUNDS = frozenset({"making", "taking", "holding", "putting", "keeping", "giving"})
+_BAD_TOPIC_END = frozenset({
+    "of", "the", "a", "an", "to", "for", "with", "and", "or", "some", "my", "your", "our", "in",
+    "on", "at", "is", "are", "was", "it", "this", "that", "so", "very", "really",
+})
 _ORG_SUFFIXES = (" inc", " ltd", " llc", " gmbh", " corp", " corporation", " labs", " ag",
                  " co", " company", " technologies", " group", " bank", " foundation")
 
@@ -33,6 +45,8 @@ def clean_name(text: str) -> str:
     words = text.split()
     while words and words[0].lower() in NOT_NAMES:
         words.pop(0)
+    while words and words[-1].lower() in NOT_NAMES:  # "Glad I", "Thanks Bob You'll"
+        words.pop()
     return " ".join(words)
 
 
@@ -73,9 +87,15 @@ def _topics(text: str, predicate: str) -> list[Candidate]:
     found = []
     for item in _items(text):
         item = _FILLER_END.sub("", item).strip()
-        item = re.sub(r"^(?:the|a|an|to) ", "", item, flags=re.IGNORECASE)
+        if re.fullmatch(r"(?:the|this|that|these|those|your|his|her|their|our) \S+", item,
+                        re.IGNORECASE):
+            continue  # "the results": a thing named before, not a topic
+        item = re.sub(r"^(?:(?:the|a|an|to|both) )+", "", item, flags=re.IGNORECASE)
         words = item.split()
-        if (not words or len(words) > 5 or words[0].lower() in _PRONOUN_START
+        if (not words or len(words) > 5 or not item[0].isalnum()
+                or words[0].lower().split("'")[0] in _BAD_TOPIC_START
+                or words[-1].lower() in _BAD_TOPIC_END
+                or (len(words) == 1 and words[0].lower() in _LIGHT_GERUNDS)
                 or item.lower() in NOT_TOPICS):
             continue
         found.append((predicate, item, "Topic"))

@@ -13,7 +13,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from DeepResearch.src.memory.facts.extraction.dates import TimeInfo, find_time
+from DeepResearch.src.memory.facts.extraction.clauses import (
+    AFTERTHOUGHT,
+    DENIAL,
+    FREQUENCY,
+    NEGATION,
+    YEAR,
+    hedge,
+    sentences,
+    times,
+)
+from DeepResearch.src.memory.facts.extraction.dates import find_time
 from DeepResearch.src.memory.facts.extraction.objects import (
     THERE,
     Candidate,
@@ -21,62 +31,32 @@ from DeepResearch.src.memory.facts.extraction.objects import (
     guess_type,
     read_object,
 )
-from DeepResearch.src.memory.facts.extraction.patterns import CAP, RULES, Rule
+from DeepResearch.src.memory.facts.extraction.patterns import ADVERBS, BASE_FORMS, CAP, RULES, Rule
 from DeepResearch.src.memory.facts.extraction.vocab import (
     CLOSE_RELATIONS,
-    DENIALS,
-    FREQUENCIES,
     NOT_NAMES,
     PROFICIENCY_WORDS,
-    STRONG_HEDGES,
-    WEAK_HEDGES,
+    SKILLS,
     proficiency_for_years,
 )
 from DeepResearch.src.memory.facts.model import ExtractedFact, ExtractionResult, Message
 
-YEAR = 365.25 * 86400
 MENTION_CONFIDENCE = 0.3
-# Present-state predicates: stated in the past tense they end (at the end named, or before
-# the message); WORKS_AT said in the past becomes WORKED_AT instead.
-_CLOSED_IN_PAST = frozenset({"LIVES_IN", "MEMBER_OF", "INTERESTED_IN", "KNOWS", "CLOSE_TO"})
-_CONTRACTIONS = tuple((re.compile(a), b) for a, b in (
-    (r"[\u2018\u2019]", "'"), (r"\bI'm\b", "I am"), (r"\b(I|[Ww]e|[Yy]ou|[Tt]hey)'ve\b", r"\1 have"),
-    (r"\b([Ww]e|[Yy]ou|[Tt]hey)'re\b", r"\1 are"),
-    (r"\b([Hh]e|[Ss]he|[Ii]t|[Tt]hat|[Tt]here)'s\b", r"\1 is"), (r"\b([Cc])an't\b", r"\1annot"),
-    (r"\b([Ww])on't\b", r"\1ill not"), (r"n't\b", " not"), (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'ll\b", r"\1 will"),
-    (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'d\b", r"\1 would"),
-    (r"\b([A-Z][a-z]+)'s (been|got|worked|moved|lived|studied|joined|left)\b", r"\1 has \2"),
-))
+_ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
-_NEGATION = re.compile(r"\b(?:not|never|no longer|cannot)\b")
-_STRONG = re.compile(r"\b(?:" + "|".join(map(re.escape, STRONG_HEDGES)) + r")\b")
-_WEAK = re.compile(r"\b(?:" + "|".join(map(re.escape, WEAK_HEDGES)) + r")\b")
-_DENIAL = re.compile(r"\b(?:" + "|".join(map(re.escape, DENIALS)) + r")\b")
-_FREQUENCY = re.compile(r"\b(?:" + "|".join(map(re.escape, FREQUENCIES)) + r")\b")
 _ORG_HINT = re.compile(rf"\bat (?:the )?(?P<obj>{CAP})")
 _MENTION = re.compile(r"(?<![\w'])[A-Z][\w'&-]*(?: (?:of (?:the )?|de |& )?[A-Z][\w'&-]*)*")
 _PLACE_BEFORE = re.compile(r"\b(?:in|to|from|near) $")
-_AFTERTHOUGHT = re.compile(r"^[\s,;-]*(?:" + "|".join(map(re.escape, STRONG_HEDGES + WEAK_HEDGES))
-                           + r")[\s.!?]*$", re.IGNORECASE)
 # A sentence's first word is only a name when one of these follows it ("Bob said ...").
+# ("Life is ..." and "Dance and ..." are too common to count.)
 _NAME_FOLLOWERS = frozenset({
-    "is", "was", "and", "has", "had", "will", "said", "says", "thinks", "can", "told",
-    "asked", "mentioned", "wants", "did", "does", "would", "should", "got", "just", "also",
+    "has", "had", "will", "said", "says", "thinks", "told", "asked", "mentioned", "wants",
+    "did", "does", "got", "just", "also", "called", "wrote", "sent", "replied", "agrees",
 })
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
 _INTEREST_WEAK = ("curious", "excited")
-
-
-def normalise(text: str) -> str:
-    """Contractions spelled out ("I'm" -> "I am", "don't" -> "do not")."""
-    if "'" not in text and "\u2019" not in text and "\u2018" not in text:
-        return text
-    for pattern, replacement in _CONTRACTIONS:
-        text = pattern.sub(replacement, text)
-    return text
 
 
 @dataclass(slots=True)
@@ -107,28 +87,6 @@ class _Hit:
     candidates: list[Candidate]
 
 
-def _hedge(region: str) -> float:
-    if _STRONG.search(region):
-        return 0.6
-    return 0.8 if _WEAK.search(region) else 1.0
-
-
-def _times(tense: str, predicate: str, t: TimeInfo, ts: float) -> tuple[float | None, float | None]:
-    if tense == "past":
-        end = t.end if t.end is not None else (ts if predicate in _CLOSED_IN_PAST else None)
-        return (t.start if t.start is not None else t.at), end
-    if tense == "start":
-        start = t.at if t.at is not None else t.start
-        return (ts if start is None else start), t.end
-    if tense == "end":
-        end = t.at_end if t.at_end is not None else t.end
-        return t.start, ts if end is None else end
-    if tense == "future":
-        return (t.at if t.at is not None else t.start), None
-    start = t.start if t.start is not None else (ts - t.years * YEAR if t.years else ts)
-    return start, t.end if t.end is not None and t.end > start else None
-
-
 class OfflineExtractor:
     """Rules over one conversation; `extract` may be called for successive batches."""
 
@@ -146,17 +104,15 @@ class OfflineExtractor:
         result = ExtractionResult()
         for message in messages:
             facts: dict[tuple[Any, ...], ExtractedFact] = {}
-            sentences = [s.strip() for s in _SENTENCES.split(normalise(message.content))]
-            sentences = [s for s in sentences if s]
-            for sentence in sentences:
-                if sentence:
-                    for fact in self._sentence(sentence, message, result.problems):
-                        key = (fact.subject.lower(), fact.predicate, fact.object.lower(),
-                               fact.invalid_at)
-                        if key not in facts or facts[key].confidence < fact.confidence:
-                            facts[key] = fact
+            parts = sentences(message.content)
+            for sentence in parts:
+                for fact in self._sentence(sentence, message, result.problems):
+                    key = (fact.subject.lower(), fact.predicate, fact.object.lower(),
+                           fact.invalid_at)
+                    if key not in facts or facts[key].confidence < fact.confidence:
+                        facts[key] = fact
             if self.mentions:
-                self._mentions(message, sentences, facts)
+                self._mentions(message, parts, facts)
             result.facts.extend(facts.values())
         return result
 
@@ -201,16 +157,26 @@ class OfflineExtractor:
             seg_end = next((s for s in starts if s > match.start()), len(sentence))
             region = sentence[seg_start:match.end()].lower()
             tail = sentence[match.end():seg_end]
-            if seg_end == len(sentence) and _AFTERTHOUGHT.match(tail):
+            if seg_end == len(sentence) and AFTERTHOUGHT.match(tail):
                 region += tail.lower()  # "Bob knows Rust, I think."
             segment = sentence[min(seg_start, match.start()):max(seg_end, match.end())]
             seg_start = match.end()
             subjects = self._subjects(match, message, previous)
             previous = subjects or previous
-            if question or not subjects or _DENIAL.search(region) or self._negated(hit):
+            if (question or not subjects or DENIAL.search(region) or self._negated(hit)
+                    or self._disagrees(match)):
                 continue
             facts.extend(self._facts(hit, subjects, segment, region, message, problems))
         return facts
+
+    @staticmethod
+    def _disagrees(match: re.Match[str]) -> bool:
+        """A single named subject (or he / she) with a plural verb form: no subject at all."""
+        subject = match.groupdict().get("subj")
+        if not subject or " and " in subject or subject.lower() in ("i", "we"):
+            return False
+        following = (w.lower() for w in match.string[match.end("subj"):].split())
+        return next((w for w in following if w not in _ADVERBS), "") in BASE_FORMS
 
     @staticmethod
     def _negated(hit: _Hit) -> bool:
@@ -218,7 +184,7 @@ class OfflineExtractor:
         if hit.rule is not None and hit.rule.negatable:
             groups = match.groupdict()
             return bool(groups.get("neg")) and not groups.get("anymore")
-        return bool(_NEGATION.search(match.group(0)))
+        return bool(NEGATION.search(match.group(0)))
 
     def _subjects(self, match: re.Match[str], message: Message,
                   previous: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
@@ -246,7 +212,7 @@ class OfflineExtractor:
         rule, groups = hit.rule, hit.match.groupdict()
         assert rule is not None
         t = find_time(segment, message.timestamp)
-        hedge = _hedge(region)
+        certainty = hedge(region)
         tense = rule.tense
         if groups.get("past"):
             tense = "past"
@@ -254,7 +220,7 @@ class OfflineExtractor:
             tense = "future"
         elif groups.get("now"):
             tense = "present"
-        frequency = m[0] if (m := _FREQUENCY.search(segment.lower())) else None
+        frequency = m[0] if (m := FREQUENCY.search(segment.lower())) else None
         out: list[ExtractedFact] = []
         for predicate, obj, obj_type in hit.candidates:
             if rule.obj == "pair":  # "Bob and I": the author is the subject
@@ -277,6 +243,8 @@ class OfflineExtractor:
                 pred = "WORKED_AT"
             if groups.get("perf") and t.start is None and not t.years:
                 pred, p_tense, confidence = "WORKED_AT", "past", 0.8
+            if rule.name in ("joined_org", "left_org") and obj.lower() in SKILLS:
+                continue  # "joined Slack", "left Excel open": a tool, not an employer
             if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
                 pred, obj_type, confidence = "LIVES_IN", "Location", 0.8
             if p_tense == "future":
@@ -310,11 +278,11 @@ class OfflineExtractor:
                 if subject.lower() == obj.lower():
                     continue
                 # how sure the sentence is: hedges, a pronoun, one person telling of another
-                factor = hedge * (0.9 if pronoun else 1.0)
+                factor = certainty * (0.9 if pronoun else 1.0)
                 if subject != message.author_name:
                     factor *= 0.95
                     self.context.saw(subject, "Person")  # "he" / "she" next
-                valid_at, invalid_at = _times(p_tense, pred, t, message.timestamp)
+                valid_at, invalid_at = times(p_tense, pred, t, message.timestamp)
                 out.append(self._fact(subject, pred, obj, obj_type, confidence * factor, attrs,
                                       message, valid_at, invalid_at))
                 out.extend(self._close_to(rule, groups, subject, obj, factor, frequency, message))
@@ -373,9 +341,12 @@ class OfflineExtractor:
         for sentence in sentences:
             for match in _MENTION.finditer(sentence):
                 name = clean_name(match[0])
-                if len(name) < 2 or name.lower() in named or name.lower() in NOT_NAMES:
-                    continue
+                lower = name.lower()
+                if len(name) < 2 or lower in NOT_NAMES or any(lower in n for n in named):
+                    continue  # "Rome" of the topic "history of Rome" is named already
                 first = match.start() == 0 and name == match[0].rstrip(".")
+                if first and name.endswith("ing"):  # "Dancing is ...": a gerund, no name
+                    continue
                 following = sentence[match.end():].split(maxsplit=1)
                 if first and name.lower() not in self.context.types and not (
                         following and following[0].lower() in _NAME_FOLLOWERS):

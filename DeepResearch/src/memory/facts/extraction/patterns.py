@@ -30,7 +30,8 @@ HAS_SKILL  S am good/fluent/proficient/experienced... at|in|with K 0.85 proficie
                                                                         adjective
 HAS_SKILL  S know(s) K (K in the skill list)                     0.80
 HAS_SKILL  S speak(s) [fluent] K                                 0.85   (language)
-HAS_SKILL  S use / work(ing) with / write / build in K (listed)  0.78
+HAS_SKILL  S use / work(s/ing) with|in / write / build in K      0.78
+           (K in the skill list)
 HAS_SKILL  S am a K developer/engineer/programmer (listed K)     0.80
 HAS_SKILL  S am/is learning / picking up K                        0.70   proficiency beginner
 INTERESTED_IN S am interested in / passionate about / fascinated 0.88
@@ -91,23 +92,32 @@ SUBJ = (
     rf"(?P<subj>(?<![\w'])(?:(?:{PERSON}|I) and (?:I|me|{PERSON})|I|i|[Ww]e|[Hh]e|[Ss]he"
     rf"|{PERSON})|{_ELIDED})"
 )
-ADV = (
-    r"(?: (?:also|now|currently|still|recently|just|really|actually|already|finally|both|"
-    r"mostly|probably|definitely|even|previously|once|all|maybe|apparently|officially|"
-    r"basically|originally|eventually|later|then|first|happily|briefly))*"
+ADVERBS = (
+    "also", "now", "currently", "still", "recently", "just", "really", "actually", "already",
+    "finally", "both", "mostly", "probably", "definitely", "even", "previously", "once", "all",
+    "maybe", "apparently", "officially", "basically", "originally", "eventually", "later",
+    "then", "first", "happily", "briefly", "always", "long", "truly",
 )
+ADV = r"(?: (?:" + "|".join(ADVERBS) + r"))*"
+# Verbs in the form that does not go with one named person or he / she: "Sounds like a plan"
+# is no "Sounds" who likes a plan.
+BASE_FORMS = frozenset({
+    "work", "live", "know", "like", "love", "enjoy", "adore", "speak", "code", "program",
+    "develop", "use", "write", "build", "study", "attend", "belong", "collaborate", "pair",
+    "meet", "talk", "chat", "play", "reside", "hang", "am", "are", "were", "have", "do",
+})
 ROLE = (
     r"[A-Za-z][\w-]*(?: [a-z][\w-]*){0,4}?"
     r"(?= (?:at|for|in|on|since|from|until|with|and|but|there|by)\b|[,;:.!?)]|$)"
 )
 _GROUP_ALT = "|".join(GROUP_WORDS)
-GROUP = rf"(?:[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
-_SKILL_W = r"(?!I\b)[A-Za-z][\w+#.]*(?<![.])"
+GROUP = rf"(?:(?!(?:the|a|an|of)\b)[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
+_SKILL_W = r"(?!I\b)[A-Za-z][\w+#.]*(?<![.])(?: [A-Z][\w+#.]*(?<![.]))*"  # "Mario Kart"
 SKILLS = rf"{_SKILL_W}(?:(?:, and |, | and | or ){_SKILL_W}){{0,5}}"
 PERSONS = rf"{PERSON}(?:(?:, and |, | and ){PERSON}){{0,3}}"
 _TOPIC_END = (
     r"(?=$|[,;:.!?)]| (?:but|because|since|when|so|which|though|although|for|at|with|on|"
-    r"from|lately|these days|recently|right now|nowadays|as well|too|a lot|now|and (?:I|we|"
+    r"from|like|lately|these days|recently|right now|nowadays|as well|too|a lot|now|and (?:I|we|"
     r"he|she|they|my|our|then)|these|this)\b)"
 )
 TOPICS = rf"[\w+#'-]+(?: [\w+#'-]+){{0,6}}?{_TOPIC_END}"
@@ -180,7 +190,8 @@ RULES: tuple[Rule, ...] = (
           rf"{_AT_ORG}(?P<anymore> any ?more)?", negatable=True),
     _rule("no_longer_live", ('live',), "LIVES_IN", 0.85, "end", "place",
           rf"{SUBJ}{ADV} (?:no longer live|no longer lives|(?P<neg>do not live|does not live))"
-          rf" in (?:the )?(?:(?P<obj>{CAP})|(?P<there>there)(?![\w']))(?P<anymore> any ?more)?",
+          rf"(?: in (?:the )?(?P<obj>{CAP})| (?:in )?(?P<there>there)(?![\w']))"
+          rf"(?P<anymore> any ?more)?",
           negatable=True),
     # --- skills
     _rule("skill_code", ('cod', 'program', 'develop'), "HAS_SKILL", 0.88, "state", "skill_any",
@@ -197,7 +208,7 @@ RULES: tuple[Rule, ...] = (
     _rule("speak", ('speak',), "HAS_SKILL", 0.85, "state", "skill_any",
           rf"{SUBJ}{ADV} (?:speak|speaks) (?:fluent )?(?P<obj>{SKILLS})"),
     _rule("skill_use", ('work', 'writ', 'wrote', 'build', 'us'), "HAS_SKILL", 0.78, "state", "skill_vocab",
-          rf"{SUBJ}{ADV} (?:have been |has been |am |is |are )?(?:working|writing|building|"
+          rf"{SUBJ}{ADV} (?:have been |has been |am |is |are )?(?:working|work|works|writing|building|"
           rf"using|use|uses|write|writes|used|wrote|build|builds) (?:things |stuff |apps |"
           rf"code |software |services |tools )?(?:(?:in|with) )?(?P<obj>{SKILLS})"),
     _rule("skill_dev", ('dev', 'engineer', 'programmer', 'expert', 'coder'), "HAS_SKILL", 0.8, "state", "skill_vocab",
@@ -209,7 +220,7 @@ RULES: tuple[Rule, ...] = (
           rf"(?P<obj>{SKILLS})"),
     # --- interests
     _rule("interest", ('interested', 'into', 'passionate', 'fascinated', 'curious', 'excited', 'keen', 'obsessed', 'fan of', 'hooked'), "INTERESTED_IN", 0.82, "present", "topics",
-          rf"{SUBJ}{ADV} (?:am|is|are|have been|has been|(?P<past>was|were)) (?:really |very |"
+          rf"{SUBJ}{ADV} (?:am|is|are|(?:have|has){ADV} been|(?P<past>was|were)) (?:really |very |"
           rf"super |so |quite |pretty |also |getting |becoming |deeply |increasingly )*"
           rf"(?P<how>interested in|into|passionate about|fascinated by|curious about|excited "
           rf"about|keen on|obsessed with|a fan of|a big fan of|hooked on) (?P<obj>{TOPICS})"),
@@ -223,8 +234,8 @@ RULES: tuple[Rule, ...] = (
     _rule("live", ('live', 'resid'), "LIVES_IN", 0.9, "present", "place",
           rf"{SUBJ}{ADV} (?:live|lives|am living|is living|are living|have been living|"
           rf"has been living|have lived|has lived|reside|resides|(?P<past>lived|used to live|"
-          rf"was living|were living)) (?:in|near|outside|outside of) (?:the )?"
-          rf"(?:(?P<obj>{CAP})|(?P<there>there)(?![\w']))"),
+          rf"was living|were living))(?: (?:in|near|outside|outside of) (?:the )?"
+          rf"(?P<obj>{CAP})| (?:in )?(?P<there>there)(?![\w']))"),
     _rule("based", ('based', 'located'), "LIVES_IN", 0.88, "present", "place",
           rf"{SUBJ}{ADV} {_BE} (?:now |currently )?(?:based|located) (?:in|out of) "
           rf"(?P<obj>{CAP})"),

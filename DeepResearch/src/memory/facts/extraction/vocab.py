@@ -15,6 +15,9 @@ SKILLS: frozenset[str] = frozenset({
     "node.js", "pytorch", "tensorflow", "pandas", "numpy", "kubernetes", "docker", "terraform",
     "aws", "gcp", "azure", "linux", "git", "spark", "kafka", "postgres", "postgresql",
     "mysql", "mongodb", "redis", "graphql", "excel", "figma", "photoshop", "matlab",
+    # tools people "work with" and "join" that are not people or (here) employers
+    "jira", "confluence", "slack", "notion", "github", "gitlab", "jenkins", "airflow",
+    "tableau", "salesforce", "blender", "unity",
 })
 
 # Words before a clause's fact that weaken it: strong ones (a guess) and weak ones (a belief).
@@ -46,13 +49,18 @@ NOT_NAMES: frozenset[str] = frozenset({
     "january", "february", "march", "april", "may", "june", "july", "august", "september",
     "october", "november", "december", "christmas", "team", "everyone", "guys", "folks",
     "kb", "mb", "gb", "tb", "ram", "cpu", "gpu", "faq", "tl;dr", "eta", "asap", "pr",
+    # sentence openers seen as "names" in real chat (LoCoMo): "Sounds like ...", "Life is ..."
+    "sounds", "seems", "looks", "feels", "almost", "glad", "wish", "see", "even", "always",
+    "never", "one", "everything", "love", "life", "nature", "family", "you'll", "you're",
+    "we're", "they're", "that's", "it's", "here's", "there's", "what's", "let's", "haven't",
+    "lately", "sometimes", "whenever", "lots", "besides", "plus", "overall",
 })
 
 # Words that end the name of a group one is a MEMBER_OF ("the data team").
 GROUP_WORDS: tuple[str, ...] = (
     "team", "group", "club", "committee", "board", "band", "community", "guild", "squad",
     "crew", "department", "lab", "society", "union", "council", "chapter", "association",
-    "meetup", "choir", "league", "working group", "task force",
+    "meetup", "choir", "league", "working group", "task force", "forum", "network",
 )
 
 # Endings and acronyms that make a name a school (for "went to X", which is not always one).

@@ -1,0 +1,75 @@
+"""What a clause says besides its fact: spelled-out contractions, sentences, how sure it is
+(hedges, denials, negation), how often (frequencies) and when (a rule's tense + its time
+phrases -> valid_at / invalid_at)."""
+
+from __future__ import annotations
+
+import re
+
+from DeepResearch.src.memory.facts.extraction.dates import TimeInfo
+from DeepResearch.src.memory.facts.extraction.vocab import (
+    DENIALS,
+    FREQUENCIES,
+    STRONG_HEDGES,
+    WEAK_HEDGES,
+)
+
+YEAR = 365.25 * 86400
+# Present-state predicates: stated in the past tense they end (at the end named, or before
+# the message); WORKS_AT said in the past becomes WORKED_AT instead.
+CLOSED_IN_PAST = frozenset({"LIVES_IN", "MEMBER_OF", "INTERESTED_IN", "KNOWS", "CLOSE_TO"})
+_CONTRACTIONS = tuple((re.compile(a), b) for a, b in (
+    (r"[\u2018\u2019]", "'"), (r"\bI'm\b", "I am"),
+    (r"\b(I|[Ww]e|[Yy]ou|[Tt]hey)'ve\b", r"\1 have"), (r"\b([Ww]e|[Yy]ou|[Tt]hey)'re\b", r"\1 are"),
+    (r"\b([Hh]e|[Ss]he|[Ii]t|[Tt]hat|[Tt]here)'s\b", r"\1 is"), (r"\b([Cc])an't\b", r"\1annot"),
+    (r"\b([Ww])on't\b", r"\1ill not"), (r"n't\b", " not"),
+    (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'ll\b", r"\1 will"),
+    (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'d\b", r"\1 would"),
+    (r"\b([A-Z][a-z]+)'s (been|got|worked|moved|lived|studied|joined|left)\b", r"\1 has \2"),
+))
+SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+NEGATION = re.compile(r"\b(?:not|never|no longer|cannot)\b")
+DENIAL = re.compile(r"\b(?:" + "|".join(map(re.escape, DENIALS)) + r")\b")
+FREQUENCY = re.compile(r"\b(?:" + "|".join(map(re.escape, FREQUENCIES)) + r")\b")
+_STRONG = re.compile(r"\b(?:" + "|".join(map(re.escape, STRONG_HEDGES)) + r")\b")
+_WEAK = re.compile(r"\b(?:" + "|".join(map(re.escape, WEAK_HEDGES)) + r")\b")
+# A hedge after the fact, ending the sentence: "Bob knows Rust, I think."
+AFTERTHOUGHT = re.compile(r"^[\s,;-]*(?:" + "|".join(map(re.escape, STRONG_HEDGES + WEAK_HEDGES))
+                          + r")[\s.!?]*$", re.IGNORECASE)
+
+
+def normalise(text: str) -> str:
+    """Contractions spelled out ("I'm" -> "I am", "don't" -> "do not")."""
+    if "'" not in text and "\u2019" not in text and "\u2018" not in text:
+        return text
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in (part.strip() for part in SENTENCES.split(normalise(text))) if s]
+
+
+def hedge(region: str) -> float:
+    """1.0, or 0.8 after a belief ("I think"), or 0.6 after a guess ("maybe")."""
+    if _STRONG.search(region):
+        return 0.6
+    return 0.8 if _WEAK.search(region) else 1.0
+
+
+def times(tense: str, predicate: str, t: TimeInfo, ts: float) -> tuple[float | None, float | None]:
+    """(valid_at, invalid_at) of a fact stated in `tense` with time phrases `t` at `ts`."""
+    if tense == "past":
+        end = t.end if t.end is not None else (ts if predicate in CLOSED_IN_PAST else None)
+        return (t.start if t.start is not None else t.at), end
+    if tense == "start":
+        start = t.at if t.at is not None else t.start
+        return (ts if start is None else start), t.end
+    if tense == "end":
+        end = t.at_end if t.at_end is not None else t.end
+        return t.start, ts if end is None else end
+    if tense == "future":
+        return (t.at if t.at is not None else t.start), None
+    start = t.start if t.start is not None else (ts - t.years * YEAR if t.years else ts)
+    return start, t.end if t.end is not None and t.end > start else None
