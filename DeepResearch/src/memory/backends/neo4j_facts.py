@@ -1,0 +1,193 @@
+"""The FactStore (facts/store.py) of the neo4j backend: entities and time-aware facts as
+nodes beside the memories, on the backend's own connection (driver, retries, fail-fast).
+
+- Model and Cypher: neo4j_facts_cypher.py. Why a fact is a node of its own, linked to the
+  memory of its sentence, rather than that memory node or a relationship: docs/backends.md.
+- `put` is one write transaction (all or nothing): entity deletions, entities (and their
+  name-key nodes), facts (and their SUBJECT_OF / OBJECT edges), the memories through the
+  memory backend's own statements (neo4j_writes.py, so a memory is written exactly as by
+  `upsert`), then the STATES edges. Every item is checked first (MemoryInputError naming it);
+  an id of a memory that exists in another namespace, or data the server refuses, rolls the
+  whole transaction back.
+- Every call carries a server-side transaction timeout (`timeout`, seconds), on top of the
+  connection's bounded retries, so no call of a tool can hang on a runaway query.
+- Namespaces: every query names one; edges link only nodes of one namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from DeepResearch.src.memory.backends.base import MemoryRecord
+from DeepResearch.src.memory.backends.neo4j_connection import Neo4jConnection, Neo4jSettings
+from DeepResearch.src.memory.backends.neo4j_facts_cypher import (
+    FactQueries,
+    entity_from,
+    entity_row,
+    fact_from,
+    fact_row,
+    one_namespace,
+)
+from DeepResearch.src.memory.backends.neo4j_writes import (
+    CLAIM_STATEMENT,
+    Statement,
+    memory_rows,
+    memory_statements,
+    namespace_conflict,
+    similar_to_statement,
+)
+from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
+from DeepResearch.src.memory.facts.store import FactStore
+
+DEFAULT_TIMEOUT = 10.0  # seconds the server gives one call of the fact store
+
+
+class Neo4jFactStore(FactStore):
+    def __init__(
+        self,
+        connection: Neo4jConnection,
+        settings: Neo4jSettings,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        if not timeout > 0:
+            raise ValueError(f"timeout={timeout!r}: must be a positive number of seconds")
+        self.conn = connection
+        self.settings = settings
+        self.timeout = float(timeout)
+        self.fq = FactQueries(settings.node_label)
+        self._schema_ready = False
+        self._schema_lock = asyncio.Lock()
+
+    async def ensure_schema(self) -> None:
+        """Create the constraints and indexes once (idempotent; done on first use)."""
+        if self._schema_ready:
+            return
+        async with self._schema_lock:
+            if self._schema_ready:
+                return
+            database = self.settings.database
+
+            async def create() -> None:
+                for statement in self.fq.schema:
+                    await self.conn.driver.execute_query(statement, database_=database)
+                await self.conn.driver.execute_query(
+                    "CALL db.awaitIndexes(300)", database_=database
+                )
+
+            await self.conn.retrying("creating the fact schema", create)
+            self._schema_ready = True
+
+    async def _read(self, what: str, query: str, params: dict[str, Any]) -> list[Any]:
+        await self.ensure_schema()
+        return await self.conn.read(what, query, params, timeout=self.timeout)
+
+    # --- writes ----------------------------------------------------------------------------
+    async def put(
+        self,
+        entities: Sequence[Entity] = (),
+        facts: Sequence[Fact] = (),
+        memories: Sequence[MemoryRecord] = (),
+        delete_entity_ids: Sequence[str] = (),
+    ) -> None:
+        # Everything is checked before the transaction starts.
+        entity_rows = [entity_row(e) for e in entities]
+        fact_rows = [fact_row(f) for f in facts]
+        records = list(memories)
+        rows = memory_rows(records, self.conn.dimension)
+        deletes = list(dict.fromkeys(delete_entity_ids))
+        if not (entity_rows or fact_rows or rows or deletes):
+            return
+        statements: list[Statement] = []
+        if deletes:
+            namespace = self._delete_namespace(deletes, [*entities, *facts, *records])
+            statements.append((self.fq.delete_entities, {"ids": deletes, "namespace": namespace}))
+        if entity_rows:
+            statements.append((self.fq.write_entities, {"rows": entity_rows}))
+        if fact_rows:
+            statements.append((self.fq.write_facts, {"rows": fact_rows}))
+        claim = len(statements) + CLAIM_STATEMENT
+        if rows:
+            statements.extend(memory_statements(self.conn.q, records, rows))
+        if fact_rows and rows:
+            statements.append((self.fq.link_statements, {"rows": fact_rows}))
+
+        def stop(i: int, found: list[Any]) -> BaseException | None:
+            return namespace_conflict(found) if rows and i == claim else None
+
+        await self.ensure_schema()
+        what = (
+            f"writing {len(entity_rows)} entities, {len(fact_rows)} facts, {len(rows)} "
+            f"memories and deleting {len(deletes)} entities"
+        )
+        await self.conn.write(what, statements, stop=stop, timeout=self.timeout)
+        similar = similar_to_statement(
+            self.conn.q, rows, self.settings.similarity_to_threshold, self.conn.similarity
+        )
+        if similar is not None:  # after the commit, as the memory backend does
+            await self.conn.write("linking SIMILAR_TO", [similar], timeout=self.timeout)
+
+    @staticmethod
+    def _delete_namespace(ids: list[str], items: Sequence[Any]) -> str:
+        """Entity ids are unique per namespace and `delete_entity_ids` names none: the
+        namespace is that of the batch's other items, which must be exactly one."""
+        for i in ids:
+            if not isinstance(i, str) or not i:
+                raise MemoryInputError(f"delete_entity_ids: {i!r} is not a non-empty string")
+        namespaces = one_namespace(items)
+        if len(namespaces) != 1:
+            raise MemoryInputError(
+                f"delete_entity_ids {ids[:5]!r}: the namespace to delete them from is that of "
+                f"the entities, facts and memories of the same put, which here are in "
+                f"{sorted(namespaces) or 'no namespace'}; give exactly one (nothing written)"
+            )
+        return namespaces.pop()
+
+    # --- reads -----------------------------------------------------------------------------
+    async def entities_by_key(
+        self, namespace: str, keys: Sequence[str], types: Sequence[str] | None = None
+    ) -> list[Entity]:
+        keys = list(dict.fromkeys(keys))
+        if not keys or (types is not None and not types):
+            return []
+        params = {
+            "namespace": namespace,
+            "keys": keys,
+            "types": None if types is None else list(types),
+        }
+        rows = await self._read("finding entities by name", self.fq.entities_by_key, params)
+        return [entity_from(r["e"]) for r in rows]
+
+    async def get_entities(self, namespace: str, ids: Sequence[str]) -> list[Entity]:
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return []
+        params = {"namespace": namespace, "ids": ids}
+        rows = await self._read("reading entities", self.fq.get_entities, params)
+        found = {r["e"]["id"]: entity_from(r["e"]) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    async def entity_keys(
+        self, namespace: str, types: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        if types is not None and not types:
+            return []
+        params = {"namespace": namespace, "types": None if types is None else list(types)}
+        rows = await self._read("reading entity names", self.fq.entity_keys, params)
+        return [(r["id"], r["key"]) for r in rows]
+
+    async def find_facts(self, query: FactQuery) -> list[Fact]:
+        if query.limit <= 0:
+            return []
+        built = self.fq.find_facts(query)
+        if built is None:
+            return []
+        text, params = built
+        params["as_of"] = time.time() if query.as_of is None else float(query.as_of)
+        rows = await self._read("finding facts", text, params)
+        return [fact_from(r["f"]) for r in rows]
+
