@@ -209,9 +209,9 @@ async def test_replace_link_late_and_delete(
     orphans = cypher(neo4j_clean_uri, f"MATCH (k:{LABEL}EntityKey) WHERE NOT (k)--() "
                      "RETURN count(k) AS n")
     assert orphans[0]["n"] == 0
-    with pytest.raises(MemoryInputError, match="namespace to delete"):
-        await store.put(delete_entity_ids=["carol"])  # no namespace to delete from
-    assert len(await store.get_entities(NS, ["carol"])) == 1
+    await store.put(delete_entity_ids=["carol"])  # alone: the id's own entity
+    assert await store.get_entities(NS, ["carol"]) == []
+    assert cypher(neo4j_clean_uri, f"MATCH (k:{LABEL}EntityKey) RETURN count(k) AS n")[0]["n"] == 2
 
 
 async def test_namespaces_never_cross(
@@ -220,23 +220,33 @@ async def test_namespaces_never_cross(
     _, store = pair
     await store.put(entities=[person("alice", "Alice", ns="a"), person("acme", "ACME", ns="a")],
                     facts=[fact("fa", "alice", "WORKS_AT", "acme", ns="a")])
-    # same entity ids in namespace b, and a fact naming entities that exist only in a
-    await store.put(entities=[person("alice", "Alicia", ns="b")],
+    # the same names in namespace b, and a fact naming entity ids that exist only in a
+    await store.put(entities=[person("alice-b", "Alice", ns="b")],
                     facts=[fact("fb", "alice", "WORKS_AT", "acme", ns="b")])
-    assert [e.name for e in await store.entities_by_key("a", ["alice"])] == ["Alice"]
-    assert await store.entities_by_key("b", ["alice"]) == []
-    assert [e.name for e in await store.get_entities("b", ["alice", "acme"])] == ["Alicia"]
-    assert await store.entity_keys("b") == [("alice", "alicia")]
+    assert [e.id for e in await store.entities_by_key("a", ["alice"])] == ["alice"]
+    assert [e.id for e in await store.entities_by_key("b", ["alice"])] == ["alice-b"]
+    assert await store.get_entities("b", ["alice", "acme"]) == []
+    assert await store.entity_keys("b") == [("alice-b", "alice")]
     assert [f.id for f in await store.find_facts(FactQuery(namespace="a"))] == ["fa"]
     assert [f.id for f in await store.find_facts(
         FactQuery(namespace="b", object_ids=("acme",)))] == ["fb"]
+    assert await store.find_facts(FactQuery(namespace="b", ids=("fa",))) == []
     assert await store.find_facts(FactQuery(namespace="c")) == []
     crossing = cypher(neo4j_clean_uri, "MATCH (x)-[r]-(y) WHERE x.namespace <> y.namespace "
                       "RETURN count(r) AS n")
     assert crossing[0]["n"] == 0
-    # deleting in b leaves a's entity of the same id
-    await store.put(entities=[person("bob", "Bob", ns="b")], delete_entity_ids=["alice"])
-    assert await store.get_entities("b", ["alice"]) == []
+    # an id belongs to one namespace: b cannot overwrite a's entity or fact
+    for bad in ({"entities": [person("alice", "Mallory", ns="b")]},
+                {"facts": [fact("fa", "alice-b", "KNOWS", ns="b")]}):
+        with pytest.raises(MemoryBackendError, match="already exists in namespace 'a'"):
+            await store.put(**bad)
+    assert [e.name for e in await store.get_entities("a", ["alice"])] == ["Alice"]
+    [fa] = await store.find_facts(FactQuery(namespace="a", ids=("fa",)))
+    assert fa.predicate == "WORKS_AT"
+    # a put for b deletes only b's entities, even when it names a's
+    await store.put(entities=[person("bob", "Bob", ns="b")],
+                    delete_entity_ids=["alice", "alice-b"])
+    assert await store.get_entities("b", ["alice-b"]) == []
     assert [e.name for e in await store.get_entities("a", ["alice"])] == ["Alice"]
 
 

@@ -29,7 +29,6 @@ from DeepResearch.src.memory.backends.neo4j_facts_cypher import (
     entity_row,
     fact_from,
     fact_row,
-    one_namespace,
 )
 from DeepResearch.src.memory.backends.neo4j_writes import (
     CLAIM_STATEMENT,
@@ -39,11 +38,15 @@ from DeepResearch.src.memory.backends.neo4j_writes import (
     namespace_conflict,
     similar_to_statement,
 )
-from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.store import FactStore
 
 DEFAULT_TIMEOUT = 10.0  # seconds the server gives one call of the fact store
+
+
+def _claim_row(row: dict[str, Any]) -> dict[str, str]:
+    return {"id": row["id"], "namespace": row["namespace"]}
 
 
 class Neo4jFactStore(FactStore):
@@ -102,22 +105,43 @@ class Neo4jFactStore(FactStore):
         deletes = list(dict.fromkeys(delete_entity_ids))
         if not (entity_rows or fact_rows or rows or deletes):
             return
+        for i in deletes:
+            if not isinstance(i, str) or not i:
+                raise MemoryInputError(f"delete_entity_ids: {i!r} is not a non-empty string")
         statements: list[Statement] = []
+        checks: dict[int, str] = {}  # statement index -> what its returned row refuses
         if deletes:
-            namespace = self._delete_namespace(deletes, [*entities, *facts, *records])
-            statements.append((self.fq.delete_entities, {"ids": deletes, "namespace": namespace}))
-        if entity_rows:
-            statements.append((self.fq.write_entities, {"rows": entity_rows}))
-        if fact_rows:
-            statements.append((self.fq.write_facts, {"rows": fact_rows}))
-        claim = len(statements) + CLAIM_STATEMENT
+            # Only in the namespaces of the batch's other items when it has some: a put
+            # for one namespace never deletes another's entity.
+            namespaces = {x.namespace for x in (*entities, *facts, *records)}
+            params = {"ids": deletes, "namespaces": sorted(namespaces) or None}
+            statements.append((self.fq.delete_entities, params))
+        for kind, claim, write, batch in (
+            ("entity", self.fq.claim_entities, self.fq.write_entities, entity_rows),
+            ("fact", self.fq.claim_facts, self.fq.write_facts, fact_rows),
+        ):
+            if batch:
+                checks[len(statements)] = kind
+                statements.append((claim, {"rows": [_claim_row(r) for r in batch]}))
+                statements.append((write, {"rows": batch}))
         if rows:
+            checks[len(statements) + CLAIM_STATEMENT] = "memory"
             statements.extend(memory_statements(self.conn.q, records, rows))
         if fact_rows and rows:
             statements.append((self.fq.link_statements, {"rows": fact_rows}))
 
         def stop(i: int, found: list[Any]) -> BaseException | None:
-            return namespace_conflict(found) if rows and i == claim else None
+            kind = checks.get(i)
+            if kind is None or not found:
+                return None
+            if kind == "memory":
+                return namespace_conflict(found)
+            row = found[0]
+            return MemoryBackendError(
+                f"{kind} id {row['id']!r} already exists in namespace {row['namespace']!r}; "
+                f"it cannot be written to namespace {row['wanted']!r} (an id belongs to one "
+                "namespace): nothing of this put was written. Use another id"
+            )
 
         await self.ensure_schema()
         what = (
@@ -130,22 +154,6 @@ class Neo4jFactStore(FactStore):
         )
         if similar is not None:  # after the commit, as the memory backend does
             await self.conn.write("linking SIMILAR_TO", [similar], timeout=self.timeout)
-
-    @staticmethod
-    def _delete_namespace(ids: list[str], items: Sequence[Any]) -> str:
-        """Entity ids are unique per namespace and `delete_entity_ids` names none: the
-        namespace is that of the batch's other items, which must be exactly one."""
-        for i in ids:
-            if not isinstance(i, str) or not i:
-                raise MemoryInputError(f"delete_entity_ids: {i!r} is not a non-empty string")
-        namespaces = one_namespace(items)
-        if len(namespaces) != 1:
-            raise MemoryInputError(
-                f"delete_entity_ids {ids[:5]!r}: the namespace to delete them from is that of "
-                f"the entities, facts and memories of the same put, which here are in "
-                f"{sorted(namespaces) or 'no namespace'}; give exactly one (nothing written)"
-            )
-        return namespaces.pop()
 
     # --- reads -----------------------------------------------------------------------------
     async def entities_by_key(

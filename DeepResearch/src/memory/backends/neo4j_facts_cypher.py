@@ -23,13 +23,13 @@ from __future__ import annotations
 import json
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from DeepResearch.src.memory.backends.neo4j_cypher import check_name
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
-from DeepResearch.src.memory.facts.store import name_key
+from DeepResearch.src.memory.facts.store import entity_name_keys, name_key
 
 # FactQuery field -> Fact node property, in the order a query is anchored on them (the
 # first one set is the index seek; the others filter what it found).
@@ -63,11 +63,10 @@ class FactQueries:
         self._fact_sql = F
         e, k, f = self.entity, self.key, self.fact
         self.schema = [
-            # Composite uniqueness (Community); its index also serves (namespace, id) seeks.
-            f"CREATE CONSTRAINT `{e}_namespace_id` IF NOT EXISTS "
-            f"FOR (e:{E}) REQUIRE (e.namespace, e.id) IS UNIQUE",
-            f"CREATE CONSTRAINT `{f}_namespace_id` IF NOT EXISTS "
-            f"FOR (f:{F}) REQUIRE (f.namespace, f.id) IS UNIQUE",
+            # An id belongs to one namespace (as a memory's does): unique per label, and the
+            # claim below refuses it from another namespace. See the module docstring.
+            f"CREATE CONSTRAINT `{e}_id_unique` IF NOT EXISTS FOR (e:{E}) REQUIRE e.id IS UNIQUE",
+            f"CREATE CONSTRAINT `{f}_id_unique` IF NOT EXISTS FOR (f:{F}) REQUIRE f.id IS UNIQUE",
             f"CREATE INDEX `{e}_namespace` IF NOT EXISTS FOR (e:{E}) ON (e.namespace)",
             f"CREATE INDEX `{k}_namespace_key` IF NOT EXISTS FOR (k:{K}) ON (k.namespace, k.key)",
             f"CREATE INDEX `{f}_namespace` IF NOT EXISTS FOR (f:{F}) ON (f.namespace)",
@@ -76,16 +75,19 @@ class FactQueries:
                 for _, prop in ANCHORS[1:]
             ),
         ]
+        # Only entities of the batch's namespaces ($namespaces; null: the ids' own).
         self.delete_entities = (
-            f"UNWIND $ids AS id MATCH (e:{E} {{namespace: $namespace, id: id}}) "
+            f"UNWIND $ids AS id MATCH (e:{E} {{id: id}}) "
+            "WHERE $namespaces IS NULL OR e.namespace IN $namespaces "
             f"CALL (e) {{ MATCH (e)-[:NAMED]->(k:{K}) DETACH DELETE k }} DETACH DELETE e"
         )
-        # Replace each entity and its key nodes; a new entity is linked to the facts that
-        # already name it (an existing one already is: facts link to it when written).
+        self.claim_entities = self._claim(E)
+        self.claim_facts = self._claim(F)
+        # Replace each (claimed) entity and its key nodes; a new entity is linked to the
+        # facts that already name it (an existing one is: facts link to it when written).
         self.write_entities = (
-            f"UNWIND $rows AS r OPTIONAL MATCH (old:{E} {{namespace: r.namespace, id: r.id}}) "
-            f"WITH r, old IS NULL AS created MERGE (e:{E} {{namespace: r.namespace, id: r.id}}) "
-            "SET e = r.props "
+            f"UNWIND $rows AS r MATCH (e:{E} {{id: r.id}}) "
+            "WITH e, r, e.claimed_new IS NOT NULL AS created SET e = r.props "
             f"WITH e, r, created CALL (e) {{ MATCH (e)-[:NAMED]->(k:{K}) DETACH DELETE k }} "
             f"CALL (e, r) {{ UNWIND r.keys AS key CREATE (e)-[:NAMED]->(:{K} "
             "{namespace: r.namespace, key: key}) } "
@@ -96,29 +98,28 @@ class FactQueries:
             "MERGE (f)-[:OBJECT]->(e) }"
         )
         self.write_facts = (
-            f"UNWIND $rows AS r MERGE (f:{F} {{namespace: r.namespace, id: r.id}}) "
-            "SET f = r.props WITH f, r "
+            f"UNWIND $rows AS r MATCH (f:{F} {{id: r.id}}) SET f = r.props WITH f, r "
             "CALL (f) { MATCH (f)-[x:OBJECT]->() DELETE x } "
             "CALL (f) { MATCH ()-[x:SUBJECT_OF]->(f) DELETE x } "
-            f"CALL (f, r) {{ MATCH (s:{E} {{namespace: r.namespace, id: r.subject_id}}) "
+            f"CALL (f, r) {{ MATCH (s:{E} {{id: r.subject_id}}) WHERE s.namespace = r.namespace "
             "CREATE (s)-[:SUBJECT_OF]->(f) } "
-            f"CALL (f, r) {{ MATCH (o:{E} {{namespace: r.namespace, id: r.object_id}}) "
+            f"CALL (f, r) {{ MATCH (o:{E} {{id: r.object_id}}) WHERE o.namespace = r.namespace "
             "CREATE (f)-[:OBJECT]->(o) }"
         )
         # After the memories of the same put: the sentence's memory states its fact.
         self.link_statements = (
-            f"UNWIND $rows AS r MATCH (f:{F} {{namespace: r.namespace, id: r.id}}) "
-            f"MATCH (m:{M} {{id: r.id}}) WHERE m.namespace = r.namespace "
+            f"UNWIND $rows AS r MATCH (f:{F} {{id: r.id}}) "
+            f"MATCH (m:{M} {{id: r.id}}) WHERE m.namespace = f.namespace "
             "MERGE (m)-[:STATES]->(f)"
         )
         entity_projection = "e {" + ", ".join(f".{p}" for p in ENTITY_FIELDS) + "}"
         self.entities_by_key = (
             f"UNWIND $keys AS key MATCH (:{K} {{namespace: $namespace, key: key}})<-[:NAMED]-"
             f"(e:{E}) WHERE $types IS NULL OR e.type IN $types "
-            f"RETURN DISTINCT {entity_projection} AS e"
+            f"RETURN DISTINCT {entity_projection} AS e ORDER BY e.id"
         )
         self.get_entities = (
-            f"UNWIND $ids AS id MATCH (e:{E} {{namespace: $namespace, id: id}}) "
+            f"UNWIND $ids AS id MATCH (e:{E} {{id: id}}) WHERE e.namespace = $namespace "
             f"RETURN {entity_projection} AS e"
         )
         self.entity_keys = (
@@ -127,12 +128,23 @@ class FactQueries:
         )
         self.fact_projection = "f {" + ", ".join(f".{p}" for p in FACT_FIELDS) + "}"
 
+    @staticmethod
+    def _claim(label: str) -> str:
+        """MERGE the ids first (it locks them, so two writers of one id cannot both pass);
+        a row back names an id that exists in another namespace (the put is refused)."""
+        return (
+            f"UNWIND $rows AS r MERGE (n:{label} {{id: r.id}}) "
+            "ON CREATE SET n.namespace = r.namespace, n.claimed_new = true "
+            "WITH n, r WHERE n.namespace <> r.namespace "
+            "RETURN n.id AS id, n.namespace AS namespace, r.namespace AS wanted LIMIT 1"
+        )
+
     def find_facts(self, query: FactQuery) -> tuple[str, dict[str, Any]] | None:
         """The query text and parameters for `query`; None when it cannot match anything
         (an empty list of allowed values)."""
         F = self._fact_sql
         params: dict[str, Any] = {"namespace": query.namespace, "limit": int(query.limit)}
-        anchor = f"MATCH (f:{F} {{namespace: $namespace}})"
+        anchor: str | None = None
         conds: list[str] = []
         for attr, prop in ANCHORS:
             values = getattr(query, attr)
@@ -140,14 +152,19 @@ class FactQueries:
                 continue
             values = list(dict.fromkeys(str(v) for v in values))
             if attr == "object_values":
-                values = [v.casefold() for v in values]
+                values = list(dict.fromkeys(name_key(v) for v in values))
             if not values:
                 return None
             params[attr] = values
-            if anchor.startswith("MATCH"):  # the first condition set: the index seek
-                anchor = f"UNWIND ${attr} AS x MATCH (f:{F} {{namespace: $namespace, {prop}: x}})"
-            else:
+            if anchor is not None:
                 conds.append(f"f.{prop} IN ${attr}")
+            elif prop == "id":  # the first condition set is the index seek
+                anchor = f"UNWIND $ids AS x MATCH (f:{F} {{id: x}})"
+                conds.append("f.namespace = $namespace")
+            else:
+                anchor = f"UNWIND ${attr} AS x MATCH (f:{F} {{namespace: $namespace, {prop}: x}})"
+        if anchor is None:
+            anchor = f"MATCH (f:{F} {{namespace: $namespace}})"
         if query.min_confidence > 0:
             conds.append("f.confidence >= $min_confidence")
             params["min_confidence"] = float(query.min_confidence)
@@ -209,8 +226,7 @@ def entity_row(e: Entity) -> dict[str, Any]:
         "created_at": _time(e.created_at, f"{who}: created_at", optional=False),
         "attributes_json": _json(e.attributes, f"{who}: attributes"),
     }
-    names = [e.name, *([e.real_name] if e.real_name else []), *aliases]
-    keys = [k for k in dict.fromkeys(name_key(n) for n in names) if k]
+    keys = entity_name_keys(e)
     props["name_keys"] = keys
     return {"id": e.id, "namespace": e.namespace, "props": props, "keys": keys}
 
@@ -232,7 +248,7 @@ def fact_row(f: Fact) -> dict[str, Any]:
         "predicate": _text(f.predicate, f"{who}: predicate", empty=False),
         "object_id": _text(f.object_id, f"{who}: object_id", optional=True),
         "object_value": value,
-        "object_value_key": None if value is None else value.casefold(),
+        "object_value_key": None if value is None else name_key(value),
         "confidence": confidence,
         "evidence": [str(_text(x, f"{who}: evidence")) for x in f.evidence],
         "created_at": _time(f.created_at, f"{who}: created_at", optional=False),
@@ -284,6 +300,3 @@ def fact_from(p: Mapping[str, Any]) -> Fact:
         attributes=json.loads(p.get("attributes_json") or "{}"),
     )
 
-
-def one_namespace(items: Sequence[Any]) -> set[str]:
-    return {getattr(i, "namespace", None) for i in items} - {None}
