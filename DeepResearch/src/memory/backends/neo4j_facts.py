@@ -9,8 +9,9 @@ nodes beside the memories, on the backend's own connection (driver, retries, fai
   `upsert`), then the STATES edges. Every item is checked first (MemoryInputError naming it);
   an id of a memory that exists in another namespace, or data the server refuses, rolls the
   whole transaction back.
-- Every call carries a server-side transaction timeout (`timeout`, seconds), on top of the
-  connection's bounded retries, so no call of a tool can hang on a runaway query.
+- Every call carries a server-side transaction timeout (`timeout`, seconds; a put gets it once
+  more per WRITE_ITEMS_PER_TIMEOUT items), on top of the connection's bounded retries, so no
+  call can hang on a runaway query; a timed-out call raises MemoryBackendError, not retried.
 - Namespaces: every query names one; edges link only nodes of one namespace.
 """
 
@@ -42,7 +43,8 @@ from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.store import FactStore
 
-DEFAULT_TIMEOUT = 10.0  # seconds the server gives one call of the fact store
+DEFAULT_TIMEOUT = 10.0  # seconds the server gives one call of the fact store ...
+WRITE_ITEMS_PER_TIMEOUT = 500  # ... and a put once more per this many items it writes
 
 
 def _claim_row(row: dict[str, Any]) -> dict[str, str]:
@@ -123,7 +125,7 @@ class Neo4jFactStore(FactStore):
             if batch:
                 checks[len(statements)] = kind
                 statements.append((claim, {"rows": [_claim_row(r) for r in batch]}))
-                statements.append((write, {"rows": batch}))
+                statements.extend((query, {"rows": batch}) for query in write)
         if rows:
             checks[len(statements) + CLAIM_STATEMENT] = "memory"
             statements.extend(memory_statements(self.conn.q, records, rows))
@@ -148,7 +150,9 @@ class Neo4jFactStore(FactStore):
             f"writing {len(entity_rows)} entities, {len(fact_rows)} facts, {len(rows)} "
             f"memories and deleting {len(deletes)} entities"
         )
-        await self.conn.write(what, statements, stop=stop, timeout=self.timeout)
+        items = len(entity_rows) + len(fact_rows) + len(rows) + len(deletes)
+        timeout = self.timeout * (1 + items / WRITE_ITEMS_PER_TIMEOUT)
+        await self.conn.write(what, statements, stop=stop, timeout=timeout)
         similar = similar_to_statement(
             self.conn.q, rows, self.settings.similarity_to_threshold, self.conn.similarity
         )
@@ -186,7 +190,7 @@ class Neo4jFactStore(FactStore):
             return []
         params = {"namespace": namespace, "types": None if types is None else list(types)}
         rows = await self._read("reading entity names", self.fq.entity_keys, params)
-        return [(r["id"], r["key"]) for r in rows]
+        return list(zip(rows[0]["ids"], rows[0]["keys"], strict=True)) if rows else []
 
     async def find_facts(self, query: FactQuery) -> list[Fact]:
         if query.limit <= 0:
