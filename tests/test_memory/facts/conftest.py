@@ -1,8 +1,8 @@
 """Fixtures of the fact-store contract suite.
 
 `backend_name` is parametrised over every backend with a FactStore (neo4j: the real test
-server, reached through `memory_config_factory`; `-m "not neo4j"` needs no Java). Every test taking `fact_store`, `fact_client` or `graph`
-runs once per backend.
+server, reached through `memory_config_factory`; `-m "not neo4j"` needs no Java). Every
+test taking `fact_store`, `fact_client` or `graph` runs once per backend.
 """
 
 from __future__ import annotations
