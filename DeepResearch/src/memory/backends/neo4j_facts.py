@@ -41,7 +41,7 @@ from DeepResearch.src.memory.backends.neo4j_writes import (
 )
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
-from DeepResearch.src.memory.facts.store import FactStore
+from DeepResearch.src.memory.facts.store import FactStore, fact_order
 
 DEFAULT_TIMEOUT = 10.0  # seconds the server gives one call of the fact store ...
 WRITE_ITEMS_PER_TIMEOUT = 500  # ... and a put once more per this many items it writes
@@ -188,8 +188,9 @@ class Neo4jFactStore(FactStore):
     ) -> list[tuple[str, str]]:
         if types is not None and not types:
             return []
-        params = {"namespace": namespace, "types": None if types is None else list(types)}
-        rows = await self._read("reading entity names", self.fq.entity_keys, params)
+        params = {"namespace": namespace, "types": None if types is None else list(set(types))}
+        query = self.fq.entity_keys[types is not None]
+        rows = await self._read("reading entity names", query, params)
         return list(zip(rows[0]["ids"], rows[0]["keys"], strict=True)) if rows else []
 
     async def find_facts(self, query: FactQuery) -> list[Fact]:
@@ -201,5 +202,5 @@ class Neo4jFactStore(FactStore):
         text, params = built
         params["as_of"] = time.time() if query.as_of is None else float(query.as_of)
         rows = await self._read("finding facts", text, params)
-        return [fact_from(r["f"]) for r in rows]
+        return sorted((fact_from(r["f"]) for r in rows), key=fact_order)
 

@@ -3,7 +3,7 @@
 Graph model (labels derived from `memory.neo4j.node_label`: `Entity`, `EntityKey` and `Fact`
 for the default `Memory`, `<label>Entity`, ... for another label):
 
-    (:EntityKey {namespace, key})<-[:NAMED]-(:Entity {namespace, id, type, name, ...})
+    (:EntityKey {namespace, key, type, entity_id})<-[:NAMED]-(:Entity {namespace, id, type, ...})
     (:Entity)-[:SUBJECT_OF]->(:Fact {namespace, id, predicate, ...})-[:OBJECT]->(:Entity)
     (:Memory {id})-[:STATES]->(:Fact {id})      the memory carrying the fact's sentence
 
@@ -69,6 +69,7 @@ class FactQueries:
             f"CREATE CONSTRAINT `{f}_id_unique` IF NOT EXISTS FOR (f:{F}) REQUIRE f.id IS UNIQUE",
             f"CREATE INDEX `{e}_namespace` IF NOT EXISTS FOR (e:{E}) ON (e.namespace)",
             f"CREATE INDEX `{k}_namespace_key` IF NOT EXISTS FOR (k:{K}) ON (k.namespace, k.key)",
+            f"CREATE INDEX `{k}_namespace_type` IF NOT EXISTS FOR (k:{K}) ON (k.namespace, k.type)",
             f"CREATE INDEX `{f}_namespace` IF NOT EXISTS FOR (f:{F}) ON (f.namespace)",
             *(
                 f"CREATE INDEX `{f}_{prop}` IF NOT EXISTS FOR (f:{F}) ON (f.namespace, f.{prop})"
@@ -91,7 +92,7 @@ class FactQueries:
             "WITH e, r, e.claimed_new IS NOT NULL AS created SET e = r.props "
             f"WITH e, r, created CALL (e) {{ MATCH (e)-[:NAMED]->(k:{K}) DETACH DELETE k }} "
             f"CALL (e, r) {{ UNWIND r.keys AS key CREATE (e)-[:NAMED]->(:{K} "
-            "{namespace: r.namespace, key: key}) } "
+            "{namespace: r.namespace, key: key, type: r.props.type, entity_id: r.id}) } "
             "WITH e, created WHERE created "
             f"CALL (e) {{ MATCH (f:{F} {{namespace: e.namespace, subject_id: e.id}}) "
             "MERGE (e)-[:SUBJECT_OF]->(f) } "
@@ -123,11 +124,13 @@ class FactQueries:
             f"UNWIND $ids AS id MATCH (e:{E} {{id: id}}) WHERE e.namespace = $namespace "
             f"RETURN {entity_projection} AS e"
         )
+        # The key nodes alone (they carry the entity's id and type), as one record of two
+        # lists: ~30k pairs at 10k people, a record each is several times slower.
+        # [0] every type, [1] the types in $types.
+        keys_tail = "RETURN collect(k.entity_id) AS ids, collect(k.key) AS keys"
         self.entity_keys = (
-            f"MATCH (e:{E} {{namespace: $namespace}}) WHERE $types IS NULL OR e.type IN $types "
-            # one record of two lists: ~30k pairs at 10k people, one record each is slow
-            "UNWIND e.name_keys AS key WITH e.id AS id, key ORDER BY id, key "
-            "RETURN collect(id) AS ids, collect(key) AS keys"
+            f"MATCH (k:{K} {{namespace: $namespace}}) WHERE k.key IS NOT NULL {keys_tail}",
+            f"UNWIND $types AS t MATCH (k:{K} {{namespace: $namespace, type: t}}) {keys_tail}",
         )
         self.fact_projection = "f {" + ", ".join(f".{p}" for p in FACT_FIELDS) + "}"
 
@@ -178,9 +181,12 @@ class FactQueries:
                 "AND (f.expired_at IS NULL OR $as_of < f.expired_at)"
             )
         where = " WHERE " + " AND ".join(conds) if conds else ""
+        # The order and limit first, on four properties; the projection of the few kept after.
+        # (The caller sorts the rows again: RETURN does not promise the WITH's order.)
         text = (
-            f"{anchor}{where} RETURN {self.fact_projection} AS f "
-            "ORDER BY f.valid_at IS NULL, f.valid_at DESC, f.created_at DESC, f.id LIMIT $limit"
+            f"{anchor}{where} WITH f "
+            "ORDER BY f.valid_at IS NULL, f.valid_at DESC, f.created_at DESC, f.id LIMIT $limit "
+            f"RETURN {self.fact_projection} AS f"
         )
         return text, params
 

@@ -99,6 +99,7 @@ class Neo4jBackend(MemoryBackend):
 
     async def open(self) -> None:
         """Connect, check the server, create the schema; MemoryBackendError if impossible."""
+        self._facts = None  # its schema is checked again on first use
         await self.conn.open()
 
     async def close(self) -> None:
