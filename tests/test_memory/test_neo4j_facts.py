@@ -238,7 +238,7 @@ async def test_namespaces_never_cross(
     # an id belongs to one namespace: b cannot overwrite a's entity or fact
     for bad in ({"entities": [person("alice", "Mallory", ns="b")]},
                 {"facts": [fact("fa", "alice-b", "KNOWS", ns="b")]}):
-        with pytest.raises(MemoryBackendError, match="already exists in namespace 'a'"):
+        with pytest.raises(MemoryBackendError, match="already belongs to namespace 'a'"):
             await store.put(**bad)
     assert [e.name for e in await store.get_entities("a", ["alice"])] == ["Alice"]
     [fa] = await store.find_facts(FactQuery(namespace="a", ids=("fa",)))

@@ -139,10 +139,10 @@ class Neo4jFactStore(FactStore):
             if kind == "memory":
                 return namespace_conflict(found)
             row = found[0]
-            return MemoryBackendError(
-                f"{kind} id {row['id']!r} already exists in namespace {row['namespace']!r}; "
-                f"it cannot be written to namespace {row['wanted']!r} (an id belongs to one "
-                "namespace): nothing of this put was written. Use another id"
+            return MemoryBackendError(  # the wording of store.refuse_foreign_ids
+                f"{kind} id {row['id']!r} already belongs to namespace {row['namespace']!r}, "
+                f"not {row['wanted']!r}: ids are unique across namespaces; nothing of this "
+                "batch was written"
             )
 
         await self.ensure_schema()
