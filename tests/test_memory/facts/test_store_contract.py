@@ -9,7 +9,7 @@ import pytest
 from DeepResearch.src.memory import MemorySystemClient
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.embeddings import Embedder
-from DeepResearch.src.memory.errors import MemorySubsystemError
+from DeepResearch.src.memory.errors import MemoryBackendError, MemorySubsystemError
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.store import FactStore, name_key
 

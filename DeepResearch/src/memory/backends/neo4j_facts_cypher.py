@@ -3,15 +3,17 @@
 Graph model (labels derived from `memory.neo4j.node_label`: `Entity`, `EntityKey` and `Fact`
 for the default `Memory`, `<label>Entity`, ... for another label):
 
-    (:EntityKey {namespace, key, type, entity_id})<-[:NAMED]-(:Entity {namespace, id, type, ...})
+    (:EntityKey {namespace, key, type, entity_id})<-[:NAMED]-(:Entity {namespace, id, ...})
     (:Entity)-[:SUBJECT_OF]->(:Fact {namespace, id, predicate, ...})-[:OBJECT]->(:Entity)
     (:Memory {id})-[:STATES]->(:Fact {id})      the memory carrying the fact's sentence
 
-Entities and facts are unique per (namespace, id) (composite property uniqueness
-constraints, which Community edition has; NODE KEY is Enterprise-only). A fact keeps its
-subject / object ids as properties too: queries select facts through the (namespace, ...)
-indexes on those, and the edges are the graph to look at and walk; they are linked whenever
-both ends exist in the same namespace (edges never cross namespaces).
+An entity or fact id belongs to one namespace, as a memory id does (the FactStore interface
+names them by id alone: `delete_entity_ids`): a uniqueness constraint on `id` per label (a
+composite (namespace, id) one works on Community 5.26 too, NODE KEY is Enterprise-only, but
+would add nothing), and `put` claims its ids first, refusing one of another namespace.
+A fact keeps its subject / object ids as properties too: queries select facts through the
+(namespace, ...) indexes on those, and the edges are the graph to look at and walk; they are
+linked whenever both ends exist in the same namespace (edges never cross namespaces).
 
 Injection safety as in neo4j_cypher.py: labels are validated names; every value is a
 parameter; find_facts' query text is assembled from constant fragments chosen by which
