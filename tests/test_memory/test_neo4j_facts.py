@@ -300,3 +300,48 @@ async def test_values_are_parameters_and_calls_time_out(
                           "UNWIND range(1, 1000000000) AS x WITH x WHERE x % 7 = 0 "
                           "RETURN count(x)", {}, timeout=0.5)
     assert time.monotonic() - started < 10  # stopped by the server, not retried
+
+
+async def test_every_statement_seeks_an_index(
+    pair: tuple[Neo4jBackend, Neo4jFactStore], neo4j_clean_uri: str
+) -> None:
+    """The plans, checked by EXPLAIN: no label or full scans, and the namespace-only index
+    only where the query has nothing else (a link statement once compared two nodes'
+    namespaces and the planner scanned every fact of the namespace per row)."""
+    _, store = pair
+    await store.ensure_schema()
+    fq = store.fq
+    statements = {
+        "claim entities": fq.claim_entities, "claim facts": fq.claim_facts,
+        "write entities": fq.write_entities[0], "write facts": fq.write_facts[0],
+        "link statements": fq.link_statements, "delete entities": fq.delete_entities,
+        "entities by key": fq.entities_by_key, "get entities": fq.get_entities,
+        "entity keys": fq.entity_keys[0], "entity keys by type": fq.entity_keys[1],
+    }
+    for name, query in {
+        "ids": FactQuery(NS, ids=("a",), predicates=("P",)),
+        "subjects": FactQuery(NS, subject_ids=("a",), predicates=("P",)),
+        "objects": FactQuery(NS, object_ids=("a",), predicates=("P", "Q")),
+        "values": FactQuery(NS, object_values=("a",), subject_ids=("b",)),
+        "predicates": FactQuery(NS, predicates=("P",), min_confidence=0.5),
+    }.items():
+        statements[f"find by {name}"] = fq.find_facts(query)[0]  # type: ignore[index]
+
+    def operators(plan: dict[str, Any]) -> list[str]:
+        found = [f"{plan['operatorType']} {plan.get('args', {}).get('Details', '')}"]
+        for child in plan.get("children", []):
+            found += operators(child)
+        return found
+
+    for name, text in statements.items():
+        plan = cypher_plan(neo4j_clean_uri, text)
+        seeks = [op for op in operators(plan) if "Scan" in op or "Seek" in op]
+        assert seeks, name
+        for op in seeks:
+            assert "Scan" not in op.split()[0], (name, op)
+            assert f"{F}(namespace) " not in op, (name, op)
+
+
+def cypher_plan(uri: str, query: str) -> dict[str, Any]:
+    with GraphDatabase.driver(uri, auth=None) as driver:
+        return driver.execute_query("EXPLAIN " + query).summary.plan

@@ -82,7 +82,7 @@ class FactQueries:
         ]
         # Only entities of the batch's namespaces ($namespaces; null: the ids' own).
         self.delete_entities = (
-            f"UNWIND $ids AS id MATCH (e:{E} {{id: id}}) "
+            f"UNWIND $ids AS id MATCH (e:{E} {{id: id}}) USING INDEX e:{E}(id) "
             "WHERE $namespaces IS NULL OR e.namespace IN $namespaces "
             f"CALL (e) {{ MATCH (e)-[:NAMED]->(k:{K}) DETACH DELETE k }} DETACH DELETE e"
         )
@@ -97,35 +97,43 @@ class FactQueries:
             f"WITH e, r, created CALL (e) {{ MATCH (e)-[:NAMED]->(k:{K}) DETACH DELETE k }} "
             f"CALL (e, r) {{ UNWIND r.keys AS key CREATE (e)-[:NAMED]->(:{K} "
             "{namespace: r.namespace, key: key, type: r.props.type, entity_id: r.id}) } "
-            "WITH e, created WHERE created "
-            f"CALL (e) {{ MATCH (f:{F} {{namespace: e.namespace, subject_id: e.id}}) "
+            "WITH e, r, created WHERE created "
+            f"CALL (e, r) {{ MATCH (f:{F} {{namespace: r.namespace, subject_id: r.id}}) "
+            f"USING INDEX f:{F}(namespace, subject_id) "
             "MERGE (e)-[:SUBJECT_OF]->(f) } "
-            f"CALL (e) {{ MATCH (f:{F} {{namespace: e.namespace, object_id: e.id}}) "
+            f"CALL (e, r) {{ MATCH (f:{F} {{namespace: r.namespace, object_id: r.id}}) "
+            f"USING INDEX f:{F}(namespace, object_id) "
             "MERGE (f)-[:OBJECT]->(e) }"
         )]
         self.write_facts = [(
             f"UNWIND $rows AS r MATCH (f:{F} {{id: r.id}}) SET f = r.props WITH f, r "
             "CALL (f) { MATCH (f)-[x:OBJECT]->() DELETE x } "
             "CALL (f) { MATCH ()-[x:SUBJECT_OF]->(f) DELETE x } "
-            f"CALL (f, r) {{ MATCH (s:{E} {{id: r.subject_id}}) WHERE s.namespace = r.namespace "
+            f"CALL (f, r) {{ MATCH (s:{E} {{id: r.subject_id}}) USING INDEX s:{E}(id) "
+            "WHERE s.namespace = r.namespace "
             "CREATE (s)-[:SUBJECT_OF]->(f) } "
-            f"CALL (f, r) {{ MATCH (o:{E} {{id: r.object_id}}) WHERE o.namespace = r.namespace "
+            f"CALL (f, r) {{ MATCH (o:{E} {{id: r.object_id}}) USING INDEX o:{E}(id) "
+            "WHERE o.namespace = r.namespace "
             "CREATE (f)-[:OBJECT]->(o) }"
         )]
         # After the memories of the same put: the sentence's memory states its fact.
+        # Index hints throughout: a plan depends on the statistics, and once picked the
+        # namespace index here (every fact of the namespace scanned per row).
         self.link_statements = (
-            f"UNWIND $rows AS r MATCH (f:{F} {{id: r.id}}) "
-            f"MATCH (m:{M} {{id: r.id}}) WHERE m.namespace = f.namespace "
+            f"UNWIND $rows AS r MATCH (f:{F} {{id: r.id}}) USING INDEX f:{F}(id) "
+            f"WHERE f.namespace = r.namespace MATCH (m:{M} {{id: r.id}}) USING INDEX m:{M}(id) "
+            "WHERE m.namespace = r.namespace "
             "MERGE (m)-[:STATES]->(f)"
         )
         entity_projection = "e {" + ", ".join(f".{p}" for p in ENTITY_FIELDS) + "}"
         self.entities_by_key = (
-            f"UNWIND $keys AS key MATCH (:{K} {{namespace: $namespace, key: key}})<-[:NAMED]-"
-            f"(e:{E}) WHERE $types IS NULL OR e.type IN $types "
+            f"UNWIND $keys AS key MATCH (k:{K} {{namespace: $namespace, key: key}})<-[:NAMED]-"
+            f"(e:{E}) USING INDEX k:{K}(namespace, key) WHERE $types IS NULL OR e.type IN $types "
             f"RETURN DISTINCT {entity_projection} AS e ORDER BY e.id"
         )
         self.get_entities = (
-            f"UNWIND $ids AS id MATCH (e:{E} {{id: id}}) WHERE e.namespace = $namespace "
+            f"UNWIND $ids AS id MATCH (e:{E} {{id: id}}) USING INDEX e:{E}(id) "
+            "WHERE e.namespace = $namespace "
             f"RETURN {entity_projection} AS e"
         )
         # From the pool index alone (the key nodes carry the entity's id and type; no node
@@ -173,10 +181,13 @@ class FactQueries:
             if anchor is not None:
                 conds.append(f"f.{prop} IN ${attr}")
             elif prop == "id":  # the first condition set is the index seek
-                anchor = f"UNWIND $ids AS x MATCH (f:{F} {{id: x}})"
+                anchor = f"UNWIND $ids AS x MATCH (f:{F} {{id: x}}) USING INDEX f:{F}(id)"
                 conds.append("f.namespace = $namespace")
             else:
-                anchor = f"UNWIND ${attr} AS x MATCH (f:{F} {{namespace: $namespace, {prop}: x}})"
+                anchor = (
+                    f"UNWIND ${attr} AS x MATCH (f:{F} {{namespace: $namespace, {prop}: x}}) "
+                    f"USING INDEX f:{F}(namespace, {prop})"
+                )
         if anchor is None:
             anchor = f"MATCH (f:{F} {{namespace: $namespace}})"
         if query.min_confidence > 0:
