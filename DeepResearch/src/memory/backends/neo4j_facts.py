@@ -43,12 +43,17 @@ from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.store import FactStore, fact_order
 
-DEFAULT_TIMEOUT = 10.0  # seconds the server gives one call of the fact store ...
+DEFAULT_TIMEOUT = 30.0  # seconds the server gives one call of the fact store ...
 WRITE_ITEMS_PER_TIMEOUT = 500  # ... and a put once more per this many items it writes
 
 
 def _claim_row(row: dict[str, Any]) -> dict[str, str]:
     return {"id": row["id"], "namespace": row["namespace"]}
+
+
+def _rows(records: list[Any]) -> list[Any]:
+    """The list a read returns in its one record (see neo4j_facts_cypher.py)."""
+    return list(records[0]["rows"]) if records else []
 
 
 class Neo4jFactStore(FactStore):
@@ -172,7 +177,7 @@ class Neo4jFactStore(FactStore):
             "types": None if types is None else list(types),
         }
         rows = await self._read("finding entities by name", self.fq.entities_by_key, params)
-        return [entity_from(r["e"]) for r in rows]
+        return [entity_from(e) for e in _rows(rows)]
 
     async def get_entities(self, namespace: str, ids: Sequence[str]) -> list[Entity]:
         ids = list(dict.fromkeys(ids))
@@ -180,7 +185,7 @@ class Neo4jFactStore(FactStore):
             return []
         params = {"namespace": namespace, "ids": ids}
         rows = await self._read("reading entities", self.fq.get_entities, params)
-        found = {r["e"]["id"]: entity_from(r["e"]) for r in rows}
+        found = {e["id"]: entity_from(e) for e in _rows(rows)}
         return [found[i] for i in ids if i in found]
 
     async def entity_keys(
@@ -202,5 +207,5 @@ class Neo4jFactStore(FactStore):
         text, params = built
         params["as_of"] = time.time() if query.as_of is None else float(query.as_of)
         rows = await self._read("finding facts", text, params)
-        return sorted((fact_from(r["f"]) for r in rows), key=fact_order)
+        return sorted((fact_from(f) for f in _rows(rows)), key=fact_order)
 
