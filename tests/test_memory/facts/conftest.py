@@ -1,9 +1,8 @@
 """Fixtures of the fact-store contract suite.
 
-`fact_backend_name` is parametrised over every backend with a FactStore; add
-`pytest.param("neo4j", id="neo4j", marks=pytest.mark.neo4j)` to FACT_BACKENDS once
-backends/neo4j_facts.py exists (`memory_config_factory` already knows how to reach the
-test server). Every test taking `fact_store`, `fact_client` or `graph` runs once per backend.
+`backend_name` is parametrised over every backend with a FactStore (neo4j: the real test
+server, reached through `memory_config_factory`; `-m "not neo4j"` needs no Java). Every
+test taking `fact_store`, `fact_client` or `graph` runs once per backend.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from DeepResearch.src.memory.facts.store import FactStore
 FACT_BACKENDS = [
     pytest.param("in_memory", id="in_memory"),
     pytest.param("faiss", id="faiss"),
+    pytest.param("neo4j", id="neo4j", marks=pytest.mark.neo4j),
 ]
 
 

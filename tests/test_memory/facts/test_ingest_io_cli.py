@@ -75,7 +75,11 @@ async def test_export_import_round_trip_is_lossless(
     path = tmp_path / "facts.jsonl"
     lines = await team.export_jsonl(path)
     assert lines == len(path.read_text().splitlines())
-    other = FactGraph(make_client(namespace="copy", faiss={"path": str(tmp_path / "copy")}))
+    # another store: a folder of its own (faiss), labels of their own in the database (neo4j)
+    other = FactGraph(make_client(
+        namespace="copy", faiss={"path": str(tmp_path / "copy")},
+        neo4j={"node_label": "CopyMemory", "index_name": "copy_embedding",
+               "fulltext_index_name": "copy_content"}))
     assert await other.import_jsonl(path) == {"entities": 16, "facts": 20}
     copy = tmp_path / "copy.jsonl"
     await other.export_jsonl(copy)

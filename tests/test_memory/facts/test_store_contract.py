@@ -9,7 +9,7 @@ import pytest
 from DeepResearch.src.memory import MemorySystemClient
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.embeddings import Embedder
-from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.errors import MemoryBackendError, MemorySubsystemError
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.store import FactStore, name_key
 
@@ -100,7 +100,8 @@ async def test_a_refused_batch_writes_nothing(
     import numpy as np
 
     bad = memory("f2", "broken", embedder, vector=np.zeros(3, dtype=np.float32))
-    with pytest.raises(MemoryBackendError, match="f2"):
+    # MemoryBackendError (in_memory, faiss) or MemoryInputError (neo4j: a bad record)
+    with pytest.raises(MemorySubsystemError, match="f2"):
         await fact_store.put(entities=[person("p1", "Alice")],
                              facts=[fact("f1", "p1", "WORKS_AT", "o1")],
                              memories=[memory("f1", "Alice WORKS_AT Google", embedder), bad])

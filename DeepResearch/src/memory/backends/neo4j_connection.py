@@ -272,12 +272,16 @@ class Neo4jConnection:
             bookmark_manager=self.driver.execute_query_bookmark_manager,
         )
 
-    async def read(self, what: str, query: str, params: dict[str, Any]) -> list[Any]:
-        from neo4j import READ_ACCESS
+    async def read(
+        self, what: str, query: str, params: dict[str, Any], timeout: float | None = None
+    ) -> list[Any]:
+        """An auto-commit read; `timeout`: seconds the server may spend on it (None: its
+        own limit), past which it is stopped and MemoryBackendError raised (not retried)."""
+        from neo4j import READ_ACCESS, Query
 
         async def op() -> list[Any]:
             async with self._session(READ_ACCESS) as session:
-                result = await session.run(query, params)
+                result = await session.run(Query(query, timeout=timeout), params)
                 return [record async for record in result]
 
         return await self.retrying(what, op)
@@ -287,10 +291,11 @@ class Neo4jConnection:
         what: str,
         statements: list[tuple[str, dict[str, Any]]],
         stop: Callable[[int, list[Any]], BaseException | None] | None = None,
+        timeout: float | None = None,
     ) -> list[Any]:
         """Run the statements in one write transaction (see `transaction`), with retries."""
         return await self.retrying(
-            what, lambda: self.transaction(statements, commit=True, stop=stop)
+            what, lambda: self.transaction(statements, commit=True, stop=stop, timeout=timeout)
         )
 
     async def transaction(
@@ -299,14 +304,16 @@ class Neo4jConnection:
         *,
         commit: bool,
         stop: Callable[[int, list[Any]], BaseException | None] | None = None,
+        timeout: float | None = None,
     ) -> list[Any]:
         """One write transaction, committed or (`commit=False`) rolled back; the last
         statement's records. `stop(i, records)` may return an exception after statement i:
-        the transaction is rolled back and that exception raised. Not retried."""
+        the transaction is rolled back and that exception raised. `timeout`: seconds the
+        server gives the transaction (None: its own limit). Not retried."""
         from neo4j import WRITE_ACCESS
 
         async with self._session(WRITE_ACCESS) as session:
-            tx = await session.begin_transaction()
+            tx = await session.begin_transaction(timeout=timeout)
             try:
                 records: list[Any] = []
                 for i, (query, params) in enumerate(statements):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -48,12 +48,22 @@ from DeepResearch.src.memory.backends.neo4j_cypher import (
     is_selective,
     rel_type,
 )
-from DeepResearch.src.memory.backends.neo4j_records import record_from_props, record_row
+from DeepResearch.src.memory.backends.neo4j_records import record_from_props
+from DeepResearch.src.memory.backends.neo4j_writes import (
+    CLAIM_STATEMENT,
+    memory_rows,
+    memory_statements,
+    namespace_conflict,
+    similar_to_statement,
+)
 from DeepResearch.src.memory.errors import (
     MemoryBackendError,
     MemoryConfigError,
     MemoryInputError,
 )
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.backends.neo4j_facts import Neo4jFactStore
 
 log = logging.getLogger(__name__)
 METRICS = {"cosine": "cosine", "dot_product": "cosine", "euclidean": "euclidean"}
@@ -61,7 +71,6 @@ OVERFETCH = 4  # index hits fetched per wanted result before filtering (and grow
 EXACT_BELOW = 2000  # a session/id filter matching at most this many records is scanned exactly
 MAX_ANN_FETCH = 10_000  # vector hits read at most before an exact filtered scan answers
 MAX_TEXT_FETCH = 100_000  # full-text hits read at most before filtering
-SIMILAR_TO_NEIGHBOURS = 5
 
 
 class Neo4jBackend(MemoryBackend):
@@ -86,27 +95,30 @@ class Neo4jBackend(MemoryBackend):
         self.conn = Neo4jConnection(
             settings, self.q, dimension=dimension, similarity=self.similarity
         )
+        self._facts: Neo4jFactStore | None = None
 
     async def open(self) -> None:
         """Connect, check the server, create the schema; MemoryBackendError if impossible."""
+        self._facts = None  # its schema is checked again on first use
         await self.conn.open()
 
     async def close(self) -> None:
         await self.conn.close()
+
+    def fact_store(self) -> Neo4jFactStore:
+        """Entities and facts on this backend's connection (neo4j_facts.py)."""
+        from DeepResearch.src.memory.backends.neo4j_facts import Neo4jFactStore
+
+        if self._facts is None:
+            self._facts = Neo4jFactStore(self.conn, self.settings)
+        return self._facts
 
     def _where(self) -> str:
         return self.conn.where()
 
     # --- writes --------------------------------------------------------------------------
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        rows = [record_row(r, self.dimension) for r in records]  # all checked before any write
-        owner: dict[str, str] = {}
-        for row in rows:
-            if owner.setdefault(row["id"], row["namespace"]) != row["namespace"]:
-                raise MemoryBackendError(
-                    f"record id {row['id']!r} is given in namespaces {owner[row['id']]!r} and "
-                    f"{row['namespace']!r} in one upsert; an id belongs to one namespace"
-                )
+        rows = memory_rows(records, self.dimension)  # all checked before any write
         size = self.settings.batch_size
         for start in range(0, len(rows), size):
             await self._write_batch(records[start : start + size], rows[start : start + size])
@@ -114,34 +126,11 @@ class Neo4jBackend(MemoryBackend):
     def _batch_statements(
         self, records: Sequence[MemoryRecord], rows: list[dict[str, Any]]
     ) -> list[tuple[str, dict[str, Any]]]:
-        ids = [row["id"] for row in rows]
-        claims = [{"id": row["id"], "namespace": row["namespace"]} for row in rows]
-        statements: list[tuple[str, dict[str, Any]]] = [
-            (self.q.promote_pending, {"ids": ids}),
-            (self.q.claim_ids, {"rows": claims}),  # statement 1: see _namespace_conflict
-            (self.q.clear_outgoing, {"ids": ids, "types": ALL_REL_TYPES}),
-            (self.q.write_nodes, {"rows": rows}),
-        ]
-        pairs: dict[str, list[dict[str, str]]] = {}
-        for record in records:
-            for relation, target in record.relations:
-                pairs.setdefault(rel_type(relation), []).append({"src": record.id, "dst": target})
-        if pairs:
-            targets = sorted({p["dst"] for group in pairs.values() for p in group})
-            statements.append((self.q.ensure_targets, {"ids": targets}))
-            for rel, group in pairs.items():
-                statements.append((self.q.write_edges(rel), {"pairs": group}))
-        return statements
+        return memory_statements(self.q, records, rows)
 
-    def _namespace_conflict(self, i: int, found: list[Any]) -> MemoryBackendError | None:
-        if i != 1 or not found:
-            return None
-        row = found[0]
-        return MemoryBackendError(
-            f"record id {row['id']!r} already exists in namespace {row['namespace']!r}; it "
-            f"cannot be written to namespace {row['wanted']!r} (a namespace never replaces "
-            "another's memories): nothing of this batch was written. Use another id"
-        )
+    @staticmethod
+    def _namespace_conflict(i: int, found: list[Any]) -> MemoryBackendError | None:
+        return namespace_conflict(found) if i == CLAIM_STATEMENT else None
 
     async def _write_batch(
         self, records: Sequence[MemoryRecord], rows: list[dict[str, Any]]
@@ -152,24 +141,14 @@ class Neo4jBackend(MemoryBackend):
             await self.conn.write(what, statements, stop=self._namespace_conflict)
         except DataRefused as exc:
             raise await self._name_refused(records, rows, exc) from exc
+        await self.link_similar(rows)
+
+    async def link_similar(self, rows: list[dict[str, Any]]) -> None:
+        """SIMILAR_TO edges of freshly committed rows, when configured."""
         threshold = self.settings.similarity_to_threshold
-        with_vector = [{"id": r["id"], "vector": r["vector"]} for r in rows if r["vector"]]
-        if threshold is not None and with_vector:
-            # After the commit: the vector index does not see writes of its own transaction.
-            await self.conn.write(
-                "linking SIMILAR_TO",
-                [
-                    (
-                        self.q.similar_to,
-                        {
-                            "rows": with_vector,
-                            "index": self.q.vector_index,
-                            "k": SIMILAR_TO_NEIGHBOURS + 1,
-                            "min_score": self._index_score(threshold),
-                        },
-                    )
-                ],
-            )
+        statement = similar_to_statement(self.q, rows, threshold, self.similarity)
+        if statement is not None:
+            await self.conn.write("linking SIMILAR_TO", [statement])
 
     async def _name_refused(
         self, records: Sequence[MemoryRecord], rows: list[dict[str, Any]], exc: DataRefused
@@ -203,12 +182,6 @@ class Neo4jBackend(MemoryBackend):
         except DataRefused as exc:
             return exc
         return None
-
-    def _index_score(self, cosine: float) -> float:
-        """The index's score for a cosine similarity between unit vectors."""
-        if self.similarity == "cosine":
-            return (1.0 + cosine) / 2.0
-        return 1.0 / (1.0 + (2.0 - 2.0 * cosine))  # euclidean: 1 / (1 + d^2)
 
     async def delete(self, flt: MemoryFilter) -> int:
         where, params = filter_clause(flt)
