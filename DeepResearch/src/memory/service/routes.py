@@ -1,0 +1,168 @@
+"""The HTTP endpoints. Each one resolves the request's namespace (from its API key, never
+from its body), then calls operations.py; errors become `{error, message, request_id}` in
+app.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
+
+from DeepResearch.src.memory.service import operations as ops
+from DeepResearch.src.memory.service.metrics import CONTENT_TYPE_LATEST, Trace
+from DeepResearch.src.memory.service.schemas import (
+    ID_PATTERN,
+    AddFactsRequest,
+    AddFactsResponse,
+    DeleteResponse,
+    ErrorBody,
+    HealthResponse,
+    IngestRequest,
+    IngestResponse,
+    MemoryOut,
+    RetrieveRequest,
+    RetrieveResponse,
+    SearchRequest,
+    SearchResponse,
+    StoreRequest,
+    StoreResponse,
+)
+from DeepResearch.src.memory.service.state import NotWired, ServiceState
+
+ERRORS = {code: {"model": ErrorBody} for code in (400, 401, 403, 404, 413, 422, 429, 501, 503)}
+router = APIRouter()
+
+
+class NotFound(Exception):
+    """404 with a message."""
+
+
+@dataclass
+class Call:
+    """One request as an endpoint sees it: the state, its namespace, its id and trace."""
+
+    state: ServiceState
+    namespace: str
+    request_id: str
+    trace: Trace
+
+    def scoped(self, asked: str | None) -> str:
+        return self.state.namespace_of(self.namespace, asked)
+
+
+def call(request: Request) -> Call:
+    st = request.scope["state"]
+    return Call(request.app.state.service, st["namespace"], st["request_id"], st["trace"])
+
+
+CallDep = Annotated[Call, Depends(call)]
+
+
+@router.post("/api/memory/memories", response_model=StoreResponse, responses=ERRORS,
+             tags=["memories"], summary="Store one memory or several (all or none)")
+async def store_memories(body: StoreRequest, c: CallDep) -> StoreResponse:
+    ns = c.scoped(body.namespace)
+    ids = await ops.store(c.state, ns, body.items())
+    c.trace.step("stored", count=len(ids))
+    return StoreResponse(ids=ids, stored=len(ids), request_id=c.request_id)
+
+
+@router.post("/api/memory/search", response_model=SearchResponse, responses=ERRORS,
+             tags=["memories"], summary="Ranked memories for a query")
+async def search_memories(body: SearchRequest, c: CallDep) -> SearchResponse:
+    ns = c.scoped(body.namespace)
+    hits = await ops.search(c.state, ns, body.query, top_k=body.top_k, filters=body.filters,
+                            session_id=body.session_id, profile=body.profile)
+    c.trace.step("searched", results=len(hits))
+    return SearchResponse(results=hits, request_id=c.request_id)  # type: ignore[arg-type]
+
+
+@router.get("/api/memory/memories/{memory_id}", response_model=MemoryOut, responses=ERRORS,
+            tags=["memories"], summary="One memory by id")
+async def get_memory(memory_id: str, c: CallDep) -> MemoryOut:
+    _check_id(memory_id, "memory id")
+    found = await ops.get(c.state, c.namespace, memory_id)
+    if found is None:
+        raise NotFound(f"no memory with id {memory_id!r} in this namespace")
+    return MemoryOut(**found)
+
+
+@router.delete("/api/memory/memories/{memory_id}", response_model=DeleteResponse,
+               responses=ERRORS, tags=["memories"], summary="Delete one memory")
+async def delete_memory(memory_id: str, c: CallDep) -> DeleteResponse:
+    _check_id(memory_id, "memory id")
+    deleted = await ops.forget(c.state, c.namespace, memory_id)
+    if not deleted:
+        raise NotFound(f"no memory with id {memory_id!r} in this namespace")
+    return DeleteResponse(deleted=deleted, request_id=c.request_id)
+
+
+@router.delete("/api/memory/sessions/{session_id}", response_model=DeleteResponse,
+               responses=ERRORS, tags=["memories"], summary="Delete every memory of a session")
+async def delete_session(session_id: str, c: CallDep) -> DeleteResponse:
+    _check_id(session_id, "session id")
+    deleted = await ops.forget_session(c.state, c.namespace, session_id)
+    if not deleted:
+        raise NotFound(f"no memory in session {session_id!r} of this namespace")
+    return DeleteResponse(deleted=deleted, request_id=c.request_id)
+
+
+# -- facts and the retrieval agent ----------------------------------------------------------
+@router.post("/api/memory/retrieve", response_model=RetrieveResponse, responses=ERRORS,
+             tags=["facts"], summary="Facts relevant to a conversation (the retrieval agent)")
+async def retrieve(body: RetrieveRequest, c: CallDep) -> RetrieveResponse:
+    c.scoped(body.namespace)
+    if c.state.retrieve_context is None:
+        raise NotWired("POST /api/memory/retrieve needs the retrieval agent "
+                       "(DeepResearch/src/memory/agent/retrieval/), which this build does not have yet")
+    raise NotWired("POST /api/memory/retrieve is not wired yet")
+
+
+@router.post("/api/memory/ingest", response_model=IngestResponse, responses=ERRORS,
+             tags=["facts"], summary="Extract entities and facts from messages")
+async def ingest(body: IngestRequest, c: CallDep) -> IngestResponse:
+    c.scoped(body.namespace)
+    raise NotWired("POST /api/memory/ingest needs the knowledge graph "
+                   "(DeepResearch/src/memory/facts/ FactGraph), which this build does not have yet")
+
+
+@router.post("/api/memory/facts", response_model=AddFactsResponse, responses=ERRORS,
+             tags=["facts"], summary="Add facts directly")
+async def add_facts(body: AddFactsRequest, c: CallDep) -> AddFactsResponse:
+    c.scoped(body.namespace)
+    raise NotWired("POST /api/memory/facts needs the knowledge graph "
+                   "(DeepResearch/src/memory/facts/ FactGraph), which this build does not have yet")
+
+
+# -- operations -----------------------------------------------------------------------------
+@router.get("/health", response_model=HealthResponse, tags=["service"],
+            responses={503: {"model": HealthResponse}})
+async def health(request: Request) -> JSONResponse:
+    report = await ops.health(request.app.state.service)
+    return JSONResponse(report.model_dump(), status_code=200 if report.backend_connected else 503)
+
+
+@router.get("/metrics", tags=["service"], response_class=Response)
+async def metrics(request: Request) -> Response:
+    return Response(request.app.state.service.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/debug/requests/{request_id}", tags=["service"], responses=ERRORS)
+async def debug_request(request_id: str, c: CallDep) -> dict[str, object]:
+    trace = c.state.traces.get(request_id)
+    if trace is None or (not c.state.namespaces.local and trace.namespace != c.namespace):
+        raise NotFound(f"no trace of request {request_id!r} (the last "
+                       f"{c.state.traces.size} requests are kept)")
+    return trace.as_dict()
+
+
+def _check_id(value: str, what: str) -> None:
+    import re
+
+    from DeepResearch.src.memory.errors import MemoryInputError
+
+    if not re.match(ID_PATTERN, value) or ".." in value:
+        raise MemoryInputError(f"{what} {value[:80]!r} is not valid: 1-200 letters, digits and "
+                               "_ . : @ -, starting with a letter or digit")
