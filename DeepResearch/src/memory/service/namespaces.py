@@ -22,6 +22,7 @@ from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig, check_api_keys
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
+from DeepResearch.src.memory.service.batching import BatchingEmbedder
 
 log = logging.getLogger("DeepResearch.memory.service")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -105,7 +106,8 @@ class Namespaces:
         self.keys = dict(keys)
         self.local = not keys
         store = config.vector_store
-        self.embedder = embedder or get_embedder(store.embedding_model, store.embedding_runtime)
+        base = embedder or get_embedder(store.embedding_model, store.embedding_runtime)
+        self.embedder = BatchingEmbedder(base)  # concurrent requests' texts in one encode
         self.backend = SharedBackend(create_backend(self.config, self.embedder.dimension))
         self.writes = WriteState()
         self._clients: dict[str, MemorySystemClient] = {}
@@ -127,7 +129,7 @@ class Namespaces:
         if client is None:
             client = MemorySystemClient(
                 self.config, namespace=namespace, session_id=SERVICE_SESSION,
-                embedder=self.embedder, backend=self.backend,
+                embedder=self.embedder, backend=self.backend,  # type: ignore[arg-type]
             )
             self._clients[namespace] = client
         return client
