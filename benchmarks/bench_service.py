@@ -333,6 +333,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         out["fault"] = asyncio.run(fault(service.url, store / DB_FILE, fault_rec,
                                          args.lock_seconds))
     code = service.stop()
+    out["graceful_stop"] = "Application shutdown complete" in service.log.read_text(errors="replace")
     acked = rec.acked + gro.acked + fault_rec.acked
     out["stop_exit_code"] = code
     out["acked_total"] = len(set(acked))
@@ -362,7 +363,7 @@ def report(out: dict[str, Any], command: str) -> str:
         f"({c['throughput_rps']:.0f} requests/s), errors: {errors} "
         f"{c['errors'] or ''}; goal 0.",
         f"- **lost**: {out['lost']} of {out['acked_total']} acknowledged memories missing after "
-        f"a graceful stop (exit code {out['stop_exit_code']}); goal 0.",
+        f"SIGTERM (graceful shutdown completed: {out['graceful_stop']}); goal 0.",
         f"- **plain search at {lat['concurrent']} concurrent sessions**: p95 {p95:.1f} ms "
         f"({lat['throughput_rps']:.0f} searches/s); goal <= 100 ms.",
         f"- **growth** ({len(g)} sizes, per-session search): p95 at the largest / smallest = "

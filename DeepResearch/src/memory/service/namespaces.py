@@ -112,6 +112,7 @@ class Namespaces:
         self.writes = WriteState()
         self._clients: dict[str, MemorySystemClient] = {}
         self._lock = asyncio.Lock()
+        self._blas: object | None = None
 
     def namespace_for(self, key: str | None) -> str:
         if self.local:
@@ -141,6 +142,12 @@ class Namespaces:
     async def start(self) -> None:
         """Load the model and open the backend; a backend down at start is logged and the
         service starts all the same (health says 503 until it is back)."""
+        threads = self.config.service.blas_threads
+        if threads:
+            from DeepResearch.src.memory.blas_threads import BlasThreadLimit
+
+            self._blas = BlasThreadLimit(threads)
+            self._blas.__enter__()  # for the life of the process (restored at stop)
         await asyncio.to_thread(self.embedder.embed, ["warm up"])
         try:
             await self.backend.open()
@@ -173,3 +180,6 @@ class Namespaces:
             errors.append(f"closing the backend: {exc}")
         for error in errors:
             log.error("memory service shutdown: %s", error)
+        if self._blas is not None:
+            self._blas.__exit__(None, None, None)  # type: ignore[attr-defined]
+            self._blas = None
