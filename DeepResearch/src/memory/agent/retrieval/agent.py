@@ -59,5 +59,5 @@ async def retrieve_context(
     result: RetrievalResult = await retrieval_graph().run(state=state, deps=deps, inputs=AnalyzeConversation())
     result.trace = list(state.trace)
     result.metadata.processing_time_ms = state.elapsed_ms()
-    (trace_store or TRACES).put(result)
+    (trace_store if trace_store is not None else TRACES).put(result)
     return result

@@ -98,7 +98,7 @@ _INTENTS: list[tuple[str, re.Pattern[str]]] = [
         ("skill", rf"who (?:has|have) {_X} (?:skills?|experience){_END}"),
         ("skill", rf"who (?:is|are) (?:good|skilled|proficient|fluent|strong) (?:at|in|with) {_X}{_END}"),
         ("skill", rf"who (?:can|could) (?:code|program|write|develop) (?:in |with )?{_X}{_END}"),
-        ("skill", rf"who (?:uses|has used|used) {_X}{_END}"),
+        ("skill", rf"who (?:uses|has used|used)(?! to\b) {_X}{_END}"),
         ("skill", rf"(?:anyone|someone|anybody)(?: here)? (?:good|skilled|proficient|experienced) (?:at|in|with) {_X}{_END}"),
         ("organization_past", rf"who (?:used to work|worked|has worked|have worked|previously worked|ever worked) (?:at|for|with) {_X}{_END}"),
         ("organization", rf"who (?:works|work|is working|are working|is employed) (?:at|for) {_X}{_END}"),
@@ -133,12 +133,12 @@ def _clean_phrase(text: str | None) -> str:
     return " ".join(words)
 
 
-def _year_epoch(year: int, end: bool = False) -> float:
-    return datetime(year + (1 if end else 0), 1, 1, tzinfo=UTC).timestamp()
+def _year_epoch(year: int, end: bool = False) -> str:
+    return datetime(year + (1 if end else 0), 1, 1, tzinfo=UTC).date().isoformat()
 
 
-def time_window(text: str) -> tuple[float | None, float | None]:
-    """(since, until) epoch seconds from "since 2020", "before 2022", "in 2019", "between
+def time_window(text: str) -> tuple[str | None, str | None]:
+    """(since, until) as ISO dates (the fact tools parse them) from "since 2020", "before 2022", "in 2019", "between
     2019 and 2022" / "from 2019 to 2022"; (None, None) when the text names no year."""
     lowered = text.casefold()
     years = [int(y) for y in _YEAR.findall(lowered)]

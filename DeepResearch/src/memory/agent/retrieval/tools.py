@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import re
 import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from DeepResearch.src.memory.agent.retrieval.types import (
@@ -124,22 +126,51 @@ def read_facts(result: Any, tool: str) -> list[FoundFact]:
 
 
 def _time(value: Any) -> float | None:
-    if value is None:
+    """Epoch seconds of an epoch number, a datetime or an ISO 8601 string (as FactOut
+    carries validity); None when absent or unreadable."""
+    if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return float(value)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
     timestamp = getattr(value, "timestamp", None)
     return float(timestamp()) if callable(timestamp) else None
 
 
+# A fact's memory text (facts/views.py): "Alice WORKS_AT Google. role=Engineer, since=2022-01"
+_FACT_SENTENCE = re.compile(r"^(?P<s>.+?) (?P<p>[A-Z][A-Z_]{2,}) (?P<o>.+?)\.(?: (?P<a>.*))?$", re.S)
+
+
+def _fact_sentence(content: str) -> dict[str, Any]:
+    match = _FACT_SENTENCE.match(content.strip())
+    if not match:
+        return {}
+    attributes: dict[str, Any] = {}
+    for part in (match.group("a") or "").split(", "):
+        key, sep, value = part.partition("=")
+        if sep and key.strip().isidentifier():
+            attributes[key.strip()] = value.strip()
+    return {"subject": match.group("s"), "predicate": match.group("p"), "object": match.group("o"),
+            "attributes": attributes}
+
+
 def read_memories(memories: Any) -> list[FoundFact]:
-    """RetrievedMemory results as FoundFacts: a fact's memory keeps its structure when its
-    metadata carries it; any other memory is its text, with its similarity as confidence
-    unless its metadata gives one."""
+    """RetrievedMemory results as FoundFacts: a fact's memory (memory_type "fact") keeps its
+    structure, read from its metadata or its sentence; any other memory is its text, with
+    its similarity as confidence unless its metadata gives one."""
     found: list[FoundFact] = []
     for memory in memories or ():
         metadata = dict(getattr(memory, "metadata", {}) or {})
         content = getattr(memory, "content", "") or ""
+        if getattr(getattr(memory, "document", None), "memory_type", None) == "fact" and "predicate" not in metadata:
+            parsed = _fact_sentence(content)
+            metadata = {**parsed, **metadata}
+            metadata["attributes"] = {**parsed.get("attributes", {}), **(metadata.get("attributes") or {})}
         confidence = metadata.get("confidence", getattr(memory, "similarity", 0.5))
         evidence = metadata.get("evidence") or (memory.id,)
         evidence = (evidence,) if isinstance(evidence, str) else tuple(str(e) for e in evidence)
@@ -150,6 +181,7 @@ def read_memories(memories: Any) -> list[FoundFact]:
             object=str(metadata.get("object_name") or metadata.get("object") or metadata.get("object_value") or ""),
             confidence=min(1.0, max(0.0, float(confidence))),
             evidence=evidence,
+            attributes=dict(metadata.get("attributes") or {}),
             sentence=content,
             fact_id=memory.id,
             tool=MEMORY_TOOL,

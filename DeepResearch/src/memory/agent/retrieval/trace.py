@@ -46,4 +46,4 @@ TRACES = TraceStore()
 
 def get_trace(request_id: str, store: TraceStore | None = None) -> RetrievalResult | None:
     """The result (facts, metadata, trace) of a recent request, or None once evicted."""
-    return (store or TRACES).get(request_id)
+    return (store if store is not None else TRACES).get(request_id)
