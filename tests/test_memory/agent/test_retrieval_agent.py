@@ -272,3 +272,12 @@ async def test_profile_entities_resolve_ids_to_names() -> None:
     graph = FakeFactGraph(answers={"get_person_profile": {"person": CHARLIE, "facts": [worked], "organizations": [GOOGLE]}})
     result = await retrieve_context(graph, None, ["Where does Charlie work?"])
     assert result.facts[0].startswith("Charlie previously worked at Google as a Software Engineer")
+
+
+async def test_the_rules_give_up_after_six_empty_calls() -> None:
+    graph = FakeFactGraph()
+    result = await retrieve_context(
+        graph, None, ["Who should I ask about TypeScript? Who lives in Berlin? Who works at Google?"])
+    assert result.metadata.stop_reason == "stuck"
+    assert result.metadata.queries_executed == 6
+    assert result.confidence == "low"

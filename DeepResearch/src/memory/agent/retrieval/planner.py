@@ -5,7 +5,9 @@ for a step when the model fails.
 Rules. Analysis (analysis.py) turns each question into a need with an ordered list of calls.
 `plan` takes the first need that has found nothing yet and returns its first call not made
 yet; with none left it finishes. `evaluate`: the goal is met when every need has found at
-least one fact; the run is stuck after 3 calls in a row that found nothing new.
+least one fact; the run is stuck after 6 calls in a row that found nothing new (longer than
+one need's own chain of fallbacks, so every need's primary tool is tried first). With a
+model, the run is stuck after 3 such calls whatever the model says.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from DeepResearch.src.memory.agent.retrieval.types import (
     ProgressEvaluation,
 )
 
-STUCK_AFTER = 3  # calls in a row without a new fact
+STUCK_AFTER = 3  # calls in a row without a new fact (model planner)
+RULES_STUCK_AFTER = 6  # the same for the rules, whose plan is finite anyway
 
 
 class Planner(Protocol):
@@ -58,7 +61,7 @@ class RulesPlanner:
     async def evaluate(self, state: RetrievalState, deps: RetrievalDeps) -> ProgressEvaluation:
         needs = state.analysis.needs
         met = bool(needs) and all(state.need_hits[i] for i in range(len(needs)))
-        stuck = state.no_progress >= STUCK_AFTER
+        stuck = state.no_progress >= RULES_STUCK_AFTER
         found = sum(1 for i in range(len(needs)) if state.need_hits[i])
         return ProgressEvaluation(goal_met=met, stuck=stuck, reason=f"{found}/{len(needs)} needs answered")
 
