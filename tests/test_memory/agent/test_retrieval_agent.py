@@ -281,3 +281,17 @@ async def test_the_rules_give_up_after_six_empty_calls() -> None:
     assert result.metadata.stop_reason == "stuck"
     assert result.metadata.queries_executed == 6
     assert result.confidence == "low"
+
+
+async def test_what_the_question_asks_about_ranks_first() -> None:
+    from tests.test_memory.agent.fake_graph import thing
+
+    berlin = thing("Berlin", "Location")
+    lives = fact("f5", ALICE, "LIVES_IN", berlin, 0.95, ("m5",))
+    works = fact("f6", ALICE, "WORKS_AT", GOOGLE, 0.85, ("m6",))
+    graph = FakeFactGraph(answers={"get_person_profile": {"person": ALICE, "facts": [lives, works],
+                                                          "others": [GOOGLE, berlin]}})
+    result = await retrieve_context(graph, None, ["Where does Alice work?"])
+    assert result.facts[0].startswith("Alice works at Google")
+    result = await retrieve_context(graph, None, ["Where does Alice live?"])
+    assert result.facts[0].startswith("Alice lives in Berlin")

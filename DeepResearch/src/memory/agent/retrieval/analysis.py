@@ -182,6 +182,26 @@ def find_questions(turns: list[Turn]) -> list[tuple[str, str | None]]:
     return questions
 
 
+_FOCUS: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    (re.compile(r"\b(?:work|works|worked|working|job|jobs|employ\w*|company|career|role)\b", re.I),
+     ("WORKS_AT", "WORKED_AT")),
+    (re.compile(r"\b(?:live|lives|lived|living|based|located|move[ds]?|from)\b", re.I), ("LIVES_IN",)),
+    (re.compile(r"\b(?:study|studies|studied|school|university|college|degree)\b", re.I), ("STUDIED_AT",)),
+    (re.compile(r"\b(?:skills?|good at|know|knows|expert|experience)\b", re.I), ("HAS_SKILL",)),
+    (re.compile(r"\b(?:interest\w*|into|care about|passionate)\b", re.I), ("INTERESTED_IN",)),
+    (re.compile(r"\b(?:team|member|group)\b", re.I), ("MEMBER_OF",)),
+]
+
+
+def focus_of(question: str) -> list[str]:
+    """The predicates a question's words ask about ("where does Alice work" -> WORKS_AT, ...)."""
+    found: list[str] = []
+    for pattern, predicates in _FOCUS:
+        if pattern.search(question):
+            found += [p for p in predicates if p not in found]
+    return found
+
+
 def _fallbacks(text: str, with_memory: bool) -> list[PlannedCall]:
     calls = [PlannedCall(tool="semantic_search_facts", arguments={"query": text}, reason="facts near the words")]
     if with_memory:
@@ -277,7 +297,8 @@ def plan_need(
         else:
             continue
         calls += _fallbacks(subject if kind not in ("participants",) else question, with_memory)
-        return Need(question=question, kind=kind, subject=subject, calls=calls)
+        focus = focus_of(question) if kind in ("person", "timeline", "who_knows", "relationship") else []
+        return Need(question=question, kind=kind, subject=subject, calls=calls, focus=focus)
     return None
 
 

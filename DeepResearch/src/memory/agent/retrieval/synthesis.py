@@ -4,8 +4,9 @@ Relevance of a fact, in [0, 1], is the sum of
   0.5  it names (as subject, object or in its sentence) an entity or subject of the
        conversation's questions,
   0.3  a targeted fact tool found it (0.15 semantic_search_facts, 0.1 search_memory),
-  0.2  its predicate is one the question asks about (experts -> HAS_SKILL, INTERESTED_IN;
-       organization -> WORKS_AT, WORKED_AT; location -> LIVES_IN; ...),
+  0.2  its predicate is one the question asks about: by the question's kind (experts ->
+       HAS_SKILL, INTERESTED_IN; organization -> WORKS_AT, WORKED_AT; location -> LIVES_IN;
+       ...) or, about a person, by its words ("where does Alice work" -> WORKS_AT, WORKED_AT),
 capped at 1. Facts are ranked by 0.6 * relevance + 0.4 * confidence (ties: the newer first).
 
 Overall confidence (`grade`), over the facts returned: with H the number of facts of
@@ -53,12 +54,13 @@ def score_relevance(fact: FoundFact, analysis: ConversationAnalysis) -> float:
     if any(_words(t).strip() and _words(t) in text for t in terms):
         score += 0.5
     score += {"semantic_search_facts": 0.15, MEMORY_TOOL: 0.1}.get(fact.tool, 0.3)
-    kinds = [analysis.needs[fact.need].kind] if fact.need is not None and fact.need < len(analysis.needs) \
-        else [n.kind for n in analysis.needs]
-    if fact.predicate and any(fact.predicate.upper() in _KIND_PREDICATES.get(k, set()) for k in kinds):
+    needs = [analysis.needs[fact.need]] if fact.need is not None and fact.need < len(analysis.needs) \
+        else analysis.needs
+    asked: set[str] = set()
+    for need in needs:
+        asked |= _KIND_PREDICATES.get(need.kind, set()) | set(need.focus)
+    if fact.predicate and fact.predicate.upper() in asked:
         score += 0.2
-    if fact.predicate and any(k in ("person", "search") for k in kinds):
-        score += 0.1
     return min(1.0, score)
 
 

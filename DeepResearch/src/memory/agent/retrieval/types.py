@@ -69,6 +69,7 @@ class Need(BaseModel):
     kind: str  # experts, person, organization, location, topic, skill, relationship, ...
     subject: str  # the entity or words it is about
     calls: list[PlannedCall] = Field(default_factory=list)
+    focus: list[str] = Field(default_factory=list)  # predicates the question asks about
 
 
 class ConversationAnalysis(BaseModel):
