@@ -140,7 +140,9 @@ class ExecuteTool(RetrievalNode):
         state.calls.append(record)
         state.trace.append(TraceEvent(
             kind="tool", name=call.tool, started_ms=started_ms, duration_ms=record.duration_ms,
-            success=record.success, detail=record.error or f"{record.output_size} facts, {new} new",
+            success=record.success,
+            detail=record.error or f"{record.output_size} facts, {new} new"
+            + (f"; {record.message}" if record.message else ""),
             call=record,
         ))
         return EvaluateProgress()

@@ -132,6 +132,7 @@ class ModelPlanner:
         analysis = state.analysis
         calls = [f"- {c.tool}({json.dumps(c.input, default=str)}) -> "
                  + (f"{c.output_size} facts ({c.new_facts} new)" if c.success else f"failed: {c.error}")
+                 + (f" -- {c.message}" if c.message else "")
                  for c in state.calls]
         facts = [format_fact(f) for f in list(state.facts.values())[:15]]
         suggested = [f"- {c.tool}({json.dumps(c.arguments, default=str)})" for n in analysis.needs for c in n.calls[:2]]

@@ -220,8 +220,9 @@ class ToolRunner:
         started = time.perf_counter()
         facts: list[FoundFact] = []
         error: str | None = None
+        message: str | None = None
         try:
-            facts = await asyncio.wait_for(self._invoke(planned), timeout=self.timeout)
+            facts, message = await asyncio.wait_for(self._invoke(planned), timeout=self.timeout)
         except TimeoutError:
             error = f"timed out after {self.timeout:g}s"
         except Exception as exc:  # a failing tool is recorded; the run goes on
@@ -235,10 +236,11 @@ class ToolRunner:
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
             success=error is None,
             error=error,
+            message=message,
         )
         return facts, trace
 
-    async def _invoke(self, planned: PlannedCall) -> list[FoundFact]:
+    async def _invoke(self, planned: PlannedCall) -> tuple[list[FoundFact], str | None]:
         if planned.tool == MEMORY_TOOL:
             if self.client is None:
                 raise ValueError("search_memory needs a memory client; none was given")
@@ -246,7 +248,7 @@ class ToolRunner:
             if not query:
                 raise ValueError("search_memory needs a non-empty 'query'")
             memories = await self.client.retrieve(query, top_k=self.memory_top_k, all_sessions=True)
-            return read_memories(memories)
+            return read_memories(memories), None
         method = getattr(self.graph, planned.tool, None) if planned.tool in FACT_TOOLS else None
         if method is None:
             raise ValueError(f"unknown tool {planned.tool!r}; tools: {', '.join(self.available())}")
@@ -260,4 +262,5 @@ class ToolRunner:
             result = await asyncio.to_thread(method, **planned.arguments)
             if inspect.isawaitable(result):
                 result = await result
-        return read_facts(result, planned.tool)
+        message = _get(result, "message") if result is not None else None
+        return read_facts(result, planned.tool), message if isinstance(message, str) else None

@@ -138,6 +138,7 @@ class ToolCallTrace(BaseModel):
     duration_ms: float
     success: bool
     error: str | None = None
+    message: str | None = None  # the tool's own account (a FactGraph ToolAnswer's message)
 
 
 class TraceEvent(BaseModel):
