@@ -244,8 +244,9 @@ async def test_arguments_are_checked() -> None:
         await retrieve_context(None, None, ["x"])
 
 
-def _found(confidence: float) -> FoundFact:
-    return FoundFact(subject="A", predicate="KNOWS", object=f"B{confidence}", confidence=confidence, evidence=("m",))
+def _found(confidence: float, relevance: float = 1.0) -> FoundFact:
+    return FoundFact(subject="A", predicate="KNOWS", object=f"B{confidence}", confidence=confidence,
+                     evidence=("m",), relevance=relevance)
 
 
 def test_confidence_levels() -> None:
@@ -256,6 +257,7 @@ def test_confidence_levels() -> None:
     assert grade([_found(0.9), _found(0.85)], 4, 2) == "medium"  # half the tools failed
     assert grade([_found(0.3), _found(0.4)], 2, 2) == "low"
     assert grade([_found(0.9)], 3, 1) == "low"  # most tools failed
+    assert grade([_found(0.95, relevance=0.15), _found(0.9, relevance=0.15)], 1, 1) == "low"  # off topic
 
 
 def test_sentences_carry_time_role_confidence_and_evidence() -> None:

@@ -32,7 +32,7 @@ async def retrieve_context(
     """The facts worth knowing for a conversation, found by a planned series of tool calls.
 
     `graph`: the FactGraph (its ten fact tools; None: memory retrieval only); `client`: the
-    MemorySystemClient for hybrid memory retrieval (None: facts only); `messages`: strings,
+    MemorySystemClient for hybrid memory retrieval (None: the graph's own client); `messages`: strings,
     {"content", "author_name"} mappings or objects with `.content`, oldest first; `model`: a
     pydantic-ai model (name or instance) for planning and evaluation, None for the rules;
     `tool_timeout`: seconds per tool call. The result is also kept in `trace_store` (default
@@ -46,6 +46,8 @@ async def retrieve_context(
         raise ValueError(f"tool_timeout must be a number of seconds > 0, got {tool_timeout!r}")
     if graph is None and client is None:
         raise ValueError("retrieve_context needs a fact graph, a memory client, or both; got neither")
+    if client is None:
+        client = getattr(graph, "client", None)  # a FactGraph's own client: its memories
     if planner is None:
         planner = ModelPlanner(model) if model is not None else RulesPlanner()
     messages = [messages] if isinstance(messages, str) else list(messages)

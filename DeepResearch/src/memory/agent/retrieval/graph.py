@@ -27,10 +27,12 @@ from DeepResearch.src.memory.agent.retrieval.synthesis import (
     deduplicate,
     format_fact,
     grade,
+    mentions,
     rank,
     score_relevance,
 )
 from DeepResearch.src.memory.agent.retrieval.types import (
+    MEMORY_TOOL,
     RetrievalMetadata,
     RetrievalResult,
     TraceEvent,
@@ -135,7 +137,13 @@ class ExecuteTool(RetrievalNode):
         new = state.add_facts(found)
         record.new_facts = new
         if call.need is not None and record.success and found:
-            state.need_hits[call.need] += len(found)
+            # A targeted tool's facts answer its need; a semantic or memory search's only
+            # those naming what the need is about (nearest neighbours always come back).
+            need = state.analysis.needs[call.need] if call.need < len(state.analysis.needs) else None
+            broad = call.tool in ("semantic_search_facts", MEMORY_TOOL) and need is not None \
+                and need.kind != "search"
+            answering = [f for f in found if mentions(f, [need.subject])] if broad and need else found
+            state.need_hits[call.need] += len(answering)
         state.no_progress = 0 if new else state.no_progress + 1
         state.calls.append(record)
         state.trace.append(TraceEvent(

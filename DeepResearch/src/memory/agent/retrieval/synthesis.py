@@ -8,8 +8,10 @@ Relevance of a fact, in [0, 1], is the sum of
        HAS_SKILL, INTERESTED_IN; organization -> WORKS_AT, WORKED_AT; location -> LIVES_IN;
        ...) or, about a person, by its words ("where does Alice work" -> WORKS_AT, WORKED_AT),
 capped at 1. Facts are ranked by 0.6 * relevance + 0.4 * confidence (ties: the newer first).
+A semantic or memory hit that names nothing the conversation asks about (relevance < 0.4)
+is kept, ranked after the others, but is not on topic.
 
-Overall confidence (`grade`), over the facts returned: with H the number of facts of
+Overall confidence (`grade`), over the on-topic facts returned: with H the number of facts of
 confidence >= 0.8, m their mean confidence and s the share of tool calls that succeeded,
   high    at least one fact, H >= min(2, number of facts), m >= 0.75 and s >= 0.75;
   medium  at least one fact, H >= 1 or m >= 0.5, and s >= 0.5;
@@ -19,6 +21,7 @@ confidence >= 0.8, m their mean confidence and s the share of tool calls that su
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from DeepResearch.src.memory.agent.retrieval.types import (
@@ -29,6 +32,7 @@ from DeepResearch.src.memory.agent.retrieval.types import (
 )
 
 HIGH_CONFIDENCE = 0.8
+ON_TOPIC = 0.4  # the relevance from which a fact counts towards the overall confidence
 
 _KIND_PREDICATES: dict[str, set[str]] = {
     "experts": {"HAS_SKILL", "INTERESTED_IN"},
@@ -47,11 +51,17 @@ def _words(text: str) -> str:
     return " " + " ".join(re.findall(r"[\w#+.]+", text.casefold())) + " "
 
 
+def mentions(fact: FoundFact, terms: Iterable[str]) -> bool:
+    """The fact names one of the terms (whole words, case-insensitively) as its subject, its
+    object or in its sentence."""
+    text = _words(" ".join(filter(None, (fact.subject, fact.object, fact.sentence or ""))))
+    return any(_words(t).strip() and _words(t) in text for t in terms)
+
+
 def score_relevance(fact: FoundFact, analysis: ConversationAnalysis) -> float:
     terms = {t for t in analysis.entities} | {n.subject for n in analysis.needs if len(n.subject) < 60}
-    text = _words(" ".join(filter(None, (fact.subject, fact.object, fact.sentence or ""))))
     score = 0.0
-    if any(_words(t).strip() and _words(t) in text for t in terms):
+    if mentions(fact, terms):
         score += 0.5
     score += {"semantic_search_facts": 0.15, MEMORY_TOOL: 0.1}.get(fact.tool, 0.3)
     needs = [analysis.needs[fact.need]] if fact.need is not None and fact.need < len(analysis.needs) \
@@ -139,6 +149,7 @@ def format_fact(fact: FoundFact) -> str:
 
 def grade(facts: list[FoundFact], calls: int, successes: int) -> Confidence:
     """The overall confidence; the rule is in this module's docstring."""
+    facts = [f for f in facts if f.relevance >= ON_TOPIC]
     if not facts:
         return "low"
     high = sum(1 for f in facts if f.confidence >= HIGH_CONFIDENCE)

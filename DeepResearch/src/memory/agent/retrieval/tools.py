@@ -1,8 +1,9 @@
 """Calling the fact tools and the hybrid memory retrieval, with a timeout, and reading what
 they return into `FoundFact`s.
 
-The fact tools are the methods of the FactGraph (facts/tools.py) named in FACT_TOOLS; the
-reader walks their typed results (pydantic models, dataclasses, mappings, lists) for
+The fact tools are the functions of facts/tools.py (`TOOLS`, each `tool(graph, ...)`),
+bound to the FactGraph given; an object with methods of those names serves as well (tests'
+stand-ins). The reader walks their typed results (pydantic models, dataclasses, mappings, lists) for
 anything carrying a `predicate`, resolving entity ids to names through the entities the
 same result carries. `search_memory` is `client.retrieve` (dense + lexical, ranked).
 """
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import inspect
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -199,8 +201,20 @@ class ToolRunner:
         self.timeout = timeout
         self.memory_top_k = memory_top_k
 
+    def function(self, tool: str) -> Callable[..., Any] | None:
+        """The callable behind a fact tool's name, bound to the graph; None if there is none."""
+        if self.graph is None or tool not in FACT_TOOLS:
+            return None
+        method = getattr(self.graph, tool, None)
+        if callable(method):
+            return method
+        from DeepResearch.src.memory.facts.tools import TOOLS
+
+        found = TOOLS.get(tool)
+        return functools.partial(found, self.graph) if found is not None else None
+
     def available(self) -> list[str]:
-        tools = [name for name in FACT_TOOLS if callable(getattr(self.graph, name, None))]
+        tools = [name for name in FACT_TOOLS if self.function(name) is not None]
         if self.client is not None and callable(getattr(self.client, "retrieve", None)):
             tools.append(MEMORY_TOOL)
         return tools
@@ -208,7 +222,7 @@ class ToolRunner:
     def signature(self, tool: str) -> str:
         if tool == MEMORY_TOOL:
             return "search_memory(query: str)"
-        method = getattr(self.graph, tool, None)
+        method = self.function(tool)
         if method is None:
             return f"{tool}(...)"
         try:
@@ -249,7 +263,7 @@ class ToolRunner:
                 raise ValueError("search_memory needs a non-empty 'query'")
             memories = await self.client.retrieve(query, top_k=self.memory_top_k, all_sessions=True)
             return read_memories(memories), None
-        method = getattr(self.graph, planned.tool, None) if planned.tool in FACT_TOOLS else None
+        method = self.function(planned.tool)
         if method is None:
             raise ValueError(f"unknown tool {planned.tool!r}; tools: {', '.join(self.available())}")
         try:
