@@ -54,8 +54,15 @@ def test_the_rules_map_questions_to_tools(question: str, tool: str, arguments: d
 
 def test_who_knows_a_person_asks_for_relationships_with_the_asker() -> None:
     messages = [{"author_name": "Bob", "content": "hi all"}, {"author_name": "Eve", "content": "who knows Bob?"}]
-    calls = analyze(messages).needs[0].calls
-    assert (calls[0].tool, calls[0].arguments) == ("get_relationships_between", {"person_a": "Eve", "person_b": "Bob"})
+    needs = analyze(messages).needs
+    assert (needs[0].calls[0].tool, needs[0].calls[0].arguments) == ("get_person_profile", {"person": "Bob"})
+    assert [(c.tool, c.arguments) for c in needs[1].calls] == [
+        ("get_relationships_between", {"person_a": "Eve", "person_b": "Bob"})]
+
+
+def test_who_knows_a_skill_falls_through_to_the_skill_tools() -> None:
+    calls = analyze(["who knows Rust?"]).needs[0].calls
+    assert [c.tool for c in calls[:3]] == ["get_person_profile", "find_people_by_skill", "find_experts"]
 
 
 def test_a_channel_asks_for_its_participants() -> None:

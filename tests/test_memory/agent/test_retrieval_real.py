@@ -60,6 +60,25 @@ async def test_who_knows_bob(team: FactGraph) -> None:
     assert any(f.startswith("Alice knows Bob (confidence: 0.90, evidence: m6)") for f in result.facts), result.facts
 
 
+async def test_who_knows_an_author_adds_how_the_asker_relates_to_them(team: FactGraph) -> None:
+    result = await retrieve_context(team, None, [
+        {"author_name": "Bob", "content": "Morning! Anyone up for reviewing my Python script?"},
+        {"author_name": "Charlie", "content": "who knows Bob?"},
+    ])
+    tools = [e.call.tool for e in result.trace if e.call]
+    # the latest question's two needs first, then Bob's own earlier question
+    assert tools == ["get_person_profile", "get_relationships_between", "semantic_search_facts"]
+    assert result.metadata.stop_reason == "goal_met"
+    assert any(f.startswith("Alice knows Bob") for f in result.facts)
+    assert any(f.startswith("Charlie has advanced-level Python skills") for f in result.facts)  # shared
+
+
+async def test_experts_come_in_the_tool_s_order_of_expertise(team: FactGraph) -> None:
+    result = await retrieve_context(team, None, ["Who should I ask about Python?"])
+    people = [f.split(" ")[0] for f in result.facts if " Python " in f]
+    assert people[:2] == ["Alice", "Charlie"]  # expert 8 years, advanced 5 years (both 0.9)
+
+
 async def test_who_works_at_google_now_and_ever(team: FactGraph) -> None:
     now = await retrieve_context(team, None, ["Who works at Google?"])
     assert {f.split(" ")[0] for f in now.facts} >= {"Alice", "Bob"}

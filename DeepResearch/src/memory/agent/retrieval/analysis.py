@@ -7,8 +7,9 @@ Each question is matched against a short list of intents, first match wins:
                  -> get_relationships_between(a, b)
   experts        "who should I ask about X", "who is an expert in X", "who can help with X"
                  -> find_experts(X), then find_people_by_skill, find_people_by_topic
-  who_knows      "who knows X": X a known person -> relationships with the asker and X's
-                 profile; else X is a skill -> find_people_by_skill(X), find_experts(X)
+  who_knows      "who knows X" -> get_person_profile(X) (it holds the facts naming X); X not
+                 a known person: then find_people_by_skill(X), find_experts(X); X a known
+                 person (an author): also get_relationships_between(asker, X)
   skill          "who has experience with X", "who is good at X" -> find_people_by_skill(X)
   organization   "who works at X" (current), "who worked at X" (history)
                  -> find_people_by_organization(X, current_only)
@@ -215,8 +216,10 @@ def plan_need(
     people: list[str],
     channel_id: str | None,
     with_memory: bool,
-) -> Need | None:
-    """The need one question expresses and its calls, or None for no recognised intent."""
+) -> list[Need]:
+    """The needs one question expresses (one, or two for "who knows <a person>"), each with
+    its calls; empty for no recognised intent."""
+    extra: list[Need] = []
     for kind, pattern in _INTENTS:
         match = pattern.search(question)
         if not match:
@@ -240,24 +243,21 @@ def plan_need(
                 PlannedCall(tool="find_people_by_topic", arguments={"topic": x}),
             ]
         elif kind == "who_knows" and x:
+            # X's profile holds the facts naming X (Alice KNOWS X); for a skill it finds no
+            # person and the skill lookups follow. When X is known to be a person (an author)
+            # and someone asks, how the asker relates to X is a second need.
+            calls = [PlannedCall(tool="get_person_profile", arguments={"person": x})]
             if any(x.casefold() == p.casefold() for p in people):
-                kind = "relationship"
-                calls = []
                 if asker and asker.casefold() != x.casefold():
-                    calls.append(PlannedCall(tool="get_relationships_between",
-                                             arguments={"person_a": asker, "person_b": x}))
-                calls.append(PlannedCall(tool="get_person_profile", arguments={"person": x}))
+                    extra.append(Need(question=f"how {asker} relates to {x}", kind="relationship",
+                                      subject=x, focus=["KNOWS", "CLOSE_TO"], calls=[
+                                          PlannedCall(tool="get_relationships_between",
+                                                      arguments={"person_a": asker, "person_b": x})]))
             else:
-                # A person or a skill: the profile answers for a person; for a skill it finds
-                # nothing and the skill lookups follow.
-                calls = [
-                    PlannedCall(tool="get_person_profile", arguments={"person": x}),
+                calls += [
                     PlannedCall(tool="find_people_by_skill", arguments={"skill": x}),
                     PlannedCall(tool="find_experts", arguments={"topic": x}),
                 ]
-                if asker and asker.casefold() != x.casefold():
-                    calls.insert(1, PlannedCall(tool="get_relationships_between",
-                                                arguments={"person_a": asker, "person_b": x}))
         elif kind == "skill" and x:
             calls = [
                 PlannedCall(tool="find_people_by_skill", arguments={"skill": x}),
@@ -298,8 +298,8 @@ def plan_need(
             continue
         calls += _fallbacks(subject if kind not in ("participants",) else question, with_memory)
         focus = focus_of(question) if kind in ("person", "timeline", "who_knows", "relationship") else []
-        return Need(question=question, kind=kind, subject=subject, calls=calls, focus=focus)
-    return None
+        return [Need(question=question, kind=kind, subject=subject, calls=calls, focus=focus), *extra]
+    return []
 
 
 def analyze(
@@ -317,14 +317,13 @@ def analyze(
     needs: list[Need] = []
     seen: set[tuple[str, str]] = set()
     for question, asker in questions[:5]:
-        need = plan_need(question, asker, people, channel_id, with_memory)
-        if need is None:
-            need = Need(question=question, kind="search", subject=question,
-                        calls=_fallbacks(question, with_memory))
-        if (need.kind, need.subject.casefold()) in seen:
-            continue
-        seen.add((need.kind, need.subject.casefold()))
-        needs.append(need)
+        found = plan_need(question, asker, people, channel_id, with_memory) or [
+            Need(question=question, kind="search", subject=question, calls=_fallbacks(question, with_memory))]
+        for need in found:
+            if (need.kind, need.subject.casefold()) in seen:
+                continue
+            seen.add((need.kind, need.subject.casefold()))
+            needs.append(need)
     if not needs and turns:
         last = turns[-1].content
         calls = [PlannedCall(tool="get_person_profile", arguments={"person": e}) for e in entities

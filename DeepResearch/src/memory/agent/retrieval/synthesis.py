@@ -7,7 +7,8 @@ Relevance of a fact, in [0, 1], is the sum of
   0.2  its predicate is one the question asks about: by the question's kind (experts ->
        HAS_SKILL, INTERESTED_IN; organization -> WORKS_AT, WORKED_AT; location -> LIVES_IN;
        ...) or, about a person, by its words ("where does Alice work" -> WORKS_AT, WORKED_AT),
-capped at 1. Facts are ranked by 0.6 * relevance + 0.4 * confidence (ties: the newer first).
+capped at 1. Facts are ranked by 0.6 * relevance + 0.4 * confidence (ties: the more
+confident, the newer, then the tool's own order, e.g. find_experts' expertise).
 A semantic or memory hit that names nothing the conversation asks about (relevance < 0.4)
 is kept, ranked after the others, but is not on topic.
 
@@ -94,7 +95,8 @@ def deduplicate(facts: list[FoundFact]) -> list[FoundFact]:
 def rank(facts: list[FoundFact]) -> list[FoundFact]:
     return sorted(
         facts,
-        key=lambda f: (0.6 * f.relevance + 0.4 * f.confidence, f.confidence, f.valid_at or 0.0),
+        key=lambda f: (round(0.6 * f.relevance + 0.4 * f.confidence, 9), f.confidence,
+                       f.valid_at or 0.0, -f.order),
         reverse=True,
     )
 

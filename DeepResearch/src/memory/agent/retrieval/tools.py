@@ -120,6 +120,7 @@ def read_facts(result: Any, tool: str) -> list[FoundFact]:
             sentence=sentence if isinstance(sentence, str) else None,
             fact_id=_get(item, "id") if isinstance(_get(item, "id"), str) else None,
             tool=tool,
+            order=len(facts),
         ))
         return "stop"
 
@@ -187,6 +188,7 @@ def read_memories(memories: Any) -> list[FoundFact]:
             sentence=content,
             fact_id=memory.id,
             tool=MEMORY_TOOL,
+            order=len(found),
         ))
     return found
 

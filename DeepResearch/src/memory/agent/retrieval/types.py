@@ -120,6 +120,7 @@ class FoundFact:
     tool: str = ""
     need: int | None = None
     relevance: float = 0.0
+    order: int = 0  # its position in the tool's answer (the tool's own ranking)
 
     def key(self) -> tuple[str, ...]:
         """De-duplication identity: same person + predicate + object (or the same text)."""
