@@ -125,3 +125,34 @@ async def test_a_failing_tool_of_the_real_graph_is_recorded(team: FactGraph) -> 
     assert result.facts[0].startswith("Alice has expert-level Python skills with 8 years of experience")
     assert result.metadata.planner == "model" and result.metadata.stop_reason == "planner_finished"
     assert result.metadata.tool_success_rate == 0.5
+
+
+async def test_a_fact_found_by_a_tool_and_by_memory_retrieval_is_one_fact(team: FactGraph) -> None:
+    plans = [
+        {"action": "call", "tool": "get_person_profile", "arguments": {"person": "Alice"}},
+        {"action": "call", "tool": "search_memory", "arguments": {"query": "Alice works at Google"}},
+        {"action": "finish"},
+    ]
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if "goal_met" in info.output_tools[0].parameters_json_schema.get("properties", {}):
+            return ModelResponse(parts=[ToolCallPart("final_result", {"goal_met": False})])
+        return ModelResponse(parts=[ToolCallPart("final_result", plans.pop(0))])
+
+    result = await retrieve_context(team, None, ["Where does Alice work?"], model=FunctionModel(respond))
+    memory_call = [e.call for e in result.trace if e.call][1]
+    assert memory_call.tool == "search_memory" and memory_call.success and memory_call.output_size > 0
+    google = [f for f in result.facts if f.startswith("Alice works at Google")]
+    assert google == ["Alice works at Google as a Software Engineer since 2022 (confidence: 0.90, evidence: m2)"]
+
+
+async def test_fact_memories_read_back_with_their_structure(team: FactGraph) -> None:
+    from DeepResearch.src.memory.agent.retrieval.tools import read_memories
+
+    hits = await team.client.retrieve("Alice works at Google", top_k=3, filters={"memory_type": "fact"},
+                                      all_sessions=True)
+    found = {(f.subject, f.predicate, f.object): f for f in read_memories(hits)}
+    fact = found[("Alice", "WORKS_AT", "Google")]
+    assert fact.confidence == pytest.approx(0.9)
+    assert fact.attributes.get("role") == "Software Engineer" and fact.valid_at is not None
+    assert fact.evidence == ()

@@ -146,7 +146,9 @@ def sentence(fact: FoundFact) -> str:
 
 def format_fact(fact: FoundFact) -> str:
     evidence = ", ".join(fact.evidence[:3]) + (f" +{len(fact.evidence) - 3} more" if len(fact.evidence) > 3 else "")
-    return f"{sentence(fact).rstrip('.')} (confidence: {fact.confidence:.2f}, evidence: {evidence or 'none'})"
+    if not evidence:
+        evidence = f"fact {fact.fact_id}" if fact.fact_id else "none"
+    return f"{sentence(fact).rstrip('.')} (confidence: {fact.confidence:.2f}, evidence: {evidence})"
 
 
 def grade(facts: list[FoundFact], calls: int, successes: int) -> Confidence:

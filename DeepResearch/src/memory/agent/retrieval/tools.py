@@ -162,28 +162,53 @@ def _fact_sentence(content: str) -> dict[str, Any]:
             "attributes": attributes}
 
 
+def _month_time(value: Any) -> float | None:
+    """Epoch seconds of a fact sentence's "since=2022-01" / "until=2024" (or ISO) value."""
+    if not isinstance(value, str):
+        return None
+    match = re.fullmatch(r"(\d{4})(?:-(\d{2}))?", value.strip())
+    if match:
+        return datetime(int(match.group(1)), int(match.group(2) or 1), 1, tzinfo=UTC).timestamp()
+    return _time(value)
+
+
 def read_memories(memories: Any) -> list[FoundFact]:
-    """RetrievedMemory results as FoundFacts: a fact's memory (memory_type "fact") keeps its
-    structure, read from its metadata or its sentence; any other memory is its text, with
-    its similarity as confidence unless its metadata gives one."""
+    """RetrievedMemory results as FoundFacts. A fact's memory (memory_type "fact") keeps its
+    structure (subject, predicate, object from its metadata or its sentence; attributes and
+    validity from its sentence), its confidence is the memory's importance (the graph stores
+    the fact's confidence there) and it has no evidence of its own (a copy found by a fact
+    tool brings it). Any other memory (an episode: a message) is its text, with its
+    similarity as confidence and its id as evidence, unless its metadata gives them."""
     found: list[FoundFact] = []
     for memory in memories or ():
         metadata = dict(getattr(memory, "metadata", {}) or {})
         content = getattr(memory, "content", "") or ""
-        if getattr(getattr(memory, "document", None), "memory_type", None) == "fact" and "predicate" not in metadata:
+        document = getattr(memory, "document", None)
+        is_fact = getattr(document, "memory_type", None) == "fact"
+        valid_at = invalid_at = None
+        if is_fact:
             parsed = _fact_sentence(content)
-            metadata = {**parsed, **metadata}
-            metadata["attributes"] = {**parsed.get("attributes", {}), **(metadata.get("attributes") or {})}
-        confidence = metadata.get("confidence", getattr(memory, "similarity", 0.5))
-        evidence = metadata.get("evidence") or (memory.id,)
+            attributes = {**parsed.get("attributes", {}), **(metadata.get("attributes") or {})}
+            valid_at = _month_time(attributes.pop("since", None))
+            invalid_at = _month_time(attributes.pop("until", None))
+            metadata = {**parsed, **metadata, "attributes": attributes}
+            default_confidence = getattr(document, "importance", 0.5)
+            default_evidence: tuple[str, ...] = ()
+        else:
+            default_confidence = getattr(memory, "similarity", 0.5)
+            default_evidence = (memory.id,)
+        confidence = metadata.get("confidence", default_confidence)
+        evidence = metadata.get("evidence") or default_evidence
         evidence = (evidence,) if isinstance(evidence, str) else tuple(str(e) for e in evidence)
-        predicate = metadata.get("predicate")
+        predicate = metadata.get("predicate") if is_fact or "predicate" in metadata else None
         found.append(FoundFact(
             subject=str(metadata.get("subject_name") or metadata.get("subject") or ""),
             predicate=predicate if isinstance(predicate, str) else None,
             object=str(metadata.get("object_name") or metadata.get("object") or metadata.get("object_value") or ""),
             confidence=min(1.0, max(0.0, float(confidence))),
             evidence=evidence,
+            valid_at=valid_at,
+            invalid_at=invalid_at,
             attributes=dict(metadata.get("attributes") or {}),
             sentence=content,
             fact_id=memory.id,
