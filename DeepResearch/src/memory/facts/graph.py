@@ -341,6 +341,22 @@ class FactGraph:
             raise MemoryInputError(f"limit={limit!r}: give a whole number >= 1")
         return min(limit, self.config.max_limit)
 
+    async def export_jsonl(self, path: Any) -> int:
+        """Every entity and fact (history too) of the namespace to a JSONL file (facts/io.py)."""
+        from pathlib import Path
+
+        from DeepResearch.src.memory.facts.io import export_jsonl
+
+        return await export_jsonl(self, Path(path))
+
+    async def import_jsonl(self, path: Any) -> dict[str, Any]:
+        """Entities and facts from an export, as they were (ids, times, evidence)."""
+        from pathlib import Path
+
+        from DeepResearch.src.memory.facts.io import import_jsonl
+
+        return await import_jsonl(self, Path(path))
+
     async def ingest(self, messages: Sequence[Any], channel_id: str | None = None,
                      *, model: Any = None) -> Any:
         """Messages -> episode memories + extracted facts + PARTICIPATED_IN (see ingest.py)."""
