@@ -129,7 +129,8 @@ class ExecuteTool(RetrievalNode):
     async def run(self, ctx: Ctx) -> EvaluateProgress:
         state, deps = ctx.state, ctx.deps
         call = state.next_call
-        assert call is not None, "ExecuteTool runs only after PlanQueries planned a call"
+        if call is None:
+            raise RuntimeError("ExecuteTool ran without a planned call (PlanQueries sets it)")
         state.iterations += 1
         state.call_counts[call.key()] += 1
         started_ms = state.elapsed_ms()
