@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from pydantic_ai import Agent
 
-from DeepResearch.src.memory.agent.retrieval.analysis import analyze
+from DeepResearch.src.memory.agent.retrieval.analysis import analyze, read_messages
 from DeepResearch.src.memory.agent.retrieval.state import RetrievalDeps, RetrievalState
 from DeepResearch.src.memory.agent.retrieval.synthesis import format_fact
 from DeepResearch.src.memory.agent.retrieval.types import (
@@ -127,8 +127,7 @@ class ModelPlanner:
         return evaluation
 
     def _prompt(self, state: RetrievalState, deps: RetrievalDeps, task: str) -> str:
-        turns = [m if isinstance(m, str) else (getattr(m, "content", None) or (m.get("content") if isinstance(m, dict) else str(m)))
-                 for m in state.messages]
+        turns = [f"{t.author}: {t.content}" if t.author else t.content for t in read_messages(state.messages)]
         analysis = state.analysis
         calls = [f"- {c.tool}({json.dumps(c.input, default=str)}) -> "
                  + (f"{c.output_size} facts ({c.new_facts} new)" if c.success else f"failed: {c.error}")

@@ -247,15 +247,19 @@ class ToolRunner:
         return tools
 
     def signature(self, tool: str) -> str:
+        """`name(parameters) -- its docstring on one line`, for a model's prompt."""
         if tool == MEMORY_TOOL:
-            return "search_memory(query: str)"
+            return "search_memory(query: str) -- memories (messages, notes, fact sentences) near the words"
         method = self.function(tool)
         if method is None:
             return f"{tool}(...)"
         try:
-            return f"{tool}{inspect.signature(method)}"
+            parameters = str(inspect.signature(method)).split(" -> ")[0].replace("'", "")
         except (TypeError, ValueError):
-            return f"{tool}(...)"
+            parameters = "(...)"
+        doc = inspect.getdoc(method.func if isinstance(method, functools.partial) else method) or ""
+        text = " ".join(doc.split())[:400]
+        return f"{tool}{parameters}" + (f" -- {text}" if text else "")
 
     async def call(self, planned: PlannedCall) -> tuple[list[FoundFact], ToolCallTrace]:
         started = time.perf_counter()
