@@ -37,6 +37,7 @@ async def test_who_should_i_ask_about_typescript(team_ts: FactGraph) -> None:
     assert [(c.tool, c.input) for c in calls] == [("find_experts", {"topic": "TypeScript"})]
     assert result.metadata.stop_reason == "goal_met"
     assert result.confidence == "medium"  # one fact of >= 0.8 among two, mean 0.81
+    assert result.metadata.confidence_score == pytest.approx(0.81)
     assert get_trace(result.metadata.request_id) is result
 
 

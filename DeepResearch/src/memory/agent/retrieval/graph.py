@@ -24,6 +24,7 @@ from pydantic_graph import BaseNode, End, GraphBuilder, GraphRunContext
 
 from DeepResearch.src.memory.agent.retrieval.state import RetrievalDeps, RetrievalState
 from DeepResearch.src.memory.agent.retrieval.synthesis import (
+    confidence_score,
     deduplicate,
     format_fact,
     grade,
@@ -204,6 +205,7 @@ class Synthesize(RetrievalNode):
                 stop_reason=state.stop_reason,
                 tool_success_rate=round(successes / len(state.calls), 4) if state.calls else 1.0,
                 planner="model" if deps.planner.kind == "model" else "rules",
+                confidence_score=confidence_score(chosen, len(state.calls), successes),
             ),
         )
         state.result = result

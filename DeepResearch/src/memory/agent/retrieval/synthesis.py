@@ -151,6 +151,14 @@ def format_fact(fact: FoundFact) -> str:
     return f"{sentence(fact).rstrip('.')} (confidence: {fact.confidence:.2f}, evidence: {evidence})"
 
 
+def confidence_score(facts: list[FoundFact], calls: int, successes: int) -> float:
+    """The mean confidence of the on-topic facts times the tool success rate (0 with none)."""
+    on_topic = [f.confidence for f in facts if f.relevance >= ON_TOPIC]
+    if not on_topic:
+        return 0.0
+    return round(sum(on_topic) / len(on_topic) * (successes / calls if calls else 1.0), 4)
+
+
 def grade(facts: list[FoundFact], calls: int, successes: int) -> Confidence:
     """The overall confidence; the rule is in this module's docstring."""
     facts = [f for f in facts if f.relevance >= ON_TOPIC]

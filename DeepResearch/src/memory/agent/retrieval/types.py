@@ -160,6 +160,9 @@ class RetrievalMetadata(BaseModel):
     request_id: str
     stop_reason: str = ""
     tool_success_rate: float = 1.0
+    # The overall confidence as a number: the mean confidence of the on-topic facts returned
+    # times the tool success rate (0 with none); `confidence` is its graded, documented form.
+    confidence_score: float = 0.0
     planner: Literal["model", "rules"] = "rules"
 
 
