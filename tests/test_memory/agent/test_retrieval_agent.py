@@ -304,3 +304,13 @@ async def test_what_the_question_asks_about_ranks_first() -> None:
     assert result.facts[0].startswith("Alice works at Google")
     result = await retrieve_context(graph, None, ["Where does Alice live?"])
     assert result.facts[0].startswith("Alice lives in Berlin")
+
+
+def test_messages_may_be_message_objects() -> None:
+    from DeepResearch.src.memory.facts.model import Message
+
+    messages = [Message("m1", "u1", "Bob", "hello", 1.0, "C1"),
+                Message("m2", "u2", "Eve", "who knows Bob?", 2.0, "C1")]
+    needs = analyze(messages, channel_id="C1").needs
+    assert [n.kind for n in needs] == ["who_knows", "relationship", "participants"]
+    assert needs[1].calls[0].arguments == {"person_a": "Eve", "person_b": "Bob"}
