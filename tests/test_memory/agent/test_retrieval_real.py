@@ -157,3 +157,14 @@ async def test_fact_memories_read_back_with_their_structure(team: FactGraph) -> 
     assert fact.confidence == pytest.approx(0.9)
     assert fact.attributes.get("role") == "Software Engineer" and fact.valid_at is not None
     assert fact.evidence == ()
+
+
+async def test_concurrent_requests_keep_their_own_state(team_ts: FactGraph) -> None:
+    import asyncio
+
+    questions = ["Who should I ask about TypeScript?", "Where does Alice work?", "Who lives in New York?"]
+    results = await asyncio.gather(*(retrieve_context(team_ts, None, [q]) for q in questions))
+    assert results[0].facts[0].startswith("Eve has expert-level TypeScript skills")
+    assert results[1].facts[0].startswith("Alice works at Google")
+    assert results[2].facts[0].startswith("Bob lives in New York")
+    assert len({r.metadata.request_id for r in results}) == 3
