@@ -168,3 +168,11 @@ async def test_concurrent_requests_keep_their_own_state(team_ts: FactGraph) -> N
     assert results[1].facts[0].startswith("Alice works at Google")
     assert results[2].facts[0].startswith("Bob lives in New York")
     assert len({r.metadata.request_id for r in results}) == 3
+
+
+async def test_a_statement_brings_the_people_it_names(team: FactGraph) -> None:
+    result = await retrieve_context(team, None, [
+        {"author_name": "Frank", "content": "I'm pairing with Charlie on the payments service today"}])
+    tools = [e.call.tool for e in result.trace if e.call]
+    assert tools[0] == "semantic_search_facts" and "get_person_profile" in tools
+    assert any(f.startswith("Charlie works at Stripe") for f in result.facts), result.facts

@@ -24,7 +24,8 @@ Each question is matched against a short list of intents, first match wins:
 
 Every need ends with semantic_search_facts over its words and, with a client, the hybrid
 memory retrieval (search_memory) as fallbacks; a conversation with no question gets one
-need over its last message.
+need over its last message. When no intent is recognised, up to 3 names the conversation
+mentions get a profile lookup each ("mention" needs).
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ _INTENTS: list[tuple[str, re.Pattern[str]]] = [
     ]
 ]
 
+MAX_MENTIONED = 3  # names looked up when no question's intent is recognised
 _YEAR = re.compile(r"\b(19\d{2}|20\d{2})\b")
 
 
@@ -166,6 +168,22 @@ def find_entities(turns: list[Turn]) -> list[str]:
             if name.endswith("'s"):
                 name = name[:-2]
             if name and name.casefold() not in _STOP and name not in found:
+                found.append(name)
+    return found
+
+
+def mid_sentence_names(turns: list[Turn]) -> list[str]:
+    """The capitalised names written at least once inside a sentence (a sentence's first
+    word is capitalised whatever it is), in order."""
+    found: list[str] = []
+    for turn in turns:
+        for match in re.finditer(r"\b[A-Z][\w#+\-]*(?:\s+[A-Z][\w#+\-]*)*", turn.content):
+            start = match.start()
+            before = turn.content[:start].rstrip()
+            if not before or before[-1] in ".!?":
+                continue
+            name = match.group(0).strip()
+            if name.casefold() not in _STOP and not name.casefold().startswith("i'") and name not in found:
                 found.append(name)
     return found
 
@@ -326,9 +344,15 @@ def analyze(
             needs.append(need)
     if not needs and turns:
         last = turns[-1].content
-        calls = [PlannedCall(tool="get_person_profile", arguments={"person": e}) for e in entities
-                 if any(e.casefold() == p.casefold() for p in people)][:2]
-        needs.append(Need(question=last, kind="search", subject=last, calls=calls + _fallbacks(last, with_memory)))
+        needs.append(Need(question=last, kind="search", subject=last, calls=_fallbacks(last, with_memory)))
+    if needs and all(n.kind == "search" for n in needs):
+        # No intent recognised: the people the conversation names are context too (a
+        # name that is not a person's costs one call that finds nothing).
+        covered = {n.subject.casefold() for n in needs}
+        named = [e for e in mid_sentence_names(turns) if e.casefold() not in covered][:MAX_MENTIONED]
+        for name in named:
+            needs.append(Need(question=f"who is {name}", kind="mention", subject=name,
+                              calls=[PlannedCall(tool="get_person_profile", arguments={"person": name})]))
     if channel_id and not any(n.kind == "participants" for n in needs):
         needs.append(Need(question=f"who takes part in {channel_id}", kind="participants", subject=channel_id,
                           calls=[PlannedCall(tool="get_conversation_participants",
