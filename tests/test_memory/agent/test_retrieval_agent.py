@@ -313,5 +313,5 @@ def test_messages_may_be_message_objects() -> None:
     messages = [Message("m1", "u1", "Bob", "hello", 1.0, "C1"),
                 Message("m2", "u2", "Eve", "who knows Bob?", 2.0, "C1")]
     needs = analyze(messages, channel_id="C1").needs
-    assert [n.kind for n in needs] == ["who_knows", "relationship", "participants"]
+    assert [n.kind for n in needs] == ["who_knows", "relationship", "channel"]
     assert needs[1].calls[0].arguments == {"person_a": "Eve", "person_b": "Bob"}

@@ -176,3 +176,14 @@ async def test_a_statement_brings_the_people_it_names(team: FactGraph) -> None:
     tools = [e.call.tool for e in result.trace if e.call]
     assert tools[0] == "semantic_search_facts" and "get_person_profile" in tools
     assert any(f.startswith("Charlie works at Stripe") for f in result.facts), result.facts
+
+
+async def test_the_channel_s_people_come_after_the_answer(team: FactGraph) -> None:
+    result = await retrieve_context(team, None, ["Who should I ask about Python?"], channel_id="general")
+    tools = [e.call.tool for e in result.trace if e.call]
+    assert tools == ["find_experts", "get_conversation_participants"]
+    assert result.metadata.stop_reason == "goal_met"
+    python = [i for i, f in enumerate(result.facts) if " Python " in f]
+    channel = [i for i, f in enumerate(result.facts) if "took part in general" in f]
+    assert python and channel and max(python) < min(channel)
+    assert result.confidence == "high"

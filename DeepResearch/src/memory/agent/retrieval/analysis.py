@@ -19,8 +19,8 @@ Each question is matched against a short list of intents, first match wins:
                  -> get_person_timeline(Alice, since, until)
   person         "where does Alice work", "tell me about Alice", "who is Alice"
                  -> get_person_profile(Alice)
-  participants   "who is in this channel" (or any question when a channel is given and
-                 nothing else matched) -> get_conversation_participants(channel_id)
+  participants   "who is in this channel" -> get_conversation_participants(channel_id); with a
+                 channel_id and no such question, the same call as context ("channel" need)
 
 Every need ends with semantic_search_facts over its words and, with a client, the hybrid
 memory retrieval (search_memory) as fallbacks; a conversation with no question gets one
@@ -354,7 +354,9 @@ def analyze(
             needs.append(Need(question=f"who is {name}", kind="mention", subject=name,
                               calls=[PlannedCall(tool="get_person_profile", arguments={"person": name})]))
     if channel_id and not any(n.kind == "participants" for n in needs):
-        needs.append(Need(question=f"who takes part in {channel_id}", kind="participants", subject=channel_id,
+        # The channel's people are context for any question asked in it ("channel": ranked
+        # after what the questions ask for, see synthesis.py).
+        needs.append(Need(question=f"who takes part in {channel_id}", kind="channel", subject=channel_id,
                           calls=[PlannedCall(tool="get_conversation_participants",
                                              arguments={"channel_id": channel_id})]))
     for index, need in enumerate(needs):

@@ -10,7 +10,8 @@ Relevance of a fact, in [0, 1], is the sum of
 capped at 1. Facts are ranked by 0.6 * relevance + 0.4 * confidence (ties: the more
 confident, the newer, then the tool's own order, e.g. find_experts' expertise).
 A semantic or memory hit that names nothing the conversation asks about (relevance < 0.4)
-is kept, ranked after the others, but is not on topic.
+is kept, ranked after the others, but is not on topic; so are the channel's participants
+when no question asked for them (their relevance is capped at 0.35: context).
 
 Overall confidence (`grade`), over the on-topic facts returned: with H the number of facts of
 confidence >= 0.8, m their mean confidence and s the share of tool calls that succeeded,
@@ -34,6 +35,7 @@ from DeepResearch.src.memory.agent.retrieval.types import (
 
 HIGH_CONFIDENCE = 0.8
 ON_TOPIC = 0.4  # the relevance from which a fact counts towards the overall confidence
+CONTEXT = 0.35  # the relevance of what only the implicit channel need found
 
 _KIND_PREDICATES: dict[str, set[str]] = {
     "experts": {"HAS_SKILL", "INTERESTED_IN"},
@@ -44,6 +46,7 @@ _KIND_PREDICATES: dict[str, set[str]] = {
     "location": {"LIVES_IN"},
     "relationship": {"KNOWS", "CLOSE_TO", "MEMBER_OF"},
     "participants": {"PARTICIPATED_IN"},
+    "channel": {"PARTICIPATED_IN"},
     "timeline": {"WORKS_AT", "WORKED_AT", "LIVES_IN", "STUDIED_AT"},
 }
 
@@ -72,6 +75,8 @@ def score_relevance(fact: FoundFact, analysis: ConversationAnalysis) -> float:
         asked |= _KIND_PREDICATES.get(need.kind, set()) | set(need.focus)
     if fact.predicate and fact.predicate.upper() in asked:
         score += 0.2
+    if needs and all(n.kind == "channel" for n in needs):
+        score = min(score, CONTEXT)  # the channel's people: context, after the answers
     return min(1.0, score)
 
 
