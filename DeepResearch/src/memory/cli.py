@@ -4,7 +4,9 @@
     e.g. deepresearch-memory search "rna-seq aligner" --top-k 3 memory.faiss.path=outputs/memory
 
 Commands: search, list, show ID, stats, health, export FILE, import FILE, forget, expire,
-rebuild; serve (the HTTP + MCP service, docs/service.md) and mcp (the MCP server on stdio). Only `search`, and `import`/`rebuild` when vectors must be computed, load the
+rebuild, `facts ...` (entities and time-aware facts: facts/cli.py); serve (the HTTP + MCP
+service, docs/service.md) and mcp (the MCP server on stdio). Only `search`, and
+`import`/`rebuild` when vectors must be computed, load the
 embedding model (torch); the others start fast.
 
 Exit status: 0 done; 1 the backend failed (or `import` skipped bad lines, `health` found
@@ -145,6 +147,10 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
         return await _import(client, Path(args.file))
     if cmd == "forget":
         return await _forget(client, args)
+    if cmd == "facts":
+        from DeepResearch.src.memory.facts.cli import dispatch
+
+        return await dispatch(args, client)
     if cmd == "expire":
         print(f"expired {await client.expire()} memories")
         return 0
@@ -368,11 +374,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     from omegaconf.errors import OmegaConfBaseException
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    overrides, rest = split_overrides(argv)
-    args = build_parser().parse_args(rest)
+    command = next((a for a in argv if not _OVERRIDE.match(a)), None)
+    if command == "facts":  # its KEY=VALUE arguments are its own (facts/cli.py)
+        from DeepResearch.src.memory.facts import cli as facts_cli
+
+        rest = list(argv)
+        rest.remove("facts")
+        args, overrides = facts_cli.parse(rest)
+        args.command = "facts"
+    else:
+        overrides, rest = split_overrides(argv)
+        args = build_parser().parse_args(rest)
     try:
         config = load_config(overrides)
-        if args.command in ("forget",) and args.filter:
+        if args.command == "forget" and args.filter:
             parse_filters(_parse_kv(args.filter))
         if args.command in ("serve", "mcp"):
             from DeepResearch.src.memory.service import run as service

@@ -9,11 +9,13 @@ Invalid values raise `MemoryConfigError` naming the dotted key, the value and wh
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from DeepResearch.src.memory.errors import MemoryConfigError
+from DeepResearch.src.memory.facts.model import ENTITY_TYPES, PREDICATES, SINGLE_VALUED
 
 BackendName = Literal["in_memory", "faiss", "neo4j"]
 Codec = Literal["lz4", "gzip", "zstd"]
@@ -165,6 +167,58 @@ def check_api_keys(keys: dict[str, str], where: str) -> dict[str, str]:
     return keys
 
 
+# The entity type each built-in predicate's object has (a predicate missing here takes a
+# literal object, e.g. a number of years).
+OBJECT_TYPES = {
+    "WORKS_AT": "Organization", "WORKED_AT": "Organization", "HAS_SKILL": "Skill",
+    "INTERESTED_IN": "Topic", "LIVES_IN": "Location", "STUDIED_AT": "Organization",
+    "KNOWS": "Person", "CLOSE_TO": "Person", "MEMBER_OF": "Organization", "MENTIONED": "Topic",
+    "PARTICIPATED_IN": "Channel",
+}
+
+
+class FactsConfig(_Section):
+    """The knowledge-graph tier (facts/): the vocabulary, the rules, entity resolution."""
+
+    entity_types: list[str] = Field(default_factory=lambda: list(ENTITY_TYPES))
+    predicates: list[str] = Field(default_factory=lambda: list(PREDICATES))
+    object_types: dict[str, str] = Field(default_factory=lambda: dict(OBJECT_TYPES))
+    single_valued: list[str] = Field(default_factory=lambda: list(SINGLE_VALUED))
+    fuzzy_threshold: float = Field(default=90.0, ge=50.0, le=100.0)  # rapidfuzz ratio, 0..100
+    fuzzy_min_length: int = Field(default=5, ge=1, le=100)  # shorter names: exact match only
+    default_limit: int = Field(default=20, ge=1, le=10_000)
+    max_limit: int = Field(default=1000, ge=1, le=100_000)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FactsConfig:
+        for name in self.entity_types:
+            if not re.fullmatch(r"[A-Z][A-Za-z0-9]{0,62}", name):
+                raise ValueError(f"entity_types: {name!r} must be a CamelCase word (e.g. Project)")
+        for name in self.predicates:
+            if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,62}", name):
+                raise ValueError(f"predicates: {name!r} must be UPPER_SNAKE_CASE (e.g. LEADS)")
+        for needed, pool, key in (("Person", self.entity_types, "entity_types"),
+                                  ("Channel", self.entity_types, "entity_types"),
+                                  ("PARTICIPATED_IN", self.predicates, "predicates")):
+            if needed not in pool:
+                raise ValueError(f"{key} must keep {needed!r} (ingest writes it)")
+        unknown = sorted(set(self.single_valued) - set(self.predicates))
+        if unknown:
+            raise ValueError(f"single_valued names unknown predicates {unknown}; "
+                             f"choices: {self.predicates}")
+        for predicate, kind in self.object_types.items():
+            if predicate not in self.predicates:
+                raise ValueError(f"object_types.{predicate}: unknown predicate; "
+                                 f"choices: {self.predicates}")
+            if kind not in self.entity_types:
+                raise ValueError(f"object_types.{predicate}={kind!r}: unknown entity type; "
+                                 f"choices: {self.entity_types}")
+        if self.default_limit > self.max_limit:
+            raise ValueError(f"default_limit={self.default_limit} is above "
+                             f"max_limit={self.max_limit}")
+        return self
+
+
 class ProfileConfig(_Section):
     """How one agent type ranks memories (see ranking/)."""
 
@@ -234,6 +288,7 @@ class MemoryConfig(_Section):
     faiss: FaissConfig = Field(default_factory=FaissConfig)
     neo4j: Neo4jConfig = Field(default_factory=Neo4jConfig)
     profiles: dict[str, ProfileConfig] = Field(default_factory=_default_profiles)
+    facts: FactsConfig = Field(default_factory=FactsConfig)
     service: ServiceConfig = Field(default_factory=ServiceConfig)
 
     @model_validator(mode="after")

@@ -12,11 +12,14 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from DeepResearch.src.memory.errors import MemoryBackendError
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.facts.store import FactStore
 
 JSONScalar = str | int | float | bool | None
 FOLLOWS = "follows"  # RelationType.FOLLOWS: a memory follows the previous one of its session
@@ -207,6 +210,14 @@ class MemoryBackend(ABC):
 
     @abstractmethod
     async def health(self) -> BackendHealth: ...
+
+    def fact_store(self) -> FactStore:
+        """This backend's store of entities and facts (facts/), kept beside its memories and
+        written in the same transactions. Backends without one raise MemoryBackendError."""
+        raise MemoryBackendError(
+            f"backend {self.name!r} has no fact store (the knowledge-graph tier needs "
+            "memory.backend=in_memory, faiss or neo4j)"
+        )
 
     async def verify(self) -> list[str]:
         """The full (possibly slow) consistency check of what the backend stores: the

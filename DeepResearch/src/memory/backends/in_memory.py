@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import sqlite3
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from DeepResearch.src.memory.backends.embedded.records import fts_query, indexed
 from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.errors import MemoryBackendError
 
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.facts.store import FactStore
+
 
 class InMemoryBackend(MemoryBackend):
     name: ClassVar[str] = "in_memory"
@@ -39,6 +42,14 @@ class InMemoryBackend(MemoryBackend):
         self._matrix: np.ndarray | None = None  # rebuilt lazily after writes
         self._matrix_ids: list[str] = []
         self._open = False
+        self._fact_store: FactStore | None = None
+
+    def fact_store(self) -> FactStore:
+        if self._fact_store is None:
+            from DeepResearch.src.memory.backends.in_memory_facts import InMemoryFactStore
+
+            self._fact_store = InMemoryFactStore(self)
+        return self._fact_store
 
     async def open(self) -> None:
         self._open = True

@@ -19,6 +19,45 @@ def name_key(name: str) -> str:
     return " ".join(name.casefold().split())
 
 
+def entity_name_keys(entity: Entity) -> list[str]:
+    """The distinct name keys of an entity: name, real name, aliases (the exact-match pool)."""
+    names = [entity.name, entity.real_name or "", *entity.aliases]
+    return list(dict.fromkeys(k for k in map(name_key, names) if k))
+
+
+def fact_is_current(fact: Fact, as_of: float) -> bool:
+    """True in the world at `as_of` (unknown bounds open) and not retired by then."""
+    return (
+        (fact.valid_at is None or fact.valid_at <= as_of)
+        and (fact.invalid_at is None or fact.invalid_at > as_of)
+        and (fact.expired_at is None or fact.expired_at > as_of)
+    )
+
+
+def fact_matches(fact: Fact, query: FactQuery, now: float) -> bool:
+    """`query` evaluated in Python: for stores that keep facts in dicts (and for tests)."""
+    if fact.namespace != query.namespace or fact.confidence < query.min_confidence:
+        return False
+    for wanted, value in (
+        (query.ids, fact.id), (query.subject_ids, fact.subject_id),
+        (query.predicates, fact.predicate), (query.object_ids, fact.object_id),
+    ):
+        if wanted is not None and value not in wanted:
+            return False
+    if query.object_values is not None:
+        keys = {name_key(v) for v in query.object_values}
+        if fact.object_value is None or name_key(fact.object_value) not in keys:
+            return False
+    return query.include_history or fact_is_current(
+        fact, now if query.as_of is None else query.as_of
+    )
+
+
+def fact_order(fact: Fact) -> tuple[bool, float, float, str]:
+    """Sort key of find_facts: newest valid_at first, unknown last (then newest learned)."""
+    return (fact.valid_at is None, -(fact.valid_at or 0.0), -fact.created_at, fact.id)
+
+
 class FactStore(ABC):
     @abstractmethod
     async def put(
@@ -46,4 +85,5 @@ class FactStore(ABC):
 
     @abstractmethod
     async def find_facts(self, query: FactQuery) -> list[Fact]:
-        """Facts matching the query, newest valid_at first (unknown last), at most limit."""
+        """Facts matching the query, newest valid_at first (unknown last), at most limit.
+        `object_values` compare by `name_key` (case- and space-insensitive)."""

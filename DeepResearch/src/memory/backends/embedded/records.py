@@ -61,30 +61,36 @@ class Records:
         """All of `records` in one transaction, or none: a record replaces the one with its
         id, unless that one belongs to another namespace (MemoryBackendError)."""
         texts = [indexed_text(r) for r in records]  # before the write lock is taken
-        with self.db.transaction() as conn:
-            self._refuse_other_namespaces(records)
-            for record, text in zip(records, texts, strict=True):
-                for (seq,) in conn.execute(
-                    "DELETE FROM records WHERE id = ? RETURNING seq", (record.id,)
-                ).fetchall():
-                    self._forget_seq(seq)
-                cur = conn.execute(
-                    f"INSERT INTO records ({COLUMNS.split(', ', 1)[1]}) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        record.id, record.namespace, record.session_id, record.memory_type,
-                        record.agent_type, record.content, record.created_at, record.importance,
-                        record.temporal_weight, record.expires_at, record.content_codec,
-                        record.content_blob, json.dumps(record.metadata),
-                        np.ascontiguousarray(record.vector, dtype=np.float32).tobytes(),
-                    ),
-                )
-                conn.execute("INSERT INTO fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text))
-                conn.execute("DELETE FROM relations WHERE src = ?", (record.id,))
-                conn.executemany(
-                    "INSERT OR IGNORE INTO relations (src, type, dst, pos) VALUES (?, ?, ?, ?)",
-                    [(record.id, t, dst, pos) for pos, (t, dst) in enumerate(record.relations)],
-                )
+        with self.db.transaction():
+            self.write(records, texts)
+
+    def write(self, records: Sequence[MemoryRecord], texts: Sequence[str]) -> None:
+        """The body of `upsert`, inside a transaction the caller holds (the fact store writes
+        memories, entities and facts in one); `texts` are the records' `indexed_text`."""
+        conn = self.db.conn
+        self._refuse_other_namespaces(records)
+        for record, text in zip(records, texts, strict=True):
+            for (seq,) in conn.execute(
+                "DELETE FROM records WHERE id = ? RETURNING seq", (record.id,)
+            ).fetchall():
+                self._forget_seq(seq)
+            cur = conn.execute(
+                f"INSERT INTO records ({COLUMNS.split(', ', 1)[1]}) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    record.id, record.namespace, record.session_id, record.memory_type,
+                    record.agent_type, record.content, record.created_at, record.importance,
+                    record.temporal_weight, record.expires_at, record.content_codec,
+                    record.content_blob, json.dumps(record.metadata),
+                    np.ascontiguousarray(record.vector, dtype=np.float32).tobytes(),
+                ),
+            )
+            conn.execute("INSERT INTO fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text))
+            conn.execute("DELETE FROM relations WHERE src = ?", (record.id,))
+            conn.executemany(
+                "INSERT OR IGNORE INTO relations (src, type, dst, pos) VALUES (?, ?, ?, ?)",
+                [(record.id, t, dst, pos) for pos, (t, dst) in enumerate(record.relations)],
+            )
 
     def _refuse_other_namespaces(self, records: Sequence[MemoryRecord]) -> None:
         owner: dict[str, str] = {}

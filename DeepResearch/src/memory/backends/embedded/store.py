@@ -19,7 +19,7 @@ import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from DeepResearch.src.memory.backends.embedded.database import (
     Database,
     backend_error,
 )
+from DeepResearch.src.memory.backends.embedded.facts import ensure_schema as ensure_fact_schema
 from DeepResearch.src.memory.backends.embedded.graph import walk
 from DeepResearch.src.memory.backends.embedded.maintenance import (
     Reembed,
@@ -53,6 +54,9 @@ from DeepResearch.src.memory.backends.embedded.vectors import (
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
 from DeepResearch.src.memory.faiss_pool import run_faiss
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.facts.store import FactStore
 
 __all__ = ["DB_FILE", "INDEX_FILE", "EmbeddedBackend"]
 
@@ -90,6 +94,7 @@ class EmbeddedBackend(MemoryBackend):
         self._records: Records | None = None
         self._index: VectorIndex | None = None
         self._seen: tuple[int, int] | None = None  # database state the index last caught up with
+        self._fact_store: FactStore | None = None
 
     @property
     def index_path(self) -> Path:
@@ -122,6 +127,7 @@ class EmbeddedBackend(MemoryBackend):
         records = self._connect()
         try:
             check_meta(records.db, self._expected_meta(), self.root)
+            ensure_fact_schema(records.db)
             for name in OLD_FILES:
                 (self.root / name).unlink(missing_ok=True)
             self._load_index(records)
@@ -276,16 +282,26 @@ class EmbeddedBackend(MemoryBackend):
         self._seen = now
 
     # -- MemoryBackend --------------------------------------------------------------------
-    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        if not records:
-            return
+    def check_vectors(self, records: Sequence[MemoryRecord]) -> None:
         for r in records:
             if r.vector is None or r.vector.shape != (self.dimension,):
                 shape = None if r.vector is None else r.vector.shape
                 raise MemoryBackendError(
                     f"record {r.id!r}: vector shape {shape}, expected ({self.dimension},)"
                 )
+
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None:
+        if not records:
+            return
+        self.check_vectors(records)
         await self._run("storing memories", self._require().upsert, records)
+
+    def fact_store(self) -> FactStore:
+        if self._fact_store is None:
+            from DeepResearch.src.memory.backends.embedded.facts import EmbeddedFactStore
+
+            self._fact_store = EmbeddedFactStore(self)
+        return self._fact_store
 
     async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
         return await self._run("reading memories", self._require().get, list(ids))

@@ -1,0 +1,87 @@
+"""The in_memory backend's FactStore: entities and facts in dicts beside its records.
+
+`put` checks everything (the memories through the backend's own checks) before it changes
+anything, so a refused batch leaves no trace."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from DeepResearch.src.memory.backends.base import MemoryRecord
+from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
+from DeepResearch.src.memory.facts.store import (
+    FactStore,
+    entity_name_keys,
+    fact_matches,
+    fact_order,
+)
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.backends.in_memory import InMemoryBackend
+
+
+class InMemoryFactStore(FactStore):
+    def __init__(self, backend: InMemoryBackend) -> None:
+        self.backend = backend
+        self._entities: dict[str, Entity] = {}
+        self._facts: dict[str, Fact] = {}
+        self._keys: dict[tuple[str, str], set[str]] = {}  # (namespace, name key) -> entity ids
+
+    async def put(
+        self,
+        entities: Sequence[Entity] = (),
+        facts: Sequence[Fact] = (),
+        memories: Sequence[MemoryRecord] = (),
+        delete_entity_ids: Sequence[str] = (),
+    ) -> None:
+        self.backend._check_open()
+        # The only step that can refuse (vector shape, another namespace's id) goes first and
+        # writes nothing when it refuses; the dict updates below cannot fail.
+        if memories:
+            await self.backend.upsert(memories)
+        for entity_id in delete_entity_ids:
+            self._unkey(entity_id)
+            self._entities.pop(entity_id, None)
+        for entity in entities:
+            self._unkey(entity.id)
+            stored = copy.deepcopy(entity)
+            self._entities[entity.id] = stored
+            for key in entity_name_keys(stored):
+                self._keys.setdefault((stored.namespace, key), set()).add(stored.id)
+        for fact in facts:
+            self._facts[fact.id] = copy.deepcopy(fact)
+
+    def _unkey(self, entity_id: str) -> None:
+        old = self._entities.get(entity_id)
+        if old is not None:
+            for key in entity_name_keys(old):
+                self._keys.get((old.namespace, key), set()).discard(entity_id)
+
+    async def entities_by_key(
+        self, namespace: str, keys: Sequence[str], types: Sequence[str] | None = None
+    ) -> list[Entity]:
+        ids: dict[str, None] = {}
+        for key in keys:
+            ids.update(dict.fromkeys(sorted(self._keys.get((namespace, key), ()))))
+        found = [self._entities[i] for i in ids]
+        return [copy.deepcopy(e) for e in found if types is None or e.type in types]
+
+    async def get_entities(self, namespace: str, ids: Sequence[str]) -> list[Entity]:
+        return [copy.deepcopy(self._entities[i]) for i in ids
+                if i in self._entities and self._entities[i].namespace == namespace]
+
+    async def entity_keys(
+        self, namespace: str, types: Sequence[str] | None = None
+    ) -> list[tuple[str, str]]:
+        return [(e.id, key) for e in self._entities.values()
+                if e.namespace == namespace and (types is None or e.type in types)
+                for key in entity_name_keys(e)]
+
+    async def find_facts(self, query: FactQuery) -> list[Fact]:
+        now = time.time()
+        found = sorted((f for f in self._facts.values() if fact_matches(f, query, now)),
+                       key=fact_order)
+        return [copy.deepcopy(f) for f in found[: query.limit]]

@@ -1,0 +1,167 @@
+"""Entity resolution: which stored entity a name means.
+
+In order, within one entity type:
+1. exact: the `name_key` of the name equals a key of an entity (its name, real name or an
+   alias): "Alice", "alice" and a known alias are one entity;
+2. people only, a full name and a first name: "Alice Johnson" meets an "Alice" who has no
+   other full name, or "Alice" meets the one person whose full name starts with Alice;
+3. fuzzy: rapidfuzz's ratio of the keys at or above `fuzzy_threshold` (90 by default), never
+   for names shorter than `fuzzy_min_length` ("Al" matches nothing fuzzily).
+A candidate is refused when its other facts disagree with what is known of the mention: a
+different author id (messages), or a current single-valued fact with another object
+("Alice Smith works at Microsoft" does not join the Alice who works at Google). Two or more
+candidates left: ambiguous (the caller asks for the full name or the id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from uuid import uuid4
+
+from rapidfuzz import fuzz, process
+
+from DeepResearch.src.memory.config import FactsConfig
+from DeepResearch.src.memory.facts.model import Entity, FactQuery
+from DeepResearch.src.memory.facts.store import FactStore, entity_name_keys, name_key
+
+EXTERNAL_IDS = "external_ids"  # Entity.attributes key: ids of the person elsewhere (authors)
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """What the mention says besides its name, to tell same-named entities apart."""
+
+    external_id: str | None = None
+    predicate: str | None = None  # a single-valued predicate the mention is the subject of
+    object_key: str | None = None  # ... and the name key of its object
+
+
+@dataclass(slots=True)
+class Resolution:
+    entity: Entity | None  # the one match (None: no match, or ambiguous)
+    candidates: list[Entity] = field(default_factory=list)  # > 1 when ambiguous
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.entity is None and len(self.candidates) > 1
+
+
+class Resolver:
+    """Resolution against a store, plus the entities a batch has made but not yet written."""
+
+    def __init__(self, store: FactStore, namespace: str, config: FactsConfig) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.config = config
+        self.pending: dict[str, Entity] = {}  # made or changed by the current batch
+
+    async def find(self, name: str, type_: str, hint: Hint = Hint()) -> Resolution:
+        key = name_key(name)
+        found = await self._exact(key, type_)
+        # An exact name is the entity unless an author id says otherwise ("Alice" moving from
+        # Google to Microsoft is a job change); a near name must also agree with its facts.
+        strict = not found
+        if not found and type_ == "Person":
+            found = await self._first_name(key)
+        if not found and len(key) >= self.config.fuzzy_min_length:
+            found = await self._fuzzy(key, type_)
+        kept = [e for e in found if not self._other_author(e, hint)]
+        if strict or len(kept) > 1:
+            agreeing = [e for e in kept if not await self._disagrees(e, hint)]
+            kept = agreeing if strict or agreeing else kept
+        if len(kept) > 1 and hint.external_id:  # the one this author is, when known
+            known = [e for e in kept if hint.external_id in e.attributes.get(EXTERNAL_IDS, [])]
+            kept = known or kept
+        if len(kept) > 1:  # the one the name names exactly, not by alias
+            exact = [e for e in kept if key in {name_key(e.name), name_key(e.real_name or "")}]
+            kept = exact if len(exact) == 1 else kept
+        if len(kept) == 1:
+            return Resolution(kept[0])
+        return Resolution(None, kept)
+
+    @staticmethod
+    def _other_author(entity: Entity, hint: Hint) -> bool:
+        known = entity.attributes.get(EXTERNAL_IDS, [])
+        return bool(hint.external_id and known and hint.external_id not in known)
+
+    async def _entities(self, keys: Sequence[str], type_: str) -> list[Entity]:
+        stored = await self.store.entities_by_key(self.namespace, list(keys), [type_])
+        out = {e.id: self.pending.get(e.id, e) for e in stored}
+        for e in self.pending.values():
+            if e.type == type_ and set(entity_name_keys(e)) & set(keys):
+                out[e.id] = e
+        # an entity whose pending version no longer has the key
+        return [e for e in out.values() if set(entity_name_keys(e)) & set(keys)]
+
+    async def _exact(self, key: str, type_: str) -> list[Entity]:
+        return await self._entities([key], type_)
+
+    async def _first_name(self, key: str) -> list[Entity]:
+        tokens = key.split()
+        if len(tokens) > 1:  # "alice johnson" -> an "alice" without another full name
+            return [e for e in await self._entities([tokens[0]], "Person")
+                    if not e.real_name or name_key(e.real_name) == key]
+        pool = await self._pool("Person")
+        ids = {i for i, k in pool if k.split()[0] == key and " " in k}
+        return await self._by_ids(ids)
+
+    async def _fuzzy(self, key: str, type_: str) -> list[Entity]:
+        pool = [(i, k) for i, k in await self._pool(type_)
+                if len(k) >= self.config.fuzzy_min_length]
+        if not pool:
+            return []
+        hits = process.extract(key, [k for _, k in pool], scorer=fuzz.ratio,
+                               score_cutoff=self.config.fuzzy_threshold, limit=10)
+        return await self._by_ids({pool[idx][0] for _, _, idx in hits})
+
+    async def _pool(self, type_: str) -> list[tuple[str, str]]:
+        pool = [(i, k) for i, k in await self.store.entity_keys(self.namespace, [type_])
+                if i not in self.pending]
+        return pool + [(e.id, k) for e in self.pending.values() if e.type == type_
+                       for k in entity_name_keys(e)]
+
+    async def _by_ids(self, ids: set[str]) -> list[Entity]:
+        stored = await self.store.get_entities(
+            self.namespace, sorted(i for i in ids if i not in self.pending))
+        return stored + [self.pending[i] for i in sorted(ids) if i in self.pending]
+
+    async def _disagrees(self, entity: Entity, hint: Hint) -> bool:
+        """A current fact of the hint's single-valued predicate with another object."""
+        if hint.predicate is None or hint.object_key is None:
+            return False
+        current = await self.store.find_facts(FactQuery(
+            self.namespace, subject_ids=(entity.id,), predicates=(hint.predicate,), limit=20))
+        objects = [f.object_id for f in current if f.object_id]
+        named = {k for e in await self.store.get_entities(self.namespace, objects)
+                 for k in entity_name_keys(e)}
+        named |= {name_key(f.object_value) for f in current if f.object_value}
+        return bool(current) and hint.object_key not in named
+
+    def new_entity(self, name: str, type_: str, created_at: float) -> Entity:
+        entity = Entity(id=f"{type_.lower()}-{uuid4().hex[:16]}", namespace=self.namespace,
+                        type=type_, name=name, created_at=created_at)
+        self.pending[entity.id] = entity
+        return entity
+
+    def learn_name(self, entity: Entity, name: str) -> bool:
+        """Add `name` to the entity's names (a person's first full name becomes its real
+        name, anything else an alias); True when the entity changed."""
+        key = name_key(name)
+        if key in entity_name_keys(entity):
+            return False
+        if entity.type == "Person" and not entity.real_name and " " in key \
+                and key.split()[0] == name_key(entity.name):
+            entity.real_name = name
+        else:
+            entity.aliases = (*entity.aliases, name)
+        self.pending[entity.id] = entity
+        return True
+
+    def learn_external_id(self, entity: Entity, external_id: str | None) -> bool:
+        known = list(entity.attributes.get(EXTERNAL_IDS, []))
+        if not external_id or external_id in known:
+            return False
+        entity.attributes[EXTERNAL_IDS] = [*known, external_id]
+        self.pending[entity.id] = entity
+        return True

@@ -1,0 +1,111 @@
+"""What the fact graph and its tools return (pydantic, JSON-ready), and a fact's sentence.
+
+A fact's sentence is the text of the memory that carries it (memory_type "fact", id = the
+fact's id): "Alice WORKS_AT Google. role=Software Engineer, since=2022-01".
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from DeepResearch.src.memory.facts.model import Entity, Fact
+from DeepResearch.src.memory.facts.store import fact_is_current
+
+
+class EntityOut(BaseModel):
+    id: str
+    type: str
+    name: str
+    real_name: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+class FactOut(BaseModel):
+    id: str
+    subject: str
+    subject_id: str
+    predicate: str
+    object: str
+    object_id: str | None  # None: the object is a literal
+    confidence: float
+    evidence: list[str]  # ids of the messages / memories it came from
+    valid_at: str | None  # ISO 8601 UTC; None: unknown
+    invalid_at: str | None  # None: still true
+    current: bool  # true now (valid, not closed, not retired)
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    learned_at: str  # when the memory learned it
+
+
+class PersonHit(BaseModel):
+    person: EntityOut
+    score: float | None = None  # the tool's ranking score, where it ranks
+    facts: list[FactOut] = Field(default_factory=list)  # the facts that made it a hit
+
+
+class SharedLink(BaseModel):
+    entity: EntityOut  # an organisation, topic, skill, location or channel both are linked to
+    facts: list[FactOut]
+
+
+class ToolAnswer(BaseModel):
+    """Every fact tool's answer: `message` says what was found or why nothing was."""
+
+    tool: str
+    message: str
+    person: EntityOut | None = None
+    other_person: EntityOut | None = None
+    facts: list[FactOut] = Field(default_factory=list)
+    people: list[PersonHit] = Field(default_factory=list)
+    shared: list[SharedLink] = Field(default_factory=list)
+
+
+def stamp(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, tz=UTC).isoformat()
+
+
+def entity_out(entity: Entity) -> EntityOut:
+    return EntityOut(id=entity.id, type=entity.type, name=entity.name,
+                     real_name=entity.real_name, aliases=list(entity.aliases),
+                     attributes=dict(entity.attributes))
+
+
+def object_name(fact: Fact, names: dict[str, str]) -> str:
+    if fact.object_id is None:
+        return fact.object_value or ""
+    return names.get(fact.object_id, fact.object_id)
+
+
+def fact_out(fact: Fact, names: dict[str, str], now: float | None = None) -> FactOut:
+    """`names`: entity id -> display name of the fact's subject and object."""
+    return FactOut(
+        id=fact.id, subject=names.get(fact.subject_id, fact.subject_id),
+        subject_id=fact.subject_id, predicate=fact.predicate, object=object_name(fact, names),
+        object_id=fact.object_id, confidence=round(fact.confidence, 6),
+        evidence=list(fact.evidence), valid_at=stamp(fact.valid_at),
+        invalid_at=stamp(fact.invalid_at),
+        current=fact_is_current(fact, time.time() if now is None else now),
+        attributes=dict(fact.attributes), learned_at=stamp(fact.created_at) or "",
+    )
+
+
+def _month(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m")
+
+
+def sentence(fact: Fact, names: dict[str, str]) -> str:
+    """The fact as one line of text: subject, predicate, object, then its attributes and
+    validity ("since=2022-01", "until=2024-03" unless the attributes say otherwise)."""
+    extra = {k: v for k, v in fact.attributes.items() if v is not None and v != ""}
+    if fact.valid_at is not None:
+        extra.setdefault("since", _month(fact.valid_at))
+    if fact.invalid_at is not None:
+        extra.setdefault("until", _month(fact.invalid_at))
+    head = f"{names.get(fact.subject_id, fact.subject_id)} {fact.predicate} {object_name(fact, names)}."
+    if not extra:
+        return head
+    return head + " " + ", ".join(f"{k}={v}" for k, v in extra.items())

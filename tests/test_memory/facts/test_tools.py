@@ -1,0 +1,131 @@
+"""The ten fact tools on the small team, on every backend; and the toolset an agent gets."""
+
+from __future__ import annotations
+
+import pytest
+
+from DeepResearch.src.memory.facts.graph import FactGraph
+from DeepResearch.src.memory.facts.tools import TOOLS
+
+
+def people(answer: object) -> list[str]:
+    return [hit.person.name for hit in answer.people]  # type: ignore[attr-defined]
+
+
+async def test_profile_by_name_alias_real_name_and_id(team: FactGraph) -> None:
+    by_name = await TOOLS["get_person_profile"](team, "Alice")
+    assert by_name.person.real_name == "Alice Johnson"
+    triples = {(f.predicate, f.object) for f in by_name.facts}
+    assert ("WORKS_AT", "Google") in triples and ("WORKS_AT", "Microsoft") not in triples
+    google = next(f for f in by_name.facts if f.object == "Google")
+    assert google.evidence == ["m2"] and google.confidence == 0.9 and google.current
+    assert google.valid_at == "2022-01-01T00:00:00+00:00" and google.invalid_at is None
+    for ref in ("alice johnson", "AJ", by_name.person.id):
+        again = await TOOLS["get_person_profile"](team, ref)
+        assert again.person.id == by_name.person.id, ref
+
+
+async def test_an_unknown_person_is_an_empty_answer_with_a_message(team: FactGraph) -> None:
+    for name, args in (("get_person_profile", ("Zed",)), ("get_person_timeline", ("Zed",)),
+                       ("get_relationships_between", ("Alice", "Zed"))):
+        answer = await TOOLS[name](team, *args)
+        assert answer.facts == [] and answer.people == []
+        assert "no person named 'Zed'" in answer.message
+
+
+async def test_people_by_skill_with_min_proficiency(team: FactGraph) -> None:
+    assert people(await TOOLS["find_people_by_skill"](team, "python")) == ["Alice", "Charlie", "Bob"]
+    assert people(await TOOLS["find_people_by_skill"](team, "Python", "advanced")) == ["Alice", "Charlie"]
+    assert people(await TOOLS["find_people_by_skill"](team, "Python", 0.9)) == ["Alice"]
+    assert people(await TOOLS["find_people_by_skill"](team, "Cobol")) == []
+
+
+async def test_people_by_organization_now_and_ever(team: FactGraph) -> None:
+    assert sorted(people(await TOOLS["find_people_by_organization"](team, "Google"))) == ["Alice", "Bob"]
+    ever = await TOOLS["find_people_by_organization"](team, "google", current_only=False)
+    assert sorted(people(ever)) == ["Alice", "Bob", "Dana"]
+    assert people(await TOOLS["find_people_by_organization"](team, "Microsoft")) == []
+    assert people(await TOOLS["find_people_by_organization"](team, "Microsoft", False)) == ["Alice"]
+
+
+async def test_relationships_direct_and_shared(team: FactGraph) -> None:
+    answer = await TOOLS["get_relationships_between"](team, "AJ", "Bob")
+    assert [(f.subject, f.predicate, f.object) for f in answer.facts] == [("Alice", "KNOWS", "Bob")]
+    assert sorted(s.entity.name for s in answer.shared) == ["Google", "Python", "machine learning"]
+
+
+async def test_topic_location_participants(team: FactGraph) -> None:
+    assert sorted(people(await TOOLS["find_people_by_topic"](team, "Machine Learning"))) == ["Alice", "Bob"]
+    assert sorted(people(await TOOLS["find_people_by_location"](team, "san francisco"))) == ["Alice", "Charlie"]
+    everyone = await TOOLS["get_conversation_participants"](team, "general")
+    assert people(everyone) == ["Dana", "Alice"]  # most recently active first
+    assert people(await TOOLS["get_conversation_participants"](team, "general", "2024-03-01")) == ["Dana"]
+    missing = await TOOLS["get_conversation_participants"](team, "random")
+    assert missing.people == [] and "no channel named 'random'" in missing.message
+
+
+async def test_timeline_is_ordered_and_windowed(team: FactGraph) -> None:
+    answer = await TOOLS["get_person_timeline"](team, "Alice")
+    jobs = [f.object for f in answer.facts if f.predicate == "WORKS_AT"]
+    assert jobs == ["Microsoft", "Google"]
+    early = await TOOLS["get_person_timeline"](team, "Alice", until="2020-01")
+    assert [f.object for f in early.facts if f.predicate == "WORKS_AT"] == ["Microsoft"]
+    late = await TOOLS["get_person_timeline"](team, "Alice", since="2023-01")
+    assert [f.object for f in late.facts if f.predicate == "WORKS_AT"] == ["Google"]
+
+
+async def test_experts_rank_by_proficiency_years_evidence_confidence(team: FactGraph) -> None:
+    answer = await TOOLS["find_experts"](team, "Python", limit=2)
+    assert people(answer) == ["Alice", "Charlie"]
+    assert answer.people[0].score > answer.people[1].score
+
+
+async def test_semantic_search_over_fact_sentences(team: FactGraph) -> None:
+    answer = await TOOLS["semantic_search_facts"](team, "who lives in New York", limit=3)
+    assert answer.facts[0].subject == "Bob" and answer.facts[0].object == "New York"
+    current = await TOOLS["semantic_search_facts"](team, "Alice Microsoft engineer", limit=10)
+    assert "Microsoft" not in [f.object for f in current.facts]  # closed: history only
+    history = await TOOLS["semantic_search_facts"](team, "Alice Microsoft engineer", limit=10,
+                                                   include_history=True)
+    assert "Microsoft" in [f.object for f in history.facts]
+    assert all(f.confidence >= 0.85 for f in (await TOOLS["semantic_search_facts"](
+        team, "works at", limit=10, min_confidence=0.85)).facts)
+
+
+async def test_every_tool_is_bounded_by_its_limit(team: FactGraph) -> None:
+    assert len((await TOOLS["get_person_profile"](team, "Alice", limit=2)).facts) == 2
+    assert len((await TOOLS["find_people_by_skill"](team, "Python", limit=1)).people) == 1
+    assert len((await TOOLS["semantic_search_facts"](team, "works", limit=1)).facts) == 1
+
+
+async def test_the_toolset_serves_an_agent(team: FactGraph) -> None:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, ToolCallPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from DeepResearch.src.memory.facts.toolset import fact_toolset
+
+    calls = iter([
+        ModelResponse(parts=[ToolCallPart("find_experts", {"topic": "Rust", "limit": 3})]),
+    ])
+
+    def model(messages: list, info: object) -> ModelResponse:
+        from pydantic_ai.messages import TextPart
+
+        try:
+            return next(calls)
+        except StopIteration:
+            return ModelResponse(parts=[TextPart(str(messages[-1].parts[0].content))])
+
+    agent = Agent(FunctionModel(model), toolsets=[fact_toolset(team)])
+    result = await agent.run("who knows Rust?")
+    assert "Charlie" in result.output and "confidence" in result.output
+    assert set(fact_toolset(team).tools) == set(TOOLS)
+
+
+@pytest.mark.parametrize("bad", [{"min_proficiency": "guru"}, {"limit": 0}])
+async def test_bad_tool_arguments_name_the_value(team: FactGraph, bad: dict) -> None:
+    from DeepResearch.src.memory.errors import MemoryInputError
+
+    with pytest.raises(MemoryInputError, match=repr(next(iter(bad.values())))):
+        await TOOLS["find_people_by_skill"](team, "Python", **bad)
