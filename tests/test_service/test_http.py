@@ -102,6 +102,9 @@ def test_keys_and_namespaces(service: TestClient) -> None:
      "validation_error", "messages.0.content"),
     ("/api/memory/ingest", {"channel_id": "c"}, 422, "validation_error", "messages"),
     ("/api/memory/facts", {"facts": [{"subject": "Ann"}]}, 422, "validation_error", "predicate"),
+    ("/api/memory/facts", {"facts": []}, 422, "validation_error", "facts"),
+    ("/api/memory/ingest", {"messages": [MSG], "channel_id": "bad channel"}, 422,
+     "validation_error", "channel_id"),
 ])
 def test_bad_input(service: TestClient, path: str, body: dict, status: int, error: str,
                    says: str) -> None:
@@ -132,16 +135,77 @@ def test_body_limit(make_service: Callable[..., TestClient]) -> None:
     error_of(r, 413, "payload_too_large")
 
 
-def test_fact_endpoints_wait_for_their_branches(service: TestClient) -> None:
-    r = service.post("/api/memory/retrieve", json={"messages": [MSG], "channel_id": "c"},
+def test_ingest_facts_retrieve(service: TestClient) -> None:
+    msgs = [
+        {"author_id": "u1", "author_name": "Ann Lee", "timestamp": "2026-11-01T10:00:00Z",
+         "content": "I work at Acme as a data engineer and I live in Berlin."},
+        {"author_id": "u2", "author_name": "Bo Chen", "timestamp": "2026-11-01T10:01:00Z",
+         "content": "I know Python and Rust really well."},
+    ]
+    r = service.post("/api/memory/ingest", json={"messages": msgs, "channel_id": "general"},
                      headers=h(ALICE))
-    assert "retrieval agent" in error_of(r, 501, "not_implemented")
-    r = service.post("/api/memory/ingest", json={"messages": [MSG], "channel_id": "c"},
-                     headers=h(ALICE))
-    assert "knowledge graph" in error_of(r, 501, "not_implemented")
-    r = service.post("/api/memory/facts", json={"facts": [
-        {"subject": "Ann", "predicate": "WORKS_AT", "object": "Acme"}]}, headers=h(ALICE))
-    error_of(r, 501, "not_implemented")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["messages"] == 2 and len(body["episodes"]) == 2
+    found = {(f["subject"], f["predicate"], f["object"]) for f in body["facts"]}
+    assert ("Ann Lee", "WORKS_AT", "Acme") in found and body["facts_added"] == len(body["facts"])
+    # the same messages again: the same episode ids (derived), nothing duplicated
+    again = service.post("/api/memory/ingest", json={"messages": msgs, "channel_id": "general"},
+                         headers=h(ALICE)).json()
+    assert again["episodes"] == body["episodes"]
+    r = service.post("/api/memory/facts", headers=h(ALICE), json={"facts": [
+        {"subject": "Ann Lee", "predicate": "HAS_SKILL", "object": "Kubernetes",
+         "confidence": 0.9}]})
+    assert r.status_code == 200 and r.json()["added"] == 1
+    assert r.json()["facts"][0]["evidence"] == [f"api:{r.json()['request_id']}"]
+    ask = {"messages": [{"author_id": "u3", "author_name": "Cy", "timestamp":
+                         "2026-11-02T10:00:00Z", "content": "Where does Ann Lee work?"}],
+           "channel_id": "general", "max_facts": 5}
+    r = service.post("/api/memory/retrieve", json=ask, headers=h(ALICE))
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert any("Ann Lee works at Acme" in f for f in out["facts"]) and len(out["facts"]) <= 5
+    assert out["confidence"] in ("high", "medium", "low")
+    md = out["metadata"]
+    assert md["request_id"] == r.headers["x-request-id"] and md["iterations_used"] >= 1
+    assert md["queries_executed"] >= 1 and md["processing_time_ms"] > 0
+    trace = service.get(f"/debug/requests/{md['request_id']}", headers=h(ALICE)).json()
+    assert trace["steps"][0]["step"] == "retrieval agent" and trace["steps"][0]["tools"]
+    metrics = service.get("/metrics").text
+    assert "memory_facts_returned_total" in metrics and "memory_agent_iterations_count 1.0" in metrics
+    # Bob's namespace knows nothing of Ann
+    r = service.post("/api/memory/retrieve", json=ask, headers=h(BOB))
+    assert r.status_code == 200 and r.json()["facts"] == []
+    # bad facts: a predicate the graph does not know, no subject
+    r = service.post("/api/memory/facts", headers=h(ALICE), json={"facts": [
+        {"subject": "Ann Lee", "predicate": "LOVES", "object": "tea"}]})
+    assert "LOVES" in error_of(r, 400, "bad_request")
+
+
+def test_concurrent_stores_are_grouped(service: TestClient) -> None:
+    import asyncio
+
+    import httpx
+
+    async def many() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=service.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            return await asyncio.gather(*[
+                c.post("/api/memory/memories", headers=h(ALICE),
+                       json={"content": f"grouped note {i}", "session_id": f"g{i % 3}"})
+                for i in range(30)] + [
+                c.post("/api/memory/memories", headers=h(ALICE),
+                       json={"content": "bad one", "metadata": {"session_id": "x"}})])
+
+    answers = service.portal.call(many)
+    assert [r.status_code for r in answers[:30]] == [200] * 30
+    assert answers[30].status_code == 400  # one caller's bad item fails only that caller
+    ids = [r.json()["ids"][0] for r in answers[:30]]
+    assert len(set(ids)) == 30
+    for mid in ids[::7]:
+        assert service.get(f"/api/memory/memories/{mid}", headers=h(ALICE)).status_code == 200
+    coalescer = service.app.state.service.namespaces.coalescer("alice")
+    assert coalescer.writes < 31
 
 
 def test_rate_limit(make_service: Callable[..., TestClient]) -> None:

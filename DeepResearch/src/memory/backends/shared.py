@@ -108,6 +108,9 @@ class SharedBackend(MemoryBackend):
             return BackendHealth(ok=False, backend=self.inner.name, detail="not open")
         return await self.inner.health()
 
+    def fact_store(self) -> Any:
+        return self.inner.fact_store()
+
     async def verify(self) -> list[str]:
         return await self.inner.verify()
 

@@ -25,7 +25,7 @@ from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.service.metrics import Trace
 from DeepResearch.src.memory.service.namespaces import AuthError, Namespaces, load_api_keys
 from DeepResearch.src.memory.service.routes import NotFound, router
-from DeepResearch.src.memory.service.state import Forbidden, NotWired, ServiceState, ServiceTimeout
+from DeepResearch.src.memory.service.state import Forbidden, ServiceState, ServiceTimeout
 from DeepResearch.src.memory.writes import failure_cause
 
 log = logging.getLogger("DeepResearch.memory.service")
@@ -92,10 +92,6 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(NotFound)
     async def _not_found(request: Request, exc: NotFound) -> JSONResponse:
         return recorded(request, 404, "not_found", str(exc))
-
-    @app.exception_handler(NotWired)
-    async def _not_wired(request: Request, exc: NotWired) -> JSONResponse:
-        return recorded(request, 501, "not_implemented", str(exc))
 
     @app.exception_handler(MemoryBackendError)
     async def _backend(request: Request, exc: MemoryBackendError) -> JSONResponse:

@@ -1,11 +1,13 @@
 """The MCP server (official `mcp` SDK 2.x, `MCPServer`): the same operations as the HTTP API,
 as tools. Over HTTP (mounted at /mcp, streamable HTTP) a call reaches the namespace of the
 request's API key; over stdio (`deepresearch-memory mcp`, a local process) it reaches
-`memory.namespace`. The fact tools and retrieve_context join once the knowledge graph and the
-retrieval agent are in this build."""
+`memory.namespace`. Tools: the four memory tools, add_fact, ingest_messages, the ten fact
+tools (facts/tools.py) and retrieve_context (the retrieval agent)."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -14,6 +16,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from DeepResearch.src.memory.errors import MemoryBackendError, MemorySubsystemError
+from DeepResearch.src.memory.facts.tools import TOOLS
 from DeepResearch.src.memory.service import operations as ops
 from DeepResearch.src.memory.service.namespaces import AuthError
 from DeepResearch.src.memory.service.state import ServiceState, ServiceTimeout
@@ -23,7 +26,9 @@ T = TypeVar("T")
 INSTRUCTIONS = (
     "Long-term memory. search_memory before answering questions about earlier work or the "
     "user; store_memory for facts, decisions and results worth keeping (one idea per memory); "
-    "get_memory / forget_memory by id."
+    "get_memory / forget_memory by id. People and what is known about them: the fact tools "
+    "(get_person_profile, find_people_by_skill, ..., semantic_search_facts), or "
+    "retrieve_context for a whole conversation; add_fact / ingest_messages to teach it."
 )
 
 
@@ -112,4 +117,76 @@ def build_mcp_server(state: ServiceState) -> MCPServer:
             raise ToolError(f"no memory with id {memory_id!r}")
         return {"deleted": deleted}
 
+    @server.tool()
+    async def add_fact(
+        subject: str, predicate: str, object: str, ctx: Context, subject_type: str = "Person",
+        object_type: str | None = None, confidence: float = 1.0,
+        evidence: list[str] | None = None, valid_at: str | None = None,
+        invalid_at: str | None = None,
+    ) -> dict[str, Any]:
+        """Add one fact (subject -- PREDICATE --> object, e.g. Ann WORKS_AT Acme) with its
+        confidence, evidence (message ids) and validity (ISO dates). A newer contradicting
+        fact closes the older one instead of deleting it."""
+        ns = namespace(ctx)
+        item = {"subject": subject, "predicate": predicate, "object": object,
+                "subject_type": subject_type, "object_type": object_type,
+                "confidence": confidence, "evidence": evidence or ["mcp"],
+                "valid_at": valid_at, "invalid_at": invalid_at}
+        facts = await run("add_fact", lambda: ops.add_facts(state, ns, [item], "mcp"))
+        return facts[0]
+
+    @server.tool()
+    async def ingest_messages(
+        messages: list[dict[str, Any]], ctx: Context, channel_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Store conversation messages ({message_id, author_id, author_name, content,
+        timestamp}) and the entities and facts found in them."""
+        ns = namespace(ctx)
+        report = await run("ingest_messages", lambda: ops.ingest(state, ns, messages, channel_id))
+        return {"messages": report.messages, "episodes": report.episodes,
+                "facts": [f.model_dump(mode="json") for f in report.facts],
+                "problems": report.problems}
+
+    @server.tool()
+    async def retrieve_context(
+        messages: list[dict[str, Any]], ctx: Context, channel_id: str | None = None,
+        max_facts: int = 30, max_iterations: int = 10,
+    ) -> dict[str, Any]:
+        """The facts worth knowing for a conversation (messages: {author_name, content,
+        timestamp?}, oldest first), found by the retrieval agent's planned tool calls."""
+        ns = namespace(ctx)
+        if not 1 <= max_facts <= 100 or not 1 <= max_iterations <= 20:
+            raise ToolError(f"max_facts must be 1-100 and max_iterations 1-20, got {max_facts} "
+                            f"and {max_iterations}")
+        result = await run("retrieve_context", lambda: ops.retrieve(
+            state, ns, messages, channel_id or "mcp", max_facts, max_iterations,
+            ctx.request_id or "mcp"))
+        return {"facts": result.facts, "confidence": result.confidence,
+                "metadata": result.metadata.model_dump(mode="json")}
+
+    for name, tool in TOOLS.items():
+        server.add_tool(_fact_tool(state, name, tool, namespace, run), name=name,
+                        description=inspect.getdoc(tool))
     return server
+
+
+def _fact_tool(state: ServiceState, name: str, tool: Callable[..., Any],
+               namespace: Callable[[Context], str],
+               run: Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]) -> Callable[..., Any]:
+    """One of the ten fact tools as an MCP tool: its own arguments (without the graph) and
+    the request's context, bound to the namespace of the request's key."""
+    signature = inspect.signature(tool)
+    params = list(signature.parameters.values())[1:]
+    ctx_param = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
+
+    @functools.wraps(tool)
+    async def call(*args: Any, ctx: Context, **kwargs: Any) -> dict[str, Any]:
+        bound = inspect.Signature(params).bind(*args, **kwargs)
+        ns = namespace(ctx)
+        return await run(name, lambda: ops.fact_tool(state, ns, name, dict(bound.arguments)))
+
+    call.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*params, ctx_param], return_annotation=dict[str, Any])
+    call.__annotations__ = {**{k: v for k, v in tool.__annotations__.items() if k != "graph"},
+                            "ctx": Context, "return": dict[str, Any]}
+    return call

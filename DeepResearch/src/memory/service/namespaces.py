@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import importlib
 import json
 import logging
 import os
@@ -22,7 +23,9 @@ from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig, check_api_keys
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
+from DeepResearch.src.memory.facts.graph import FactGraph
 from DeepResearch.src.memory.service.batching import BatchingEmbedder
+from DeepResearch.src.memory.service.coalesce import StoreCoalescer
 
 log = logging.getLogger("DeepResearch.memory.service")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -111,6 +114,8 @@ class Namespaces:
         self.backend = SharedBackend(create_backend(self.config, self.embedder.dimension))
         self.writes = WriteState()
         self._clients: dict[str, MemorySystemClient] = {}
+        self._graphs: dict[str, FactGraph] = {}
+        self._coalescers: dict[str, StoreCoalescer] = {}
         self._lock = asyncio.Lock()
         self._blas: object | None = None
 
@@ -135,6 +140,20 @@ class Namespaces:
             self._clients[namespace] = client
         return client
 
+    def coalescer(self, namespace: str) -> StoreCoalescer:
+        """Group commit of `namespace`'s store requests (coalesce.py)."""
+        found = self._coalescers.get(namespace)
+        if found is None:
+            found = self._coalescers[namespace] = StoreCoalescer(self.client(namespace))
+        return found
+
+    def graph(self, namespace: str) -> FactGraph:
+        """The knowledge graph of `namespace` (over that namespace's client)."""
+        graph = self._graphs.get(namespace)
+        if graph is None:
+            graph = self._graphs[namespace] = FactGraph(self.client(namespace), self.config.facts)
+        return graph
+
     @property
     def model_loaded(self) -> bool:
         return getattr(self.embedder, "_model", None) is not None
@@ -149,6 +168,10 @@ class Namespaces:
             self._blas = BlasThreadLimit(threads)
             self._blas.__enter__()  # for the life of the process (restored at stop)
         await asyncio.to_thread(self.embedder.embed, ["warm up"])
+        # imported now, not by the first request that needs them (seconds on a busy machine)
+        for module in ("DeepResearch.src.memory.agent.retrieval",
+                       "DeepResearch.src.memory.facts.extraction"):
+            await asyncio.to_thread(importlib.import_module, module)
         try:
             await self.backend.open()
         except MemoryBackendError as exc:
@@ -169,6 +192,8 @@ class Namespaces:
         """Flush and close every client, then the shared backend (graceful shutdown: every
         acknowledged write is committed already; anything in an outbox is written or spilled)."""
         errors: list[str] = []
+        for coalescer in list(self._coalescers.values()):
+            await coalescer.drain()
         for namespace, client in list(self._clients.items()):
             try:
                 await client.close()

@@ -31,10 +31,10 @@ def hit_out(m: RetrievedMemory) -> dict[str, Any]:
 
 
 async def store(state: ServiceState, namespace: str, items: list[dict[str, Any]]) -> list[str]:
-    client = state.namespaces.client(namespace)
     started = time.perf_counter()
     try:
-        ids = await state.bounded(client.store_many(items), f"storing {len(items)} memories")
+        ids = await state.bounded(state.namespaces.coalescer(namespace).store(items),
+                                  f"storing {len(items)} memories")
     except MemoryBackendError as exc:
         state.namespaces.writes.failed(failure_cause(exc))
         raise
@@ -112,3 +112,70 @@ async def health(state: ServiceState) -> HealthResponse:
         model_loaded=ns.model_loaded, version=state.version, backend=state.config.backend,
         detail=detail,
     )
+
+
+# -- the knowledge graph and the retrieval agent ------------------------------------------
+def _when(value: Any) -> Any:
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+async def add_facts(state: ServiceState, namespace: str, items: list[dict[str, Any]],
+                    default_evidence: str) -> list[dict[str, Any]]:
+    graph = state.namespaces.graph(namespace)
+    specs = []
+    for item in items:
+        item = {k: _when(v) for k, v in item.items() if v is not None}
+        item.setdefault("evidence", default_evidence)
+        specs.append(item)
+    try:
+        facts = await state.bounded(graph.add_facts(specs), f"adding {len(specs)} facts")
+    except MemoryBackendError as exc:
+        state.namespaces.writes.failed(failure_cause(exc))
+        raise
+    state.namespaces.writes.ok()
+    return [f.model_dump(mode="json") for f in facts]
+
+
+async def ingest(state: ServiceState, namespace: str, messages: list[dict[str, Any]],
+                 channel_id: str) -> Any:
+    graph = state.namespaces.graph(namespace)
+    try:
+        report = await state.bounded(graph.ingest(messages, channel_id),
+                                     f"ingesting {len(messages)} messages")
+    except MemoryBackendError as exc:
+        state.namespaces.writes.failed(failure_cause(exc))
+        raise
+    state.namespaces.writes.ok()
+    return report
+
+
+async def retrieve(state: ServiceState, namespace: str, messages: list[dict[str, Any]],
+                   channel_id: str, max_facts: int, max_iterations: int, request_id: str) -> Any:
+    from DeepResearch.src.memory.agent.retrieval import retrieve_context
+
+    graph = state.namespaces.graph(namespace)
+    started = time.perf_counter()
+    result = await state.bounded(
+        retrieve_context(graph, graph.client, messages, channel_id=channel_id,
+                         max_facts=max_facts, max_iterations=max_iterations,
+                         tool_timeout=state.config.service.tool_timeout_seconds,
+                         request_id=request_id),
+        "retrieving context")
+    m = state.metrics
+    m.retrieve_seconds.observe(time.perf_counter() - started)
+    m.agent_iterations.observe(result.metadata.iterations_used)
+    m.facts_returned.inc(len(result.facts))
+    for event in result.trace:
+        if event.kind == "tool" and event.call is not None:
+            m.tool_calls.labels(event.call.tool, "ok" if event.call.success else "error").inc()
+            m.tool_seconds.labels(event.call.tool).observe(event.call.duration_ms / 1000)
+    return result
+
+
+async def fact_tool(state: ServiceState, namespace: str, name: str,
+                    arguments: dict[str, Any]) -> dict[str, Any]:
+    from DeepResearch.src.memory.facts.tools import TOOLS
+
+    graph = state.namespaces.graph(namespace)
+    answer = await state.bounded(TOOLS[name](graph, **arguments), name)
+    return answer.model_dump(mode="json")

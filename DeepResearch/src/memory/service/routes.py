@@ -22,6 +22,7 @@ from DeepResearch.src.memory.service.schemas import (
     IngestRequest,
     IngestResponse,
     MemoryOut,
+    RetrieveMetadata,
     RetrieveRequest,
     RetrieveResponse,
     SearchRequest,
@@ -29,9 +30,9 @@ from DeepResearch.src.memory.service.schemas import (
     StoreRequest,
     StoreResponse,
 )
-from DeepResearch.src.memory.service.state import NotWired, ServiceState
+from DeepResearch.src.memory.service.state import ServiceState
 
-ERRORS = {code: {"model": ErrorBody} for code in (400, 401, 403, 404, 413, 422, 429, 501, 503)}
+ERRORS = {code: {"model": ErrorBody} for code in (400, 401, 403, 404, 413, 422, 429, 503)}
 router = APIRouter()
 
 
@@ -113,27 +114,47 @@ async def delete_session(session_id: str, c: CallDep) -> DeleteResponse:
 @router.post("/api/memory/retrieve", response_model=RetrieveResponse, responses=ERRORS,
              tags=["facts"], summary="Facts relevant to a conversation (the retrieval agent)")
 async def retrieve(body: RetrieveRequest, c: CallDep) -> RetrieveResponse:
-    c.scoped(body.namespace)
-    if c.state.retrieve_context is None:
-        raise NotWired("POST /api/memory/retrieve needs the retrieval agent "
-                       "(DeepResearch/src/memory/agent/retrieval/), which this build does not have yet")
-    raise NotWired("POST /api/memory/retrieve is not wired yet")
+    ns = c.scoped(body.namespace)
+    messages = [m.as_dict(body.channel_id) for m in body.messages]
+    result = await ops.retrieve(c.state, ns, messages, body.channel_id, body.max_facts,
+                                body.max_iterations, c.request_id)
+    md = result.metadata
+    c.trace.step("retrieval agent", iterations=md.iterations_used, facts=len(result.facts),
+                 stop_reason=md.stop_reason,
+                 tools=[{"tool": e.call.tool, "ms": round(e.call.duration_ms, 1),
+                         "success": e.call.success, "found": e.call.output_size}
+                        for e in result.trace if e.kind == "tool" and e.call is not None])
+    return RetrieveResponse(
+        facts=result.facts, confidence=result.confidence,
+        metadata=RetrieveMetadata(
+            queries_executed=md.queries_executed, facts_retrieved=md.facts_retrieved,
+            processing_time_ms=md.processing_time_ms, iterations_used=md.iterations_used,
+            request_id=c.request_id, stop_reason=md.stop_reason,
+            confidence_score=md.confidence_score))
 
 
 @router.post("/api/memory/ingest", response_model=IngestResponse, responses=ERRORS,
-             tags=["facts"], summary="Extract entities and facts from messages")
+             tags=["facts"], summary="Messages -> episodes, entities and facts (offline extractor)")
 async def ingest(body: IngestRequest, c: CallDep) -> IngestResponse:
-    c.scoped(body.namespace)
-    raise NotWired("POST /api/memory/ingest needs the knowledge graph "
-                   "(DeepResearch/src/memory/facts/ FactGraph), which this build does not have yet")
+    ns = c.scoped(body.namespace)
+    messages = [m.as_dict(body.channel_id) for m in body.messages]
+    report = await ops.ingest(c.state, ns, messages, body.channel_id)
+    c.trace.step("ingested", messages=report.messages, facts=len(report.facts))
+    return IngestResponse(messages=report.messages, episodes=report.episodes,
+                          facts_added=len(report.facts),
+                          facts=[f.model_dump(mode="json") for f in report.facts],
+                          problems=report.problems, request_id=c.request_id)
 
 
 @router.post("/api/memory/facts", response_model=AddFactsResponse, responses=ERRORS,
-             tags=["facts"], summary="Add facts directly")
+             tags=["facts"], summary="Add facts directly (all or none)")
 async def add_facts(body: AddFactsRequest, c: CallDep) -> AddFactsResponse:
-    c.scoped(body.namespace)
-    raise NotWired("POST /api/memory/facts needs the knowledge graph "
-                   "(DeepResearch/src/memory/facts/ FactGraph), which this build does not have yet")
+    ns = c.scoped(body.namespace)
+    facts = await ops.add_facts(c.state, ns, [f.model_dump() for f in body.facts],
+                                f"api:{c.request_id}")
+    c.trace.step("facts added", count=len(facts))
+    return AddFactsResponse(ids=[f["id"] for f in facts], added=len(facts), facts=facts,
+                            request_id=c.request_id)
 
 
 # -- operations -----------------------------------------------------------------------------

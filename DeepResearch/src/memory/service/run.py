@@ -65,7 +65,9 @@ def serve(config: MemoryConfig) -> int:
           f"{mode}", file=sys.stderr, flush=True)
     common: dict[str, Any] = dict(host=svc.host, port=svc.port, log_config=None,
                                   timeout_graceful_shutdown=GRACEFUL_SECONDS,
-                                  limit_concurrency=None, backlog=4096)
+                                  limit_concurrency=None, backlog=4096,
+                                  # longer than clients keep idle connections: no reuse race
+                                  timeout_keep_alive=75)
     if svc.workers == 1:
         uvicorn.run(create_app(config, keys=keys), **common)
     else:  # neo4j only (MemoryConfig refuses more workers on the embedded store)

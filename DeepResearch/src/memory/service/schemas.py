@@ -6,8 +6,9 @@ given in a body must equal the key's (403 otherwise)."""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+import hashlib
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -135,7 +136,19 @@ class ChatMessage(_Body):
     author_name: str = Field(min_length=1, max_length=200)
     content: str = Field(min_length=1)
     timestamp: datetime
-    message_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    message_id: str | None = Field(
+        default=None, pattern=ID_PATTERN,
+        description="default: derived from channel, author, time and content (so sending a "
+        "message again ingests nothing new)")
+
+    def as_dict(self, channel_id: str) -> dict[str, Any]:
+        stamp = self.timestamp if self.timestamp.tzinfo else self.timestamp.replace(tzinfo=UTC)
+        message_id = self.message_id or "msg-" + hashlib.sha1(
+            f"{channel_id}\0{self.author_id}\0{stamp.isoformat()}\0{self.content}".encode()
+        ).hexdigest()[:20]
+        return {"message_id": message_id, "author_id": self.author_id,
+                "author_name": self.author_name, "content": self.content,
+                "timestamp": stamp.timestamp(), "channel_id": channel_id}
 
 
 class RetrieveRequest(_Scoped):
@@ -151,11 +164,13 @@ class RetrieveMetadata(BaseModel):
     processing_time_ms: float
     iterations_used: int
     request_id: str
+    stop_reason: str = ""
+    confidence_score: float = Field(default=0.0, description="the confidence as a number in [0, 1]")
 
 
 class RetrieveResponse(BaseModel):
     facts: list[str]
-    confidence: float
+    confidence: Literal["high", "medium", "low"]
     metadata: RetrieveMetadata
 
 
@@ -166,9 +181,10 @@ class IngestRequest(_Scoped):
 
 class IngestResponse(BaseModel):
     messages: int
+    episodes: list[str] = Field(description="the episode memory ids (= message ids)")
     facts_added: int
-    entities_added: int
-    problems: list[str]
+    facts: list[dict[str, Any]] = Field(description="the stored facts the messages became")
+    problems: list[str] = Field(description="what extraction could not use, by message")
     request_id: str
 
 
@@ -179,7 +195,8 @@ class FactIn(_Body):
     subject_type: str = "Person"
     object_type: str | None = None
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
-    evidence: str | None = Field(default=None, max_length=200)
+    evidence: str | list[str] | None = Field(
+        default=None, description="message / memory ids it came from (default: api:<request id>)")
     valid_at: datetime | None = None
     invalid_at: datetime | None = None
     attributes: dict[str, Any] | None = None
@@ -192,4 +209,6 @@ class AddFactsRequest(_Scoped):
 class AddFactsResponse(BaseModel):
     ids: list[str]
     added: int
+    facts: list[dict[str, Any]] = Field(description="the stored facts (a repeat or a "
+                                        "contradiction is resolved by the graph's rules)")
     request_id: str

@@ -1,5 +1,5 @@
-"""What one running service holds: its config, the namespaces' clients, metrics, traces,
-the rate limiter, and (once wired) the knowledge graph and the retrieval agent."""
+"""What one running service holds: its config, the namespaces' clients and knowledge graphs,
+metrics, traces and the rate limiter."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.service.metrics import Metrics, Traces
@@ -32,10 +32,6 @@ class Forbidden(Exception):
     """403: a body names another namespace than its key's."""
 
 
-class NotWired(Exception):
-    """501: the endpoint's component (fact graph, retrieval agent) is not in this build."""
-
-
 @dataclass
 class ServiceState:
     config: MemoryConfig
@@ -44,8 +40,6 @@ class ServiceState:
     traces: Traces = field(default_factory=lambda: Traces(1000))
     limiter: RateLimiter | None = None
     version: str = field(default_factory=service_version)
-    facts: Any = None  # the knowledge graph per namespace, once wt-facts is merged
-    retrieve_context: Any = None  # the retrieval agent, once wt-ragent is merged
 
     def __post_init__(self) -> None:
         self.traces = Traces(self.config.service.trace_buffer)
