@@ -35,6 +35,10 @@ from tests.test_service.conftest import ALICE, BOB, KEYS
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = {"store_memory", "search_memory", "get_memory", "forget_memory"}
+FACT_TOOLS = {"add_fact", "ingest_messages", "retrieve_context", "get_person_profile",
+              "find_people_by_skill", "find_people_by_organization", "get_relationships_between",
+              "find_people_by_topic", "get_person_timeline", "find_people_by_location",
+              "get_conversation_participants", "find_experts", "semantic_search_facts"}
 
 
 def free_port() -> int:
@@ -83,7 +87,7 @@ def data(result: Any) -> Any:
 
 async def exercise(client: Client) -> str:
     tools = {t.name for t in (await client.list_tools()).tools}
-    assert tools >= TOOLS
+    assert tools >= TOOLS | FACT_TOOLS
     stored = data(await client.call_tool("store_memory", {
         "content": "The lab's cluster uses SLURM with 64 GB nodes", "metadata": {"src": "mcp"}}))
     mid = stored["id"]
@@ -119,6 +123,31 @@ async def test_mcp_client_over_http_is_scoped_by_key(http_service: str) -> None:
         assert r.status_code == 401 and r.json()["error"] == "unauthorized"
         metrics = (await c.get("/metrics")).text
         assert 'memory_tool_calls_total{outcome="ok",tool="store_memory"} 1.0' in metrics
+
+
+async def test_fact_tools_over_http(http_service: str) -> None:
+    async with http_client(http_service, ALICE) as alice:
+        fact = data(await alice.call_tool("add_fact", {
+            "subject": "Ann Lee", "predicate": "WORKS_AT", "object": "Acme",
+            "confidence": 0.9, "evidence": ["m1"], "valid_at": "2025-01-01"}))
+        assert fact["predicate"] == "WORKS_AT" and fact["current"]
+        report = data(await alice.call_tool("ingest_messages", {"channel_id": "general",
+            "messages": [{"message_id": "m2", "author_id": "u2", "author_name": "Bo Chen",
+                          "content": "I know Python really well.",
+                          "timestamp": "2026-11-01T10:00:00Z"}]}))
+        assert report["episodes"] == ["m2"]
+        profile = data(await alice.call_tool("get_person_profile", {"person": "Ann Lee"}))
+        assert any(f["object"] == "Acme" for f in profile["facts"])
+        experts = data(await alice.call_tool("find_people_by_skill", {"skill": "Python"}))
+        assert experts["people"]
+        out = data(await alice.call_tool("retrieve_context", {"messages": [
+            {"author_name": "Cy", "content": "Where does Ann Lee work?"}], "max_facts": 3}))
+        assert any("Acme" in f for f in out["facts"]) and len(out["facts"]) <= 3
+        bad = await alice.call_tool("retrieve_context", {"messages": [], "max_facts": 500})
+        assert bad.is_error
+    async with http_client(http_service, BOB) as bob:
+        profile = data(await bob.call_tool("get_person_profile", {"person": "Ann Lee"}))
+        assert profile["facts"] == []  # another namespace
 
 
 def agent_model(calls: list[str]):
