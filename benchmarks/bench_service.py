@@ -289,9 +289,12 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from DeepResearch.src.memory.backends.embedded import DB_FILE
 
     store = tmp / "store"
-    service = Service(store, tmp / "service.log")
+    service = Service(store, tmp / "service.log",
+                      f"memory.service.tool_timeout_seconds={args.service_timeout}")
     service.start()
-    out: dict[str, Any] = {"sessions": args.sessions, "stores_per_session": args.stores}
+    out: dict[str, Any] = {"sessions": args.sessions, "stores_per_session": args.stores,
+                           "service_timeout": args.service_timeout,
+                           "load_average_before": os.getloadavg()[0]}
     rec = Recorder()
     print(f"concurrency: {args.sessions} sessions x {args.stores} stores", flush=True)
     seconds = asyncio.run(concurrency(service.url, args.sessions, args.stores, rec))
@@ -332,6 +335,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
               flush=True)
         out["fault"] = asyncio.run(fault(service.url, store / DB_FILE, fault_rec,
                                          args.lock_seconds))
+    out["load_average_after"] = os.getloadavg()[0]
     code = service.stop()
     out["graceful_stop"] = "Application shutdown complete" in service.log.read_text(errors="replace")
     acked = rec.acked + gro.acked + fault_rec.acked
@@ -358,6 +362,7 @@ def report(out: dict[str, Any], command: str) -> str:
         "`deepresearch-memory serve` (embedded store, one worker) in its own process; the load "
         "from one asyncio + httpx process on the same machine. Times in milliseconds.",
         "",
+        f"- Served with `memory.service.tool_timeout_seconds={out['service_timeout']:g}`.",
         f"- **{out['sessions']} concurrent sessions** ({out['stores_per_session']} stores, one "
         f"search, one read each): {c['requests']} requests in {c['seconds']:.1f} s "
         f"({c['throughput_rps']:.0f} requests/s), errors: {errors} "
@@ -368,6 +373,9 @@ def report(out: dict[str, Any], command: str) -> str:
         f"({lat['throughput_rps']:.0f} searches/s); goal <= 100 ms.",
         f"- **growth** ({len(g)} sizes, per-session search): p95 at the largest / smallest = "
         f"{out['growth_ratio']:.2f}; goal <= 1.5.",
+        "",
+        f"- Machine load average (1 min) before / after: {out['load_average_before']:.1f} / "
+        f"{out['load_average_after']:.1f} (other jobs share its cores).",
         "",
         "| phase | endpoint | n | p50 | p95 | p99 |",
         "|---|---|---|---|---|---|",
@@ -404,6 +412,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--growth-searches", type=int, default=30)
     p.add_argument("--lock-seconds", type=float, default=8.0)
     p.add_argument("--no-fault", dest="fault", action="store_false")
+    p.add_argument("--service-timeout", type=float, default=300.0,
+                   help="memory.service.tool_timeout_seconds of the served process: on a loaded "
+                   "machine 1,000 sessions queue for longer than the default 30 s")
     p.add_argument("--quick", action="store_true", help="small figures (a smoke run)")
     args = p.parse_args(argv if argv is not None else [])
     if args.quick:
