@@ -111,3 +111,33 @@ async def test_a_refused_batch_writes_nothing(
 
 def test_name_key_normalises_case_and_spaces() -> None:
     assert name_key("  Alice   JOHNSON ") == "alice johnson"
+
+
+def test_a_backend_without_a_fact_store_says_so() -> None:
+    from DeepResearch.src.memory.backends.base import MemoryBackend
+
+    class Bare(MemoryBackend):
+        name = "bare"
+        open = close = upsert = get = delete = vector_search = text_search = None  # type: ignore[assignment]
+        scan = count = health = related_many = None  # type: ignore[assignment]
+
+    Bare.__abstractmethods__ = frozenset()
+    with pytest.raises(MemoryBackendError, match="backend 'bare' has no fact store"):
+        Bare().fact_store()
+
+
+@pytest.mark.parametrize(("facts", "fragment"), [
+    ({"single_valued": ["NOPE"]}, "single_valued names unknown predicates ['NOPE']"),
+    ({"object_types": {"WORKS_AT": "Planet"}}, "object_types.WORKS_AT='Planet'"),
+    ({"predicates": ["works_at", "PARTICIPATED_IN"]}, "'works_at' must be UPPER_SNAKE_CASE"),
+    ({"entity_types": ["Person"]}, "entity_types must keep 'Channel'"),
+    ({"fuzzy_threshold": 20}, "memory.facts.fuzzy_threshold=20"),
+    ({"colour": 1}, "memory.facts.colour=1: unknown key"),
+])
+def test_the_facts_config_names_key_value_and_choices(facts: dict, fragment: str) -> None:
+    from DeepResearch.src.memory.config import MemoryConfig
+    from DeepResearch.src.memory.errors import MemoryConfigError
+
+    with pytest.raises(MemoryConfigError) as caught:
+        MemoryConfig(facts=facts)
+    assert fragment in str(caught.value)

@@ -17,6 +17,7 @@ from DeepResearch.src.memory.facts.store import (
     entity_name_keys,
     fact_matches,
     fact_order,
+    refuse_foreign_ids,
 )
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class InMemoryFactStore(FactStore):
         delete_entity_ids: Sequence[str] = (),
     ) -> None:
         self.backend._check_open()
+        refuse_foreign_ids(entities, {i: e.namespace for i, e in self._entities.items()})
+        refuse_foreign_ids(facts, {i: f.namespace for i, f in self._facts.items()})
         # The only step that can refuse (vector shape, another namespace's id) goes first and
         # writes nothing when it refuses; the dict updates below cannot fail.
         if memories:

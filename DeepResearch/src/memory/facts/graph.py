@@ -366,6 +366,7 @@ class FactGraph:
 
 
 def ambiguity(name: str, type_: str, found: Resolution) -> str:
-    options = ", ".join(f"{e.real_name or e.name} (id {e.id})" for e in found.candidates[:5])
+    ordered = sorted(found.candidates, key=lambda e: (e.real_name or e.name, e.id))
+    options = ", ".join(f"{e.real_name or e.name} (id {e.id})" for e in ordered[:5])
     return (f"{type_} {name!r} is ambiguous: it may be {options}; give the full name, an "
             "alias or the id")

@@ -58,7 +58,8 @@ async def ingest(
         return IngestReport(messages=0, episodes=[])
     from DeepResearch.src.memory.facts.extraction import extract  # lazy: it may load a model
 
-    result = await extract(messages, model=model)
+    result = await extract(messages, model=model, predicates=graph.config.predicates,
+                           entity_types=graph.config.entity_types)
     by_id = {m.message_id: m for m in messages}
     specs: list[FactSpec] = []
     problems = list(result.problems)

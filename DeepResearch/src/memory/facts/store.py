@@ -8,9 +8,10 @@ and the memories that carry the facts' sentences in one transaction.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from DeepResearch.src.memory.backends.base import MemoryRecord
+from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 
 
@@ -23,6 +24,19 @@ def entity_name_keys(entity: Entity) -> list[str]:
     """The distinct name keys of an entity: name, real name, aliases (the exact-match pool)."""
     names = [entity.name, entity.real_name or "", *entity.aliases]
     return list(dict.fromkeys(k for k in map(name_key, names) if k))
+
+
+def refuse_foreign_ids(items: Sequence[Entity | Fact], owner: Mapping[str, str]) -> None:
+    """MemoryBackendError when an entity's or fact's id is already another namespace's
+    (`owner`: stored id -> its namespace): a put never replaces across namespaces."""
+    for item in items:
+        namespace = owner.get(item.id, item.namespace)
+        if namespace != item.namespace:
+            raise MemoryBackendError(
+                f"{type(item).__name__.lower()} id {item.id!r} already belongs to namespace "
+                f"{namespace!r}, not {item.namespace!r}: ids are unique across namespaces; "
+                "nothing of this batch was written"
+            )
 
 
 def fact_is_current(fact: Fact, as_of: float) -> bool:

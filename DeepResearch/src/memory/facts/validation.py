@@ -68,7 +68,9 @@ def parse_time(value: Any, what: str) -> float | None:
 def _dateparser(text: str) -> datetime | None:
     import dateparser  # only for text that is not ISO: it takes ~0.3 s to import
 
-    return dateparser.parse(text, settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True})
+    # English only: detecting the language loads every language's data (seconds)
+    return dateparser.parse(text, languages=["en"],
+                            settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True})
 
 
 def iso(epoch: float | None) -> str | None:

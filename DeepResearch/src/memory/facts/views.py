@@ -15,6 +15,9 @@ from pydantic import BaseModel, Field
 from DeepResearch.src.memory.facts.model import Entity, Fact
 from DeepResearch.src.memory.facts.store import fact_is_current
 
+# Attributes kept with a fact but left out of its sentence (provenance, not meaning).
+UNSPOKEN = frozenset({"rule", "last_seen"})
+
 
 class EntityOut(BaseModel):
     id: str
@@ -100,7 +103,8 @@ def _month(epoch: float) -> str:
 def sentence(fact: Fact, names: dict[str, str]) -> str:
     """The fact as one line of text: subject, predicate, object, then its attributes and
     validity ("since=2022-01", "until=2024-03" unless the attributes say otherwise)."""
-    extra = {k: v for k, v in fact.attributes.items() if v is not None and v != ""}
+    extra = {k: v for k, v in fact.attributes.items()
+             if v is not None and v != "" and k not in UNSPOKEN}
     if fact.valid_at is not None:
         extra.setdefault("since", _month(fact.valid_at))
     if fact.invalid_at is not None:

@@ -9,7 +9,8 @@
   pending tool runs, bridges the ExecutionHistory, and closes (flushes) the client;
 - agents: the memory toolset (tools + instructions) for Planner, Executor, Synthesizer;
 - nodes: `MemoryNodeHook`; nested loops: `NestedMemoryContexts`; tool runs:
-  `ToolExecutionTracker`; after the outputs are written, a "Memory" section is appended to
+  `ToolExecutionTracker`; documents read: `DocumentFactCollector` (their facts go into the
+  knowledge graph at the run's end); after the outputs are written, a "Memory" section is appended to
   report.md and WORKFLOW_SUMMARY.md.
 
 With memory off nothing here is created, and the workflow runs exactly as without memory.
@@ -34,6 +35,7 @@ from DeepResearch.src.memory.writes import UnwrittenMemoriesError
 from DeepResearch.src.workflow.flows import resolve_flow
 from DeepResearch.src.workflow.hooks import RunHook
 from DeepResearch.src.workflow.memory.bridge import history_memories
+from DeepResearch.src.workflow.memory.documents import DocumentFactCollector
 from DeepResearch.src.workflow.memory.hooks import MemoryNodeHook
 from DeepResearch.src.workflow.memory.nested import NestedMemoryContexts
 from DeepResearch.src.workflow.memory.run_context import (
@@ -60,6 +62,7 @@ class MemoryIntegration(RunHook):
         self.config = config
         self.settings = settings
         self.tracker = ToolExecutionTracker()
+        self.documents = DocumentFactCollector()
         self.node_hook = MemoryNodeHook()
         self.loop_hook = NestedMemoryContexts()
         self.run: MemoryRun | None = None
@@ -98,6 +101,7 @@ class MemoryIntegration(RunHook):
         run.questions[state.loop_id] = state.question
         self.run = run
         self.tracker.start(run)
+        self.documents.start(run)
         self.node_hook.start(run)
         self.loop_hook.run = run
         state.memory_client = client
@@ -127,10 +131,12 @@ class MemoryIntegration(RunHook):
                 state.execution_history, state.question, run.root_session, run.questions
             )
             await run.write_pending(state)  # the last batch: root loop + history bridge
+            await self.documents.flush(state)  # facts of the documents read, into the graph
         finally:
             self.run, self._finished = None, run
             self.loop_hook.run = None
             self.node_hook.run = None
+            self.documents.stop()
             try:
                 await run.client.close()
             except UnwrittenMemoriesError as exc:  # lost: the run's exit status says so
@@ -204,7 +210,7 @@ class MemoryPlugins:
             "node_hooks": [integration.node_hook],
             "loop_hooks": [integration.loop_hook],
             "run_hooks": [integration],
-            "tool_listeners": [integration.tracker],
+            "tool_listeners": [integration.tracker, integration.documents],
         }
 
 

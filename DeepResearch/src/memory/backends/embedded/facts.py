@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.backends.embedded.records import chunks, indexed_text
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
-from DeepResearch.src.memory.facts.store import FactStore, entity_name_keys, name_key
+from DeepResearch.src.memory.facts.store import (
+    FactStore,
+    entity_name_keys,
+    name_key,
+    refuse_foreign_ids,
+)
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.backends.embedded.database import Database
@@ -82,6 +88,8 @@ class EmbeddedFactStore(FactStore):
         def write() -> None:
             records = self.backend._require()
             with records.db.transaction() as conn:
+                _refuse_other_namespaces(conn, "fact_entities", [*entities])
+                _refuse_other_namespaces(conn, "facts", [*facts])
                 records.write(memories, texts)
                 gone = [*delete_entity_ids, *(e.id for e in entities)]
                 for chunk in chunks(gone):
@@ -178,6 +186,17 @@ class EmbeddedFactStore(FactStore):
             [*params, query.limit],
         )
         return [_fact(r) for r in rows]
+
+
+def _refuse_other_namespaces(
+    conn: sqlite3.Connection, table: str, items: Sequence[Entity | Fact]
+) -> None:
+    owner: dict[str, str] = {}
+    for chunk in chunks([i.id for i in items]):
+        owner.update(conn.execute(
+            f"SELECT id, namespace FROM {table} WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk).fetchall())
+    refuse_foreign_ids(items, owner)
 
 
 def _one_of(column: str, values: Sequence[str] | None) -> tuple[str, list[str]]:

@@ -1,0 +1,125 @@
+"""Reading a rule's object group: names, lists of skills / topics / people, "there".
+
+Each reader turns the matched text into candidate objects `(predicate, name, type)`; an
+empty list means the match states nothing (e.g. "working with my team" is no skill).
+"""
+
+from __future__ import annotations
+
+import re
+
+from DeepResearch.src.memory.facts.extraction.vocab import (
+    NOT_NAMES,
+    NOT_TOPICS,
+    SCHOOL_ACRONYMS,
+    SCHOOL_WORDS,
+    SKILLS,
+    TRAILING_FILLERS,
+)
+
+THERE = "\x00there"  # placeholder resolved in text order (the last organisation / place)
+Candidate = tuple[str, str, str | None]  # predicate, object as written, object type
+
+_LIST_SPLIT = re.compile(r",? and |, | or ")
+_FILLER_END = re.compile(r"(?: (?:" + "|".join(TRAILING_FILLERS) + r"))+$", re.IGNORECASE)
+_PRONOUN_START = frozenset({"i", "we", "he", "she", "they", "it", "you", "my", "our", "to"})
+_ORG_SUFFIXES = (" inc", " ltd", " llc", " gmbh", " corp", " corporation", " labs", " ag",
+                 " co", " company", " technologies", " group", " bank", " foundation")
+
+
+def clean_name(text: str) -> str:
+    """A name as written, without a trailing period / possessive and leading openers."""
+    text = re.sub(r"(?:'s|\.)+$", "", text.strip())
+    words = text.split()
+    while words and words[0].lower() in NOT_NAMES:
+        words.pop(0)
+    return " ".join(words)
+
+
+def is_school(name: str) -> bool:
+    lower = name.lower()
+    return lower in SCHOOL_ACRONYMS or any(word in lower for word in SCHOOL_WORDS)
+
+
+def guess_type(name: str) -> str:
+    """The type of a name met without a predicate that says it (MENTIONED)."""
+    lower = name.lower()
+    if lower in SKILLS:
+        return "Skill"
+    if is_school(name) or lower.endswith(_ORG_SUFFIXES) or (name.isupper() and len(name) > 1):
+        return "Organization"
+    return "Person"
+
+
+def _items(text: str) -> list[str]:
+    return [item.strip() for item in _LIST_SPLIT.split(text) if item.strip()]
+
+
+def _named(text: str, predicate: str, type_: str) -> list[Candidate]:
+    name = clean_name(text)
+    return [(predicate, name, type_)] if name else []
+
+
+def _skills(text: str, predicate: str, *, listed_only: bool) -> list[Candidate]:
+    found = []
+    for item in _items(text):
+        lower = item.lower()
+        if lower in SKILLS or (not listed_only and item[0].isupper() and lower not in NOT_NAMES):
+            found.append((predicate, item, "Skill"))
+    return found
+
+
+def _topics(text: str, predicate: str) -> list[Candidate]:
+    found = []
+    for item in _items(text):
+        item = _FILLER_END.sub("", item).strip()
+        item = re.sub(r"^(?:the|a|an|to) ", "", item, flags=re.IGNORECASE)
+        words = item.split()
+        if (not words or len(words) > 5 or words[0].lower() in _PRONOUN_START
+                or item.lower() in NOT_TOPICS):
+            continue
+        found.append((predicate, item, "Topic"))
+    return found
+
+
+def _persons(text: str, predicate: str) -> list[Candidate]:
+    found = []
+    for item in _items(text):
+        name = clean_name(item)
+        if name and name.lower() not in SKILLS:
+            found.append((predicate, name, "Person"))
+    return found
+
+
+def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> list[Candidate]:
+    """The candidates of one match; `groups` are the match's named groups."""
+    text = groups.get("obj") or ""
+    if kind in ("org", "place", "school"):
+        type_ = "Location" if kind == "place" else "Organization"
+        if groups.get("there"):
+            return [(predicate, THERE, type_)]
+        found = _named(text, predicate, type_)
+        if kind == "school" and not (found and is_school(found[0][1])):
+            return []
+        return found
+    if kind in ("group", "group_or_org"):
+        name = re.sub(r"[.,]+$", "", text.strip())
+        return [(predicate, name, "Organization")] if name else []
+    if kind in ("skill_any", "skill_vocab"):
+        return _skills(text, predicate, listed_only=kind == "skill_vocab")
+    if kind == "skill_or_person":
+        found: list[Candidate] = []
+        for item in _items(text):
+            if item.lower() in SKILLS:
+                found.append(("HAS_SKILL", item, "Skill"))
+            elif name := clean_name(item):
+                if name[0].isupper():
+                    found.append(("KNOWS", name, "Person"))
+        return found
+    if kind == "topics":
+        return _topics(text, predicate)
+    if kind in ("persons", "relation"):
+        return _persons(text, predicate)
+    if kind == "pair":
+        return [(predicate, groups.get("b") or "", "Person")]
+    raise ValueError(f"unknown object kind {kind!r}")

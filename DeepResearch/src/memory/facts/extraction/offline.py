@@ -1,0 +1,390 @@
+"""The offline extractor: the rules of `patterns` over a conversation, in order.
+
+Per sentence, every rule's matches are collected first (a match's object claims its text,
+so "joined the Data team" is not also "joined Data"), then read in text order: subjects
+and "there" resolve against what the conversation named before, time phrases and hedges are
+read from the match's own stretch of the sentence. See `patterns` for the coverage table.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from DeepResearch.src.memory.facts.extraction.dates import TimeInfo, find_time
+from DeepResearch.src.memory.facts.extraction.objects import (
+    THERE,
+    Candidate,
+    clean_name,
+    guess_type,
+    read_object,
+)
+from DeepResearch.src.memory.facts.extraction.patterns import CAP, RULES, Rule
+from DeepResearch.src.memory.facts.extraction.vocab import (
+    CLOSE_RELATIONS,
+    DENIALS,
+    FREQUENCIES,
+    NOT_NAMES,
+    PROFICIENCY_WORDS,
+    STRONG_HEDGES,
+    WEAK_HEDGES,
+    proficiency_for_years,
+)
+from DeepResearch.src.memory.facts.model import ExtractedFact, ExtractionResult, Message
+
+YEAR = 365.25 * 86400
+MENTION_CONFIDENCE = 0.3
+# Present-state predicates: stated in the past tense they end (at the end named, or before
+# the message); WORKS_AT said in the past becomes WORKED_AT instead.
+_CLOSED_IN_PAST = frozenset({"LIVES_IN", "MEMBER_OF", "INTERESTED_IN", "KNOWS", "CLOSE_TO"})
+_CONTRACTIONS = tuple((re.compile(a), b) for a, b in (
+    (r"[\u2018\u2019]", "'"), (r"\bI'm\b", "I am"), (r"\b(I|[Ww]e|[Yy]ou|[Tt]hey)'ve\b", r"\1 have"),
+    (r"\b([Ww]e|[Yy]ou|[Tt]hey)'re\b", r"\1 are"),
+    (r"\b([Hh]e|[Ss]he|[Ii]t|[Tt]hat|[Tt]here)'s\b", r"\1 is"), (r"\b([Cc])an't\b", r"\1annot"),
+    (r"\b([Ww])on't\b", r"\1ill not"), (r"n't\b", " not"), (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'ll\b", r"\1 will"),
+    (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'d\b", r"\1 would"),
+    (r"\b([A-Z][a-z]+)'s (been|got|worked|moved|lived|studied|joined|left)\b", r"\1 has \2"),
+))
+_TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+_NEGATION = re.compile(r"\b(?:not|never|no longer|cannot)\b")
+_STRONG = re.compile(r"\b(?:" + "|".join(map(re.escape, STRONG_HEDGES)) + r")\b")
+_WEAK = re.compile(r"\b(?:" + "|".join(map(re.escape, WEAK_HEDGES)) + r")\b")
+_DENIAL = re.compile(r"\b(?:" + "|".join(map(re.escape, DENIALS)) + r")\b")
+_FREQUENCY = re.compile(r"\b(?:" + "|".join(map(re.escape, FREQUENCIES)) + r")\b")
+_ORG_HINT = re.compile(rf"\bat (?:the )?(?P<obj>{CAP})")
+_MENTION = re.compile(r"(?<![\w'])[A-Z][\w'&-]*(?: (?:of (?:the )?|de |& )?[A-Z][\w'&-]*)*")
+_PLACE_BEFORE = re.compile(r"\b(?:in|to|from|near) $")
+_AFTERTHOUGHT = re.compile(r"^[\s,;-]*(?:" + "|".join(map(re.escape, STRONG_HEDGES + WEAK_HEDGES))
+                           + r")[\s.!?]*$", re.IGNORECASE)
+# A sentence's first word is only a name when one of these follows it ("Bob said ...").
+_NAME_FOLLOWERS = frozenset({
+    "is", "was", "and", "has", "had", "will", "said", "says", "thinks", "can", "told",
+    "asked", "mentioned", "wants", "did", "does", "would", "should", "got", "just", "also",
+})
+_CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
+              "are roommates")
+_INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
+_INTEREST_WEAK = ("curious", "excited")
+
+
+def normalise(text: str) -> str:
+    """Contractions spelled out ("I'm" -> "I am", "don't" -> "do not")."""
+    if "'" not in text and "\u2019" not in text and "\u2018" not in text:
+        return text
+    for pattern, replacement in _CONTRACTIONS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+@dataclass(slots=True)
+class _Context:
+    """What the conversation has named so far (for "there", "he"/"she" and types)."""
+
+    last_org: str | None = None
+    last_place: str | None = None
+    last_person: str | None = None
+    types: dict[str, str] = field(default_factory=dict)
+
+    def saw(self, name: str, type_: str | None) -> None:
+        if type_ is None:
+            return
+        self.types.setdefault(name.lower(), type_)
+        if type_ == "Organization":
+            self.last_org = name
+        elif type_ == "Location":
+            self.last_place = name
+        elif type_ == "Person":
+            self.last_person = name
+
+
+@dataclass(slots=True)
+class _Hit:
+    rule: Rule | None  # None: an organisation hint ("at Stripe") that only feeds the context
+    match: re.Match[str]
+    candidates: list[Candidate]
+
+
+def _hedge(region: str) -> float:
+    if _STRONG.search(region):
+        return 0.6
+    return 0.8 if _WEAK.search(region) else 1.0
+
+
+def _times(tense: str, predicate: str, t: TimeInfo, ts: float) -> tuple[float | None, float | None]:
+    if tense == "past":
+        end = t.end if t.end is not None else (ts if predicate in _CLOSED_IN_PAST else None)
+        return (t.start if t.start is not None else t.at), end
+    if tense == "start":
+        start = t.at if t.at is not None else t.start
+        return (ts if start is None else start), t.end
+    if tense == "end":
+        end = t.at_end if t.at_end is not None else t.end
+        return t.start, ts if end is None else end
+    if tense == "future":
+        return (t.at if t.at is not None else t.start), None
+    start = t.start if t.start is not None else (ts - t.years * YEAR if t.years else ts)
+    return start, t.end if t.end is not None and t.end > start else None
+
+
+class OfflineExtractor:
+    """Rules over one conversation; `extract` may be called for successive batches."""
+
+    def __init__(self, *, mentions: bool = True, author_type: str = "Person",
+                 mention_type: str | None = None) -> None:
+        """`author_type`: the type of a message's author as a subject (a document read as a
+        message is no Person); `mention_type`: the type of a name mentioned that nothing
+        typed before (None: guessed from the name)."""
+        self.mentions = mentions
+        self.author_type = author_type
+        self.mention_type = mention_type
+        self.context = _Context()
+
+    def extract(self, messages: Sequence[Message]) -> ExtractionResult:
+        result = ExtractionResult()
+        for message in messages:
+            facts: dict[tuple[Any, ...], ExtractedFact] = {}
+            sentences = [s.strip() for s in _SENTENCES.split(normalise(message.content))]
+            sentences = [s for s in sentences if s]
+            for sentence in sentences:
+                if sentence:
+                    for fact in self._sentence(sentence, message, result.problems):
+                        key = (fact.subject.lower(), fact.predicate, fact.object.lower(),
+                               fact.invalid_at)
+                        if key not in facts or facts[key].confidence < fact.confidence:
+                            facts[key] = fact
+            if self.mentions:
+                self._mentions(message, sentences, facts)
+            result.facts.extend(facts.values())
+        return result
+
+    # --- one sentence -------------------------------------------------------------------
+    def _hits(self, sentence: str) -> list[_Hit]:
+        hits: list[_Hit] = []
+        claimed: list[tuple[int, int]] = []
+        lower = sentence.lower()
+        present = {trigger for trigger in _TRIGGERS if trigger in lower}
+        for rule in RULES:
+            if present.isdisjoint(rule.triggers):
+                continue
+            for match in rule.pattern.finditer(sentence):
+                span = match.span("obj") if match.groupdict().get("obj") else match.span()
+                if any(a < span[1] and span[0] < b for a, b in claimed):
+                    continue
+                candidates = read_object(rule.obj, rule.predicate, match.groupdict())
+                if candidates:
+                    hits.append(_Hit(rule, match, candidates))
+                    if match.groupdict().get("obj"):
+                        claimed.append(span)
+        for match in _ORG_HINT.finditer(sentence):
+            if not any(a < match.end() and match.start("obj") < b for a, b in claimed):
+                hits.append(_Hit(None, match, [("", clean_name(match["obj"]), "Organization")]))
+        hits.sort(key=lambda hit: hit.match.start())
+        return hits
+
+    def _sentence(self, sentence: str, message: Message, problems: list[str]) -> list[ExtractedFact]:
+        hits = self._hits(sentence)
+        question = sentence.endswith("?")
+        facts: list[ExtractedFact] = []
+        previous: list[tuple[str, bool]] = []
+        starts = [hit.match.start() for hit in hits if hit.rule] + [len(sentence)]
+        seg_start = 0
+        for hit in hits:
+            if hit.rule is None:
+                name = hit.candidates[0][1]
+                if name and self.context.types.get(name.lower()) in (None, "Organization"):
+                    self.context.saw(name, "Organization")
+                continue
+            match = hit.match
+            seg_end = next((s for s in starts if s > match.start()), len(sentence))
+            region = sentence[seg_start:match.end()].lower()
+            tail = sentence[match.end():seg_end]
+            if seg_end == len(sentence) and _AFTERTHOUGHT.match(tail):
+                region += tail.lower()  # "Bob knows Rust, I think."
+            segment = sentence[min(seg_start, match.start()):max(seg_end, match.end())]
+            seg_start = match.end()
+            subjects = self._subjects(match, message, previous)
+            previous = subjects or previous
+            if question or not subjects or _DENIAL.search(region) or self._negated(hit):
+                continue
+            facts.extend(self._facts(hit, subjects, segment, region, message, problems))
+        return facts
+
+    @staticmethod
+    def _negated(hit: _Hit) -> bool:
+        match = hit.match
+        if hit.rule is not None and hit.rule.negatable:
+            groups = match.groupdict()
+            return bool(groups.get("neg")) and not groups.get("anymore")
+        return bool(_NEGATION.search(match.group(0)))
+
+    def _subjects(self, match: re.Match[str], message: Message,
+                  previous: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+        """(name, is_pronoun) of the match's subject(s); [] when it cannot be resolved."""
+        groups = match.groupdict()
+        if "subj" not in groups and "a" not in groups:
+            return [(message.author_name, False)]  # "my friend Bob", "my hobby is ..."
+        raw = groups.get("subj") if "subj" in groups else groups.get("a")
+        if raw is None or raw == "":
+            return previous if "subj" in groups else []
+        found: list[tuple[str, bool]] = []
+        for part in raw.split(" and "):
+            lower = part.strip().lower()
+            if lower in ("i", "me", "we", "us"):
+                found.append((message.author_name, False))
+            elif lower in ("he", "she"):
+                if self.context.last_person:
+                    found.append((self.context.last_person, True))
+            elif name := clean_name(part):
+                found.append((message.author_name if name.lower() == "i" else name, False))
+        return found
+
+    def _facts(self, hit: _Hit, subjects: list[tuple[str, bool]], segment: str, region: str,
+               message: Message, problems: list[str]) -> list[ExtractedFact]:
+        rule, groups = hit.rule, hit.match.groupdict()
+        assert rule is not None
+        t = find_time(segment, message.timestamp)
+        hedge = _hedge(region)
+        tense = rule.tense
+        if groups.get("past"):
+            tense = "past"
+        elif groups.get("future"):
+            tense = "future"
+        elif groups.get("now"):
+            tense = "present"
+        frequency = m[0] if (m := _FREQUENCY.search(segment.lower())) else None
+        out: list[ExtractedFact] = []
+        for predicate, obj, obj_type in hit.candidates:
+            if rule.obj == "pair":  # "Bob and I": the author is the subject
+                obj = message.author_name if obj.lower() in ("i", "me") else clean_name(obj)
+                if obj == message.author_name and subjects[0][0] != obj:
+                    subjects, obj = [(obj, False)], subjects[0][0]
+            if obj == THERE:
+                obj = self.context.last_place if obj_type == "Location" else self.context.last_org
+                if obj is None:
+                    problems.append(f"message {message.message_id}: 'there' in {hit.match[0]!r} "
+                                    "names no place or organisation mentioned before; skipped")
+                    continue
+            confidence, attrs, pred, p_tense = rule.confidence, {"rule": rule.name}, predicate, tense
+            if role := (groups.get("role") or groups.get("role2")):
+                attrs["role"] = role.strip().lower() if not role.isupper() else role
+                confidence += 0.03 if pred == "WORKS_AT" else 0.0
+                if any(word in attrs["role"] for word in ("student", "undergrad", "phd candidate")):
+                    pred = "STUDIED_AT"
+            if pred == "WORKS_AT" and p_tense == "past":
+                pred = "WORKED_AT"
+            if groups.get("perf") and t.start is None and not t.years:
+                pred, p_tense, confidence = "WORKED_AT", "past", 0.8
+            if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
+                pred, obj_type, confidence = "LIVES_IN", "Location", 0.8
+            if p_tense == "future":
+                confidence = 0.55
+            if pred == "HAS_SKILL":
+                years = t.years
+                if years is None and t.start is not None:
+                    years = round((message.timestamp - t.start) / YEAR, 1)
+                if years is not None and years > 0:
+                    attrs["years"] = years
+                    attrs["proficiency"] = proficiency_for_years(years)
+                    confidence += 0.04
+                if prof := groups.get("prof"):
+                    attrs["proficiency"] = PROFICIENCY_WORDS[prof]
+                if rule.name == "skill_learn":
+                    attrs["proficiency"] = "beginner"
+            elif t.years and pred in ("WORKS_AT", "WORKED_AT", "LIVES_IN", "STUDIED_AT"):
+                attrs["years"] = t.years
+            if how := groups.get("how"):
+                if pred == "CLOSE_TO" and how == "friends":
+                    confidence = 0.7
+                if pred == "INTERESTED_IN":
+                    confidence = (0.88 if how.startswith(_INTEREST_STRONG) else
+                                  0.75 if how.startswith(_INTEREST_WEAK) else 0.82)
+            if rel := groups.get("rel"):
+                attrs["relation"] = ((groups.get("adj") or "") + rel).strip().lower()
+            for key in ("field", "degree"):
+                if groups.get(key):
+                    attrs[key] = re.sub(r"^in ", "", groups[key].strip())
+            for subject, pronoun in subjects:
+                if subject.lower() == obj.lower():
+                    continue
+                # how sure the sentence is: hedges, a pronoun, one person telling of another
+                factor = hedge * (0.9 if pronoun else 1.0)
+                if subject != message.author_name:
+                    factor *= 0.95
+                    self.context.saw(subject, "Person")  # "he" / "she" next
+                valid_at, invalid_at = _times(p_tense, pred, t, message.timestamp)
+                out.append(self._fact(subject, pred, obj, obj_type, confidence * factor, attrs,
+                                      message, valid_at, invalid_at))
+                out.extend(self._close_to(rule, groups, subject, obj, factor, frequency, message))
+            self.context.saw(obj, obj_type)
+        return out
+
+    def _close_to(self, rule: Rule, groups: dict[str, Any], subject: str, obj: str,
+                  factor: float, frequency: str | None, message: Message) -> list[ExtractedFact]:
+        """The CLOSE_TO (or KNOWS) that comes with a KNOWS (or CLOSE_TO); `factor` is the
+        sentence's certainty (hedges, pronoun, hearsay)."""
+        how, rel = (groups.get("how") or ""), (groups.get("rel") or "").lower()
+        close, attrs = 0.0, {"rule": rule.name}
+        if rule.name == "close_with":  # friends know each other
+            return [self._fact(subject, "KNOWS", obj, "Person", 0.85 * factor, attrs, message,
+                               message.timestamp, None)]
+        if rule.predicate != "KNOWS" or (rule.name in ("met",) and not frequency):
+            return []
+        if rel:
+            attrs["relation"] = ((groups.get("adj") or "") + rel).strip()
+            if rel in CLOSE_RELATIONS or attrs["relation"] in CLOSE_RELATIONS:
+                close = 0.8
+            elif rel == "friend":
+                close = 0.7
+        elif any(word in how for word in _CLOSE_HOW):
+            close = 0.85
+        elif "friends" in how:
+            close = 0.7
+        if frequency and not close:
+            close = 0.75 if rule.name == "pair" else 0.7
+            attrs["frequency"] = frequency
+        if not close:
+            return []
+        return [self._fact(subject, "CLOSE_TO", obj, "Person", close * factor, attrs, message,
+                           message.timestamp, None)]
+
+    def _fact(self, subject: str, predicate: str, obj: str, obj_type: str | None, conf: float,
+              attrs: dict[str, Any], message: Message, valid_at: float | None,
+              invalid_at: float | None) -> ExtractedFact:
+        author = subject == message.author_name
+        if valid_at is not None and invalid_at is not None and invalid_at <= valid_at:
+            invalid_at = None  # "since 2025" said of a past stay: keep the start only
+        return ExtractedFact(
+            subject=subject, predicate=predicate, object=obj, evidence=message.message_id,
+            confidence=round(min(conf, 0.99), 2),
+            subject_type=self.author_type if author else "Person", object_type=obj_type,
+            attributes=dict(attrs), valid_at=valid_at, invalid_at=invalid_at,
+        )
+
+    # --- names mentioned --------------------------------------------------------------
+    def _mentions(self, message: Message, sentences: list[str],
+                  facts: dict[tuple[Any, ...], ExtractedFact]) -> None:
+        named = {message.author_name.lower()} | {k[0] for k in facts} | {k[2] for k in facts}
+        for fact in facts.values():  # words of a role / field / degree are no names
+            named.update(str(v).lower() for v in fact.attributes.values())
+            named.update(w for v in fact.attributes.values() for w in str(v).lower().split())
+        for sentence in sentences:
+            for match in _MENTION.finditer(sentence):
+                name = clean_name(match[0])
+                if len(name) < 2 or name.lower() in named or name.lower() in NOT_NAMES:
+                    continue
+                first = match.start() == 0 and name == match[0].rstrip(".")
+                following = sentence[match.end():].split(maxsplit=1)
+                if first and name.lower() not in self.context.types and not (
+                        following and following[0].lower() in _NAME_FOLLOWERS):
+                    continue
+                named.add(name.lower())
+                type_ = self.context.types.get(name.lower()) or self.mention_type or (
+                    "Location" if _PLACE_BEFORE.search(sentence, 0, match.start())
+                    else guess_type(name))
+                facts[(message.author_name.lower(), "MENTIONED", name.lower(), None)] = self._fact(
+                    message.author_name, "MENTIONED", name, type_, MENTION_CONFIDENCE,
+                    {"rule": "mention"}, message, message.timestamp, None)
+                self.context.saw(name, type_)

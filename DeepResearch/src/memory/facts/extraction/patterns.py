@@ -1,0 +1,275 @@
+"""The phrasings the offline extractor knows: one `Rule` per phrasing, in priority order.
+
+Coverage (S = a subject: I / we (-> the author), he / she (-> the last person named), a
+capitalised name, "Bob and I"; a subject left out after "and" / "then" / "but" is the
+previous one's; "there" -> the organisation (or place) last named in the conversation).
+Confidence is the rule's base times 0.8 after a belief ("I think", "probably") or 0.6 after
+a guess ("maybe", "might"), times 0.95 for what one person says about another, times 0.9
+for a pronoun subject. A negated verb ("do not work", "never worked"), a denial ("I don't
+think", "I doubt") or a question states nothing.
+
+=========  ====================================================  =====  ====================
+predicate  phrasing (example)                                    conf.  time
+=========  ====================================================  =====  ====================
+WORKS_AT   S work(s)/am working/am employed at|for X [as a R]    0.92   valid_at = message
+           (role R also before "at")                                    (or since / for N y)
+WORKS_AT   S am/is a R at|for X ("I'm a data scientist at Acme")  0.90   valid_at = message
+WORKS_AT   S have been at|with X for N years / since Y           0.85   valid_at = since / for
+WORKS_AT   S joined / started at / got hired by X [as a R]       0.85   valid_at = "in Y" or
+                                                                        message
+WORKED_AT  S worked / used to work / was working at|for X|there  0.88   from A to B ->
+           [as R] [from A to B / until B / since A]                     valid_at / invalid_at
+WORKED_AT  S was a R at X                                        0.85   as above
+WORKED_AT  S have worked at X (no "since" / "for N years")       0.80   as above
+WORKED_AT  S left / quit / resigned from X; S no longer work(s)  0.85   invalid_at = "in Y"
+           at X; S do not work at X anymore (left X, X a place           or message
+           named before: LIVES_IN ends, 0.80)
+HAS_SKILL  S have been coding/programming/developing in|with K   0.88   years ("for N
+           [for N years / since Y] (+0.04 with a duration)              years"), proficiency
+HAS_SKILL  S am good/fluent/proficient/experienced... at|in|with K 0.85 proficiency from the
+                                                                        adjective
+HAS_SKILL  S know(s) K (K in the skill list)                     0.80
+HAS_SKILL  S speak(s) [fluent] K                                 0.85   (language)
+HAS_SKILL  S use / work(ing) with / write / build in K (listed)  0.78
+HAS_SKILL  S am a K developer/engineer/programmer (listed K)     0.80
+HAS_SKILL  S am/is learning / picking up K                        0.70   proficiency beginner
+INTERESTED_IN S am interested in / passionate about / fascinated 0.88
+           by / obsessed with T
+INTERESTED_IN S am (really) into / keen on / a fan of T          0.82
+INTERESTED_IN S am curious / excited about T                     0.75
+INTERESTED_IN S love / enjoy / like T; my hobby is T             0.70 / 0.80
+LIVES_IN   S live(s) / am living / reside in X|there             0.90   valid_at = message
+LIVES_IN   S am based / located in X                             0.88   valid_at = message
+LIVES_IN   S moved / relocated [back] to X                       0.85   valid_at = "in Y" or
+                                                                        message
+LIVES_IN   S lived / used to live in X                           0.85   invalid_at = end or
+                                                                        message
+LIVES_IN   S am moving / will move to X (future)                 0.55   valid_at = date only
+LIVES_IN   S no longer live(s) in X; S do not live in X anymore  0.85   invalid_at = message
+STUDIED_AT S studied [F] at X; S am studying at X; S did my PhD  0.90   field F; dates
+           at X
+STUDIED_AT S graduated from X [in Y]                             0.90   invalid_at = Y
+STUDIED_AT S got/have a (degree) [in F] from X                    0.88
+STUDIED_AT S am a (PhD) student at X                              0.90
+STUDIED_AT S went to / attended X (X a school by name)           0.82
+KNOWS      A and B collaborate / work together / meet / are      0.85   + CLOSE_TO 0.75 with
+           friends / know each other ("Bob and I ...")                  a frequency (weekly)
+KNOWS      S collaborate(s) / work(s) / meet(s) / talk(s) with P  0.80   + CLOSE_TO 0.70 with
+                                                                        a frequency
+KNOWS      S know(s) P / met P                                   0.85 / 0.80
+KNOWS      P is my friend/colleague/manager/...; my colleague P  0.88 / 0.85 + CLOSE_TO 0.80
+                                                                        for close relations
+CLOSE_TO   A and B are close / best friends / grew up together   0.85   (+ KNOWS)
+CLOSE_TO   S am close (friends) / best friends with P            0.85   (+ KNOWS 0.85); just
+                                                                        "friends with": 0.70
+MEMBER_OF  S joined the G (G ends in team/group/club/...)        0.88   valid_at = "in Y" or
+                                                                        message
+MEMBER_OF  S am a member / part of (the) G or X; S am on the G;  0.88 / 0.85
+           S belong(s) to G
+MEMBER_OF  S left / quit the G                                   0.85   invalid_at
+MENTIONED  the author named P (a capitalised name that no other  0.30
+           fact of the message names)
+=========  ====================================================  =====  ====================
+
+Not covered (on purpose or not yet): lower-case names ("i work at google"), origin ("I'm from
+Spain" is not LIVES_IN), plans ("I might join X"), possessive subjects ("my wife works at
+X"), pronouns other than he / she, and facts spread over several sentences beyond "there".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from DeepResearch.src.memory.facts.extraction.vocab import GROUP_WORDS, RELATIONS
+
+_W = r"[A-Z][\w&'.+-]*"
+CAP = rf"{_W}(?: (?:of (?:the )?|for |de |& )?{_W}){{0,4}}"  # an organisation or place name
+PERSON = r"[A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?"
+_ELIDED = r"(?<=\band)|(?<=\bthen)|(?<=\bbut)|(?<=\bso)"  # "... and worked there"
+SUBJ = (
+    rf"(?P<subj>(?<![\w'])(?:(?:{PERSON}|I) and (?:I|me|{PERSON})|I|i|[Ww]e|[Hh]e|[Ss]he"
+    rf"|{PERSON})|{_ELIDED})"
+)
+ADV = (
+    r"(?: (?:also|now|currently|still|recently|just|really|actually|already|finally|both|"
+    r"mostly|probably|definitely|even|previously|once|all|maybe|apparently|officially|"
+    r"basically|originally|eventually|later|then|first|happily|briefly))*"
+)
+ROLE = (
+    r"[A-Za-z][\w-]*(?: [a-z][\w-]*){0,4}?"
+    r"(?= (?:at|for|in|on|since|from|until|with|and|but|there|by)\b|[,;:.!?)]|$)"
+)
+_GROUP_ALT = "|".join(GROUP_WORDS)
+GROUP = rf"(?:[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
+_SKILL_W = r"(?!I\b)[A-Za-z][\w+#.]*(?<![.])"
+SKILLS = rf"{_SKILL_W}(?:(?:, and |, | and | or ){_SKILL_W}){{0,5}}"
+PERSONS = rf"{PERSON}(?:(?:, and |, | and ){PERSON}){{0,3}}"
+_TOPIC_END = (
+    r"(?=$|[,;:.!?)]| (?:but|because|since|when|so|which|though|although|for|at|with|on|"
+    r"from|lately|these days|recently|right now|nowadays|as well|too|a lot|now|and (?:I|we|"
+    r"he|she|they|my|our|then)|these|this)\b)"
+)
+TOPICS = rf"[\w+#'-]+(?: [\w+#'-]+){{0,6}}?{_TOPIC_END}"
+_REL_ALT = "|".join(sorted(RELATIONS, key=len, reverse=True))
+_ADJ = r"(?P<adj>best |close |good |old |former |new |dear )?"
+_BE = r"(?:am|is|are|(?P<past>was|were))"
+_AT_ORG = r"(?: (?:at|for|by) (?:the )?(?P<obj>" + CAP + r")| (?P<there>there)(?![\w']))"
+_AS_ROLE = rf" as (?:an? |the |our |their )?(?P<role>{ROLE})"
+_AS_ROLE2 = rf"(?: as (?:an? |the |our |their )?(?P<role2>{ROLE}))?"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One phrasing. `obj` names how the `obj` group is read (see offline.OBJECT_KINDS);
+    `tense` how times apply: present, past, start (joined), end (left), future, state (KNOWS)."""
+
+    name: str
+    predicate: str
+    confidence: float
+    tense: str
+    obj: str
+    pattern: re.Pattern[str]
+    triggers: tuple[str, ...]  # the rule runs only on a sentence holding one (lower case)
+    negatable: bool = False  # the rule's own words hold a negation ("no longer")
+
+
+def _rule(name: str, triggers: tuple[str, ...], predicate: str, confidence: float, tense: str,
+          obj: str, regex: str, *, negatable: bool = False) -> Rule:
+    return Rule(name, predicate, confidence, tense, obj, re.compile(regex), triggers, negatable)
+
+
+RULES: tuple[Rule, ...] = (
+    # --- MEMBER_OF first: "joined the Data team" is a group, not the organisation "Data"
+    _rule("member_join", ('joined', 'got into'), "MEMBER_OF", 0.88, "start", "group",
+          rf"{SUBJ}{ADV} (?:joined|have joined|has joined|got into) (?:the |a |an |our |my )?"
+          rf"(?P<obj>{GROUP})"),
+    _rule("member_be", ('member of', 'part of', 'one of'), "MEMBER_OF", 0.88, "present", "group_or_org",
+          rf"{SUBJ}{ADV} {_BE} (?:now |still )?(?:a |an )?(?:member|part|one) of "
+          rf"(?:the |a |an |our )?(?P<obj>{GROUP}|{CAP})"),
+    _rule("member_on", (' on ',), "MEMBER_OF", 0.85, "present", "group",
+          rf"{SUBJ}{ADV} {_BE} (?:now |still )?on (?:the |our |a |an )(?P<obj>{GROUP})"),
+    _rule("member_belong", ('belong',), "MEMBER_OF", 0.85, "present", "group_or_org",
+          rf"{SUBJ}{ADV} (?:belong|belongs|(?P<past>belonged)) to (?:the |a |an |our )?"
+          rf"(?P<obj>{GROUP}|{CAP})"),
+    _rule("member_left", ('left', 'quit'), "MEMBER_OF", 0.85, "end", "group",
+          rf"{SUBJ}{ADV} (?:left|quit) (?:the |a |an |our |my )?(?P<obj>{GROUP})"),
+    # --- work
+    _rule("work_at", ('work', 'employed'), "WORKS_AT", 0.9, "present", "org",
+          rf"{SUBJ}{ADV} (?:work|works|am working|is working|are working|have been working|"
+          rf"has been working|(?P<perf>have worked|has worked)|am employed|is employed|"
+          rf"are employed)(?:{_AS_ROLE})?{_AT_ORG}{_AS_ROLE2}"),
+    _rule("role_at", (' at ', ' for ', ' with '), "WORKS_AT", 0.9, "present", "org",
+          rf"{SUBJ}{ADV} {_BE} (?:now |currently |still )?(?:an? |the )(?P<role>{ROLE}) "
+          rf"(?:at|for|with) (?:the )?(?P<obj>{CAP})"),
+    _rule("been_at", ("been at", "been with"), "WORKS_AT", 0.85, "present", "org",
+          rf"{SUBJ}{ADV} (?:have|has) been (?:at|with) (?:the )?(?P<obj>{CAP})"
+          rf"(?= (?:for|since) )"),
+    _rule("worked_at", ('work', 'employed'), "WORKED_AT", 0.88, "past", "org",
+          rf"{SUBJ}{ADV} (?:worked|used to work|was working|were working|had worked|"
+          rf"was employed|were employed)(?:{_AS_ROLE})?{_AT_ORG}{_AS_ROLE2}"),
+    _rule("joined_org", ('joined', 'started', 'hired', 'got a job'), "WORKS_AT", 0.85, "start", "org",
+          rf"{SUBJ}{ADV} (?:joined|have joined|has joined|started at|started working (?:at|for)|"
+          rf"was hired by|were hired by|got hired (?:at|by)|got a job (?:at|with)) (?:the )?"
+          rf"(?P<obj>{CAP}){_AS_ROLE2}"),
+    _rule("left_org", ('left', 'quit', 'resigned', 'departed', 'laid off'), "WORKED_AT", 0.85, "end", "org",
+          rf"{SUBJ}{ADV} (?:left|quit|resigned from|departed|(?:was|were|got) laid off "
+          rf"(?:from|by)) (?:the )?(?P<obj>{CAP})"),
+    _rule("no_longer_work", ('work',), "WORKED_AT", 0.85, "end", "org",
+          rf"{SUBJ}{ADV} (?:no longer work|no longer works|(?P<neg>do not work|does not work))"
+          rf"{_AT_ORG}(?P<anymore> any ?more)?", negatable=True),
+    _rule("no_longer_live", ('live',), "LIVES_IN", 0.85, "end", "place",
+          rf"{SUBJ}{ADV} (?:no longer live|no longer lives|(?P<neg>do not live|does not live))"
+          rf" in (?:the )?(?:(?P<obj>{CAP})|(?P<there>there)(?![\w']))(?P<anymore> any ?more)?",
+          negatable=True),
+    # --- skills
+    _rule("skill_code", ('cod', 'program', 'develop'), "HAS_SKILL", 0.88, "state", "skill_any",
+          rf"{SUBJ}{ADV} (?:have been |has been |am |is |are |have |has )?(?:coding|programming|"
+          rf"developing|code|codes|program|programs|develop|develops|coded|programmed|"
+          rf"developed) (?:mostly |mainly |primarily |professionally )?(?:in|with) "
+          rf"(?P<obj>{SKILLS})"),
+    _rule("skill_adj", (' at ', ' in ', ' with ', ' to '), "HAS_SKILL", 0.85, "state", "skill_any",
+          rf"{SUBJ}{ADV} {_BE} (?:really |very |pretty |quite |super |so |an? )?"
+          rf"(?P<prof>expert|fluent|proficient|skilled|experienced|good|strong|decent|ok|okay|"
+          rf"comfortable|new|beginner)(?: user)? (?:at|in|with|to) (?P<obj>{SKILLS})"),
+    _rule("know", ('know', 'knew'), "HAS_SKILL", 0.8, "state", "skill_or_person",
+          rf"{SUBJ}{ADV} (?:know|knows|knew) (?P<obj>{SKILLS})"),
+    _rule("speak", ('speak',), "HAS_SKILL", 0.85, "state", "skill_any",
+          rf"{SUBJ}{ADV} (?:speak|speaks) (?:fluent )?(?P<obj>{SKILLS})"),
+    _rule("skill_use", ('work', 'writ', 'wrote', 'build', 'us'), "HAS_SKILL", 0.78, "state", "skill_vocab",
+          rf"{SUBJ}{ADV} (?:have been |has been |am |is |are )?(?:working|writing|building|"
+          rf"using|use|uses|write|writes|used|wrote|build|builds) (?:things |stuff |apps |"
+          rf"code |software |services |tools )?(?:(?:in|with) )?(?P<obj>{SKILLS})"),
+    _rule("skill_dev", ('dev', 'engineer', 'programmer', 'expert', 'coder'), "HAS_SKILL", 0.8, "state", "skill_vocab",
+          rf"{SUBJ}{ADV} {_BE} (?:an? )(?:senior |junior |lead |experienced |professional |"
+          rf"great |good |strong )?"
+          rf"(?P<obj>{_SKILL_W}) (?:developer|dev|engineer|programmer|expert|coder)"),
+    _rule("skill_learn", ('learning', 'picking up'), "HAS_SKILL", 0.7, "state", "skill_any",
+          rf"{SUBJ}{ADV} (?:am|is|are|have been|has been) (?:learning|picking up) "
+          rf"(?P<obj>{SKILLS})"),
+    # --- interests
+    _rule("interest", ('interested', 'into', 'passionate', 'fascinated', 'curious', 'excited', 'keen', 'obsessed', 'fan of', 'hooked'), "INTERESTED_IN", 0.82, "present", "topics",
+          rf"{SUBJ}{ADV} (?:am|is|are|have been|has been|(?P<past>was|were)) (?:really |very |"
+          rf"super |so |quite |pretty |also |getting |becoming |deeply |increasingly )*"
+          rf"(?P<how>interested in|into|passionate about|fascinated by|curious about|excited "
+          rf"about|keen on|obsessed with|a fan of|a big fan of|hooked on) (?P<obj>{TOPICS})"),
+    _rule("like", ('love', 'enjoy', 'like', 'adore'), "INTERESTED_IN", 0.7, "present", "topics",
+          rf"{SUBJ}{ADV} (?:really )?(?:love|loves|enjoy|enjoys|like|likes|adore|adores) "
+          rf"(?P<obj>{TOPICS})"),
+    _rule("hobby", ('hobb', 'passion is'), "INTERESTED_IN", 0.8, "present", "topics",
+          rf"(?<![\w'])[Mm]y (?:favou?rite )?(?:hobby is|hobbies are|hobbies include|"
+          rf"passion is) (?P<obj>{TOPICS})"),
+    # --- places
+    _rule("live", ('live', 'resid'), "LIVES_IN", 0.9, "present", "place",
+          rf"{SUBJ}{ADV} (?:live|lives|am living|is living|are living|have been living|"
+          rf"has been living|have lived|has lived|reside|resides|(?P<past>lived|used to live|"
+          rf"was living|were living)) (?:in|near|outside|outside of) (?:the )?"
+          rf"(?:(?P<obj>{CAP})|(?P<there>there)(?![\w']))"),
+    _rule("based", ('based', 'located'), "LIVES_IN", 0.88, "present", "place",
+          rf"{SUBJ}{ADV} {_BE} (?:now |currently )?(?:based|located) (?:in|out of) "
+          rf"(?P<obj>{CAP})"),
+    _rule("move", ('mov', 'relocat'), "LIVES_IN", 0.85, "start", "place",
+          rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved|(?P<future>am moving|is moving|"
+          rf"are moving|will move|will be moving|plan to move|are planning to move))(?: back)? "
+          rf"to (?:the )?(?P<obj>{CAP})"),
+    # --- schools
+    _rule("study", ('stud', 'did '), "STUDIED_AT", 0.9, "past", "org",
+          rf"{SUBJ}{ADV} (?:studied|was studying|were studying|(?P<now>study|studies|"
+          rf"am studying|is studying|are studying)|did (?:my|his|her|a|their) "
+          rf"(?P<degree>[\w'-]+(?: [\w'-]+)??))(?: (?P<field>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)"
+          rf"{{0,3}}?))? at (?:the )?(?P<obj>{CAP})"),
+    _rule("graduated", ('graduat',), "STUDIED_AT", 0.9, "end", "org",
+          rf"{SUBJ}{ADV} (?:graduated|have graduated|has graduated) from (?:the )?"
+          rf"(?P<obj>{CAP})"),
+    _rule("degree", ('degree', 'phd', 'master', 'bachelor', 'mba', 'msc', 'bsc', 'ba ', 'ma ', 'doctorate', 'diploma'), "STUDIED_AT", 0.88, "past", "org",
+          rf"{SUBJ}{ADV} (?:got|have|has|earned|received|hold|holds|did) (?:my|his|her|their|"
+          rf"a|an) (?P<degree>(?:[\w'-]+ ){{0,2}}?(?:degree|PhD|phd|masters?|master's|"
+          rf"bachelors?|bachelor's|MBA|MSc|BSc|BA|MA|doctorate|diploma))"
+          rf"(?: in (?P<field>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*){{0,3}}?))? (?:from|at) "
+          rf"(?:the )?(?P<obj>{CAP})"),
+    _rule("went_to", ('went to', 'attend'), "STUDIED_AT", 0.82, "past", "school",
+          rf"{SUBJ}{ADV} (?:went to|attended|(?P<now>attend|attends|am attending|is attending))"
+          rf" (?:the )?(?P<obj>{CAP})"),
+    # --- people
+    _rule("pair", (' and ',), "KNOWS", 0.85, "state", "pair",
+          rf"(?<![\w'])(?P<a>{PERSON}|I|[Ww]e) and (?P<b>{PERSON}|I|me)(?: both)?{ADV} "
+          rf"(?P<how>collaborate|work together|worked together|have worked together|pair|"
+          rf"pair program|hang out|meet up|meet|talk|chat|grab lunch|play \w+|go \w+ing|met|"
+          rf"are (?:close |best |good |old )?friends|are close|are colleagues|are coworkers|"
+          rf"are teammates|are roommates|are neighbou?rs|know each other|have known each other|"
+          rf"went to school together|grew up together)"),
+    _rule("with_person", ('with',), "KNOWS", 0.8, "state", "persons",
+          rf"{SUBJ}{ADV} (?:collaborate|collaborates|collaborated|work|works|worked|pair|pairs|"
+          rf"paired|hang out|hangs out|meet|meets|talk|talks|chat|chats|play \w+|plays \w+|"
+          rf"am working|is working) (?:closely |a lot |together )?with (?P<obj>{PERSONS})"),
+    _rule("met", ('met', 'ran into', 'know'), "KNOWS", 0.8, "state", "persons",
+          rf"{SUBJ}{ADV} (?:met|have met|has met|ran into|know|knows|have known|has known) "
+          rf"(?P<obj>{PERSONS})"),
+    _rule("rel_is", (' my ', ' our '), "KNOWS", 0.88, "state", "relation",
+          rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
+    _rule("my_rel", ('my ', 'our '), "KNOWS", 0.85, "state", "relation",
+          rf"(?<![\w'])(?:[Mm]y|[Oo]ur) {_ADJ}(?P<rel>{_REL_ALT}),? (?P<obj>{PERSON})"),
+    _rule("close_with", ('friends', 'close'), "CLOSE_TO", 0.85, "state", "persons",
+          rf"{SUBJ}{ADV} {_BE} (?:very |really |pretty |super )?(?P<how>close friends|best "
+          rf"friends|good friends|friends|close) (?:with|to) (?P<obj>{PERSONS})"),
+)

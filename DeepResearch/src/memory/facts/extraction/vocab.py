@@ -1,0 +1,122 @@
+"""The small word lists of the offline extractor (all lower case; matched case-insensitively).
+
+Kept short on purpose: they decide ambiguous cases only ("knows Rust" is a skill, "knows
+Bob" a person; "working in Python" is a skill, "working in Berlin" is not). A phrasing
+whose object is unambiguous ("coding in X", "I work at X") needs no list.
+"""
+
+from __future__ import annotations
+
+# Skills recognised where the verb alone does not say "skill" (know, use, work with, ...).
+SKILLS: frozenset[str] = frozenset({
+    "python", "java", "javascript", "typescript", "rust", "go", "golang", "c", "c++", "c#",
+    "ruby", "php", "kotlin", "swift", "scala", "haskell", "r", "julia", "sql", "bash",
+    "html", "css", "react", "vue", "angular", "django", "flask", "fastapi", "spring", "node",
+    "node.js", "pytorch", "tensorflow", "pandas", "numpy", "kubernetes", "docker", "terraform",
+    "aws", "gcp", "azure", "linux", "git", "spark", "kafka", "postgres", "postgresql",
+    "mysql", "mongodb", "redis", "graphql", "excel", "figma", "photoshop", "matlab",
+})
+
+# Words before a clause's fact that weaken it: strong ones (a guess) and weak ones (a belief).
+STRONG_HEDGES: tuple[str, ...] = (
+    "maybe", "might", "perhaps", "possibly", "not sure", "i guess", "i suppose", "rumour",
+    "rumor", "could be", "may have", "may be",
+)
+WEAK_HEDGES: tuple[str, ...] = (
+    "i think", "i believe", "probably", "apparently", "seems", "i heard", "supposedly",
+    "reportedly", "likely", "pretty sure",
+)
+# A clause under one of these states no fact at all.
+DENIALS: tuple[str, ...] = ("not think", "doubt", "no idea whether", "wish")
+
+# Capitalised words that are not names (sentence openers, days, months, greetings, pronouns).
+NOT_NAMES: frozenset[str] = frozenset({
+    "i", "i'm", "i've", "i'd", "i'll", "we", "he", "she", "they", "it", "you", "my", "our",
+    "your", "his", "her", "their", "its", "the", "a", "an", "this", "that", "these", "those",
+    "and", "but", "or", "so", "then", "also", "yes", "no", "yeah", "yep", "nope", "ok", "okay",
+    "hi", "hey", "hello", "thanks", "thank", "sure", "well", "oh", "wow", "cool", "nice",
+    "great", "good", "congrats", "lol", "btw", "fyi", "actually", "anyway", "now", "today",
+    "yesterday", "tomorrow", "tonight", "last", "next", "maybe", "perhaps", "probably",
+    "apparently", "honestly", "basically", "what", "why", "how", "when", "where", "who",
+    "which", "there", "here", "if", "because", "since", "after", "before", "once", "still",
+    "just", "not", "all", "both", "some", "every", "each", "in", "on", "at", "for", "from",
+    "with", "as", "by", "of", "to", "do", "does", "did", "is", "are", "was", "were", "can",
+    "could", "would", "should", "will", "let", "please", "sorry", "really", "speaking",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    "january", "february", "march", "april", "may", "june", "july", "august", "september",
+    "october", "november", "december", "christmas", "team", "everyone", "guys", "folks",
+    "kb", "mb", "gb", "tb", "ram", "cpu", "gpu", "faq", "tl;dr", "eta", "asap", "pr",
+})
+
+# Words that end the name of a group one is a MEMBER_OF ("the data team").
+GROUP_WORDS: tuple[str, ...] = (
+    "team", "group", "club", "committee", "board", "band", "community", "guild", "squad",
+    "crew", "department", "lab", "society", "union", "council", "chapter", "association",
+    "meetup", "choir", "league", "working group", "task force",
+)
+
+# Endings and acronyms that make a name a school (for "went to X", which is not always one).
+SCHOOL_WORDS: tuple[str, ...] = (
+    "university", "college", "school", "institute", "academy", "polytechnic", "conservatory",
+)
+SCHOOL_ACRONYMS: frozenset[str] = frozenset({
+    "mit", "cmu", "ucla", "nyu", "eth", "epfl", "kth", "tum", "ucl", "lse", "caltech",
+    "stanford", "harvard", "oxford", "cambridge", "berkeley", "princeton", "yale",
+})
+# Roles that mean studying, not working ("a PhD student at X" -> STUDIED_AT).
+STUDENT_ROLES: tuple[str, ...] = ("student", "undergrad", "undergraduate", "phd candidate")
+
+# Relations that make two people KNOW each other; the CLOSE ones also make them CLOSE_TO.
+RELATIONS: tuple[str, ...] = (
+    "friend", "colleague", "coworker", "co-worker", "manager", "boss", "mentor", "mentee",
+    "teammate", "classmate", "neighbour", "neighbor", "report", "cofounder", "co-founder",
+    "partner", "wife", "husband", "brother", "sister", "cousin", "roommate", "flatmate",
+    "girlfriend", "boyfriend", "mother", "father", "mom", "dad", "son", "daughter",
+)
+CLOSE_RELATIONS: frozenset[str] = frozenset({
+    "partner", "wife", "husband", "brother", "sister", "cousin", "roommate", "flatmate",
+    "girlfriend", "boyfriend", "mother", "father", "mom", "dad", "son", "daughter",
+    "best friend", "close friend", "good friend", "cofounder", "co-founder",
+})
+# How often two people meet; present -> CLOSE_TO as well as KNOWS.
+FREQUENCIES: tuple[str, ...] = (
+    "daily", "weekly", "every day", "every week", "each week", "all the time", "often",
+    "regularly", "a lot", "constantly", "every morning", "twice a week", "most days",
+)
+
+# Proficiency named by an adjective ("fluent in", "good at") and by years of practice.
+PROFICIENCY_WORDS: dict[str, str] = {
+    "expert": "expert", "fluent": "expert", "proficient": "advanced", "skilled": "advanced",
+    "experienced": "advanced", "good": "advanced", "strong": "advanced", "decent": "intermediate",
+    "ok": "intermediate", "okay": "intermediate", "comfortable": "intermediate",
+    "new": "beginner", "learning": "beginner", "beginner": "beginner",
+}
+
+
+def proficiency_for_years(years: float) -> str:
+    """beginner < 1 year <= intermediate < 3 <= advanced < 7 <= expert."""
+    if years < 1:
+        return "beginner"
+    if years < 3:
+        return "intermediate"
+    if years < 7:
+        return "advanced"
+    return "expert"
+
+
+NUMBER_WORDS: dict[str, float] = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15,
+    "twenty": 20, "a couple of": 2, "a few": 3, "several": 4, "half a": 0.5,
+}
+
+# Words trimmed from the end of a topic or skill list item ("machine learning lately").
+TRAILING_FILLERS: tuple[str, ...] = (
+    "lately", "these days", "recently", "now", "too", "a lot", "as well", "also", "right now",
+    "at the moment", "nowadays", "again", "stuff", "things",
+)
+# Objects that are not topics ("I like it").
+NOT_TOPICS: frozenset[str] = frozenset({
+    "it", "this", "that", "them", "him", "her", "you", "me", "us", "everything", "nothing",
+    "something", "anything", "one", "ones", "the idea", "the same",
+})

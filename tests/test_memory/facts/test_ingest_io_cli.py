@@ -1,0 +1,134 @@
+"""ingest (messages -> episodes + facts + participation, with the offline extractor), the
+JSONL round trip, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
+from DeepResearch.src.memory.facts.graph import FactGraph
+from DeepResearch.src.memory.facts.tools import TOOLS
+
+MESSAGES: list[dict[str, Any]] = [
+    {"message_id": "c1", "author_id": "u1", "author_name": "Alice", "timestamp": "2024-01-10T09:00:00Z",
+     "content": "I work at Google as a software engineer."},
+    {"message_id": "c2", "author_id": "u2", "author_name": "Bob", "timestamp": 1704963600,
+     "content": "I live in New York and I know Python."},
+    {"message_id": "c3", "author_id": "u1", "author_name": "Alice", "timestamp": "2024-03-01T09:00:00Z",
+     "content": "Big news: I joined Microsoft this week!"},
+    {"message_id": "c4", "author_id": "u3", "author_name": "Alice", "timestamp": "2024-03-02T09:00:00Z",
+     "content": "Hi all, I'm the other Alice; I live in Berlin."},
+]
+
+
+async def test_ingest_keeps_episodes_facts_with_evidence_and_participation(
+    graph: FactGraph,
+) -> None:
+    report = await graph.ingest(MESSAGES, channel_id="general")
+    assert report.messages == 4 and report.episodes == ["c1", "c2", "c3", "c4"]
+    episode = await graph.client.get("c1")
+    assert episode is not None and episode.document.memory_type == "episode"
+    assert "Google" in episode.content
+    assert await graph.facts(subject="Alice Johnson") == []  # no such full name yet
+    people = (await TOOLS["get_conversation_participants"](graph, "general")).people
+    assert sorted(p.person.name for p in people) == ["Alice", "Alice", "Bob"]  # two Alices
+    bob = await TOOLS["get_person_profile"](graph, "Bob")
+    skills = [f for f in bob.facts if f.predicate == "HAS_SKILL"]
+    assert skills and skills[0].evidence == ["c2"]
+    ambiguous = await TOOLS["get_person_profile"](graph, "Alice")
+    assert ambiguous.facts == [] and "ambiguous" in ambiguous.message
+    history = [f for p in people if p.person.name == "Alice"
+               for f in (await TOOLS["get_person_timeline"](graph, p.person.id)).facts
+               if f.predicate == "WORKS_AT"]
+    assert [(f.object, f.current) for f in history] == [("Google", False), ("Microsoft", True)]
+    assert history[0].invalid_at == history[1].valid_at  # the job change closed the old job
+
+
+async def test_ingest_refuses_a_malformed_message_and_writes_nothing(
+    graph: FactGraph
+) -> None:
+    bad = [MESSAGES[0], {**MESSAGES[1], "author_id": None}]
+    with pytest.raises(MemoryInputError, match=r"message 1 \('c2'\): missing \['author_id'\]"):
+        await graph.ingest(bad)
+    with pytest.raises(MemoryInputError, match="timestamp"):
+        await graph.ingest([{**MESSAGES[0], "timestamp": "soon-ish?"}])
+    assert await graph.client.get("c1") is None
+
+
+async def test_export_import_round_trip_is_lossless(
+    graph: FactGraph, team: FactGraph, tmp_path: Path, make_client: Any
+) -> None:
+    path = tmp_path / "facts.jsonl"
+    lines = await team.export_jsonl(path)
+    assert lines == len(path.read_text().splitlines())
+    other = FactGraph(make_client(namespace="copy", faiss={"path": str(tmp_path / "copy")}))
+    assert await other.import_jsonl(path) == {"entities": 16, "facts": 20}
+    copy = tmp_path / "copy.jsonl"
+    await other.export_jsonl(copy)
+    assert copy.read_text() == path.read_text()
+    again = await TOOLS["find_people_by_organization"](other, "google", current_only=False)
+    assert sorted(p.person.name for p in again.people) == ["Alice", "Bob", "Dana"]
+    if team.client.config.backend != "in_memory":  # a new in_memory client is a new store
+        neighbour = FactGraph(make_client(namespace="neighbour"))  # the team's own store
+        with pytest.raises(MemoryBackendError, match="already belongs to namespace"):
+            await neighbour.import_jsonl(path)  # same ids: refused, never replaced
+        assert await neighbour.entity("Alice") is None
+        assert (await team.entity("Alice")) is not None
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(path.read_text().splitlines()[0] + "\n{\"kind\": \"fact\", \"id\": 3}\n")
+    with pytest.raises(MemoryInputError, match="line 2"):
+        await other.import_jsonl(bad)
+
+
+def run_cli(*args: str, store: Path) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    from DeepResearch.src.memory.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([*args, f"memory.faiss.path={store}"])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_add_list_tool_export_import_and_one_line_errors(tmp_path: Path) -> None:
+    store = tmp_path / "mem"
+    assert run_cli("facts", "add", "Alice", "WORKS_AT", "Google", "role=Engineer",
+                   "valid_at=2022-01", store=store)[0] == 0
+    code, out, _ = run_cli("facts", "add", "Alice", "WORKS_AT", "Microsoft", "valid_at=2024-02",
+                           "confidence=0.7", "evidence=[\"m9\"]", store=store)
+    assert code == 0 and "Microsoft" in out
+    code, out, _ = run_cli("facts", "list", "--history", store=store)
+    assert code == 0 and "(closed)" in out and out.count("\n") == 2
+    code, out, _ = run_cli("facts", "tool", "find_people_by_organization",
+                           "organization=Google", "current_only=false", store=store)
+    assert code == 0 and json.loads(out)["people"][0]["person"]["name"] == "Alice"
+    assert run_cli("facts", "export", str(tmp_path / "f.jsonl"), store=store)[0] == 0
+    code, out, _ = run_cli("facts", "import", str(tmp_path / "f.jsonl"),
+                           store=tmp_path / "other")
+    assert code == 0 and "2 facts" in out
+    for args, fragment in (
+        (("facts", "add", "Alice", "LOVES", "Bob"), "predicate='LOVES'"),
+        (("facts", "add", "Alice", "WORKS_AT", "X", "confidence=7"), "confidence=7"),
+        (("facts", "tool", "nope"), "no fact tool 'nope'"),
+        (("facts", "tool", "find_experts"), "missing a required argument: 'topic'"),
+        (("facts", "import", str(tmp_path / "missing.jsonl")), "cannot read"),
+    ):
+        code, _, err = run_cli(*args, store=store)
+        assert code == 2 and fragment in err and err.count("\n") == 1, (args, err)
+
+
+def test_cli_ingest(tmp_path: Path) -> None:
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps({"channel_id": "general", "messages": MESSAGES}))
+    code, out, err = run_cli("facts", "ingest", str(path), store=tmp_path / "mem")
+    assert code == 0, err
+    assert json.loads(out)["messages"] == 4
+    path.write_text("[{\"content\": 3}]")
+    code, _, err = run_cli("facts", "ingest", str(path), store=tmp_path / "mem")
+    assert code == 2 and "message 0" in err

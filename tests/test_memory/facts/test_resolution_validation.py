@@ -1,0 +1,137 @@
+"""Entity resolution and input validation, through the graph on every backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.facts.graph import FactGraph
+from DeepResearch.src.memory.facts.model import FactQuery
+
+GOOD: dict[str, Any] = dict(subject="Alice", predicate="WORKS_AT", object="Google",
+                            confidence=0.9, evidence="m1")
+
+
+async def test_names_case_full_name_and_alias_are_one_person(graph: FactGraph) -> None:
+    await graph.add_fact("Alice", "WORKS_AT", "Google", confidence=0.9, evidence="m1")
+    await graph.add_fact("alice", "HAS_SKILL", "Python", confidence=0.9, evidence="m2")
+    await graph.add_fact("Alice Johnson", "LIVES_IN", "Paris", confidence=0.9, evidence="m3")
+    await graph.add_entity("Alice", aliases=["AJ"])
+    await graph.add_fact("AJ", "INTERESTED_IN", "chess", confidence=0.9, evidence="m4")
+    alice = await graph.entity("ALICE")
+    assert alice is not None and alice.real_name == "Alice Johnson" and alice.aliases == ["AJ"]
+    facts = await graph.facts(subject="aj")
+    assert {f.subject_id for f in facts} == {alice.id} and len(facts) == 4
+
+
+async def test_a_full_name_first_then_the_first_name(graph: FactGraph) -> None:
+    await graph.add_fact("Charlie Brown", "WORKS_AT", "Stripe", confidence=0.9, evidence="m1")
+    await graph.add_fact("Charlie", "HAS_SKILL", "Rust", confidence=0.9, evidence="m2")
+    assert len(await graph.facts(subject="Charlie Brown")) == 2
+
+
+async def test_fuzzy_matches_typos_but_not_short_names(graph: FactGraph) -> None:
+    await graph.add_fact("Alexandra Smith", "WORKS_AT", "Google", confidence=0.9, evidence="m1")
+    await graph.add_fact("Alexandra Smyth", "HAS_SKILL", "Go", confidence=0.9, evidence="m2")
+    assert len(await graph.facts(subject="Alexandra Smith")) == 2
+    await graph.add_fact("Bo", "WORKS_AT", "Google", confidence=0.9, evidence="m3")
+    await graph.add_fact("Bob", "WORKS_AT", "Google", confidence=0.9, evidence="m4")
+    bo, bob = await graph.entity("Bo"), await graph.entity("Bob")
+    assert bo is not None and bob is not None and bo.id != bob.id
+
+
+async def test_same_first_name_people_stay_apart_when_their_facts_disagree(
+    graph: FactGraph,
+) -> None:
+    await graph.add_fact("Alice Johnson", "WORKS_AT", "Google", confidence=0.9, evidence="m1")
+    await graph.add_fact("Alice Smith", "WORKS_AT", "Microsoft", confidence=0.9, evidence="m2")
+    johnson, smith = await graph.entity("Alice Johnson"), await graph.entity("Alice Smith")
+    assert johnson is not None and smith is not None and johnson.id != smith.id
+    # "Alice" alone is ambiguous now: the tools say so, writes ask for more
+    with pytest.raises(MemoryInputError, match=r"ambiguous: it may be Alice Johnson .*, Alice Smith"):
+        await graph.add_fact("Alice", "HAS_SKILL", "Python", confidence=0.9, evidence="m3")
+    # a first name whose other facts disagree is not joined to the one Alice
+    await graph.add_fact("Dana", "WORKS_AT", "Stripe", confidence=0.9, evidence="m4")
+    await graph.add_fact("Dana Scully", "WORKS_AT", "FBI", confidence=0.9, evidence="m5")
+    assert (await graph.entity("Dana")).id != (await graph.entity("Dana Scully")).id  # type: ignore[union-attr]
+
+
+async def test_a_merge_keeps_every_fact_and_its_evidence(graph: FactGraph) -> None:
+    await graph.add_fact("Robert", "WORKS_AT", "Google", confidence=0.9, evidence="m1",
+                         valid_at="2020-01")
+    await graph.add_fact("Bobby", "HAS_SKILL", "Go", confidence=0.8, evidence=["m2", "m3"])
+    await graph.add_fact("Alice", "KNOWS", "Bobby", confidence=0.8, evidence="m4")
+    merged = await graph.merge_entities("Robert", "Bobby")
+    assert "Bobby" in merged.aliases
+    facts = await graph.facts(subject="Bobby", include_history=True)
+    assert sorted((f.predicate, f.object, tuple(f.evidence)) for f in facts) == [
+        ("HAS_SKILL", "Go", ("m2", "m3")), ("WORKS_AT", "Google", ("m1",))]
+    (knows,) = await graph.facts(subject="Alice", predicate="KNOWS")
+    assert knows.object == "Robert" and knows.object_id == merged.id
+    store = await graph.store()
+    assert await store.get_entities(graph.namespace, [facts[0].subject_id]) != []
+
+
+def _epoch(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize("value", [
+    datetime(2022, 1, 1, tzinfo=UTC), datetime(2022, 1, 1), _epoch("2022-01-01"),
+    "2022-01-01", "2022-01-01T00:00:00Z", "2022-01", "1 January 2022",
+])
+async def test_dates_in_every_accepted_form(graph: FactGraph, value: Any) -> None:
+    fact = await graph.add_fact("Alice", "LIVES_IN", "Oslo", confidence=0.5, evidence="m1",
+                                valid_at=value)
+    assert fact.valid_at == "2022-01-01T00:00:00+00:00"
+
+
+@pytest.mark.parametrize(("change", "named"), [
+    ({"predicate": "LOVES"}, "predicate='LOVES'"),
+    ({"subject_type": "Robot"}, "subject_type='Robot'"),
+    ({"object_type": "Planet"}, "object_type='Planet'"),
+    ({"confidence": 1.5}, "confidence=1.5"),
+    ({"confidence": -0.1}, "confidence=-0.1"),
+    ({"evidence": None}, "evidence"),
+    ({"evidence": []}, "evidence"),
+    ({"valid_at": "not a date at all"}, "valid_at='not a date at all'"),
+    ({"valid_at": "2024-02", "invalid_at": "2023-01"}, "invalid_at='2023-01'"),
+    ({"subject": "  "}, "subject='  '"),
+    ({"colour": "red"}, "colour"),
+])
+async def test_bad_facts_name_the_value_and_write_nothing(
+    graph: FactGraph, change: dict[str, Any], named: str
+) -> None:
+    batch = [dict(GOOD, evidence="ok-1"), {**GOOD, **change}]
+    with pytest.raises(MemoryInputError) as caught:
+        await graph.add_facts(batch)
+    assert named in str(caught.value) and "fact 1" in str(caught.value)
+    store = await graph.store()
+    assert await store.find_facts(FactQuery(graph.namespace, include_history=True)) == []
+    assert await store.entity_keys(graph.namespace) == []
+
+
+async def test_a_batch_refused_by_the_backend_writes_nothing(graph: FactGraph) -> None:
+    """A failure inside the put (after resolution) leaves no entity, fact or memory behind."""
+    await graph.add_fact("Zoe", "WORKS_AT", "Acme", confidence=0.9, evidence="m0")
+    store = await graph.store()
+    before_facts = await store.find_facts(FactQuery(graph.namespace, include_history=True))
+    real_embed = graph.client.embedder.embed
+
+    def broken(texts: Any) -> Any:
+        vectors = real_embed(texts)
+        return vectors[:, :10]  # wrong dimension: the backend refuses the batch
+
+    graph.client.embedder.embed = broken  # type: ignore[method-assign]
+    try:
+        with pytest.raises(Exception, match="vector shape"):
+            await graph.add_facts([dict(GOOD, subject="Yan", evidence="m1"),
+                                   dict(GOOD, subject="Zoe", object="Initech", evidence="m2")])
+    finally:
+        del graph.client.embedder.embed
+    after = await store.find_facts(FactQuery(graph.namespace, include_history=True))
+    assert [(f.id, f.invalid_at) for f in after] == [(f.id, f.invalid_at) for f in before_facts]
+    assert await graph.entity("Yan") is None and await graph.entity("Initech") is None
