@@ -207,14 +207,16 @@ def tool_calls(n_people: int, rng: random.Random) -> dict[str, Any]:
     }
 
 
-async def time_tools(graph: FactGraph, n_people: int, rounds: int) -> dict[str, dict[str, float]]:
+async def time_tools(graph: FactGraph, n_people: int, rounds: int,
+                     only: list[str] | None = None) -> dict[str, dict[str, float]]:
     rng = random.Random(5)
-    calls = tool_calls(n_people, rng)
+    calls = {k: v for k, v in tool_calls(n_people, rng).items() if not only or k in only}
     out: dict[str, dict[str, float]] = {}
     runs = [(name, args, True) for name, args in calls.items()]
     # semantic_search_facts again with its query vectors cached: the tool without the model's
     # own time (one query embedding: ~11 ms idle, seconds on a 2-core machine under load)
-    runs.append(("semantic_search_facts", calls["semantic_search_facts"], False))
+    if "semantic_search_facts" in calls:
+        runs.append(("semantic_search_facts", calls["semantic_search_facts"], False))
     for name, args, cold in runs:
         label = name if cold else f"{name} (query vector cached)"
         await TOOLS[name](graph, **args())  # warm-up (index catch-up, first query)
@@ -304,7 +306,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
               flush=True)
         load_s = await load(graph, entities, facts, source)
         print(f"  loaded in {load_s:.1f} s", flush=True)
-        tools = await time_tools(graph, args.people, args.rounds)
+        tools = await time_tools(graph, args.people, args.rounds,
+                                 args.tools.split(",") if args.tools else None)
         ingest = await time_ingest(graph, args.messages, args.people, args.batch) \
             if args.messages else {"messages_per_s": float("nan"),
                                    "messages_per_s_without_embedding": float("nan")}
@@ -327,11 +330,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--messages", type=int, default=400, help="messages ingested")
     p.add_argument("--batch", type=int, default=100, help="messages per ingest call")
     p.add_argument("--vectors", default="synthetic", choices=["synthetic", "model"])
+    p.add_argument("--tools", default="", help="comma-separated tools to time (default: all)")
     p.add_argument("--index", default="flat", choices=["flat", "hnsw"],
                    help="memory.faiss.index_kind of the store")
     args = p.parse_args([] if argv is None else argv)
     result = asyncio.run(run(args))
-    save_result(f"facts-{args.backend}", result)
+    save_result(f"facts-{args.backend}-{args.index}" if args.index != "flat"
+                else f"facts-{args.backend}", result)
     print(f"worst tool p95 {result['worst_p95_ms']:.1f} ms (goal <= {GOAL_P95_MS:.0f}); ingest "
           f"{result['ingest']['messages_per_s']:.1f} messages/s (goal >= {GOAL_INGEST:.0f})")
 
