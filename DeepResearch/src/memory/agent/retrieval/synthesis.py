@@ -110,6 +110,27 @@ def _year(ts: float | None) -> int | None:
     return datetime.fromtimestamp(ts, UTC).year if ts is not None else None
 
 
+def _new_year(ts: float | None) -> bool:
+    if ts is None:
+        return False
+    moment = datetime.fromtimestamp(ts, UTC)
+    return (moment.month, moment.day, moment.hour, moment.minute, moment.second) == (1, 1, 0, 0, 0)
+
+
+def _end_year(end: float | None) -> int | None:
+    """The last year a fact was true. Validity ends are exclusive: a fact invalid from
+    midnight on 1 January 2023 ("from 2019 to 2022" as the extractor stores it, or a job
+    closed by one starting "2023-01") was last true in 2022."""
+    if end is None:
+        return None
+    year = datetime.fromtimestamp(end, UTC).year
+    return year - 1 if _new_year(end) else year
+
+
+def _number(value: object) -> object:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def _article(word: str) -> str:
     return "an" if word[:1].casefold() in "aeiou" else "a"
 
@@ -121,7 +142,7 @@ def sentence(fact: FoundFact) -> str:
         return text if len(text) <= 300 else text[:297] + "..."
     s, o, p = fact.subject or "someone", fact.object, fact.predicate.upper()
     attrs = fact.attributes
-    start, end = _year(fact.valid_at), _year(fact.invalid_at)
+    start, end = _year(fact.valid_at), _end_year(fact.invalid_at)
     role = attrs.get("role") or attrs.get("title") or attrs.get("position")
     as_role = f" as {_article(str(role))} {role}" if role else ""
     closed = fact.invalid_at is not None
@@ -132,7 +153,7 @@ def sentence(fact: FoundFact) -> str:
         return f"{s} works at {o}{as_role}" + (f" since {start}" if start else "")
     if p == "HAS_SKILL":
         level = attrs.get("proficiency") or attrs.get("level")
-        years = attrs.get("years") or attrs.get("years_experience")
+        years = _number(attrs.get("years") or attrs.get("years_experience"))
         text = f"{s} has {level}-level {o} skills" if level else f"{s} has {o} skills"
         return text + (f" with {years} years of experience" if years else "")
     if p == "LIVES_IN":
