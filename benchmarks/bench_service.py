@@ -248,9 +248,12 @@ async def fault(url: str, db: Path, rec: Recorder, lock_seconds: float) -> dict[
         assert locker.stdout is not None
         await asyncio.to_thread(locker.stdout.readline)
         locked_at = time.monotonic()
-        await asyncio.sleep(min(lock_seconds - 1, 7))
-        h = await http.get(f"{url}/health")
-        seen["health_during"] = {"status": h.status_code, **h.json()}
+        while time.monotonic() - locked_at < lock_seconds - 1:  # health while locked
+            h = await http.get(f"{url}/health")
+            seen["health_during"] = {"status": h.status_code, **h.json()}
+            if h.status_code != 200:
+                break
+            await asyncio.sleep(0.5)
         await asyncio.to_thread(locker.wait)
         released = time.monotonic()
         seen["locked_seconds"] = released - locked_at
@@ -416,6 +419,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="memory.service.tool_timeout_seconds of the served process: on a loaded "
                    "machine 1,000 sessions queue for longer than the default 30 s")
     p.add_argument("--quick", action="store_true", help="small figures (a smoke run)")
+    p.add_argument("--tag", default="", help="save as service_TAG, leave docs/benchmarks.md alone")
     args = p.parse_args(argv if argv is not None else [])
     if args.quick:
         args.sessions, args.concurrent, args.searches = 50, 10, 3
@@ -425,8 +429,8 @@ def main(argv: list[str] | None = None) -> None:
         out = run(args, Path(tmp))
     body = report(out, command)
     print(body)
-    save_result("service", out)
-    if not args.quick:
+    save_result(f"service_{args.tag}" if args.tag else "service", out)
+    if not args.quick and not args.tag:
         write_section("service", "Memory service under load", command.strip(), body)
 
 

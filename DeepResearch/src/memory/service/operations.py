@@ -3,6 +3,7 @@ within the time limit, records its latency, and keeps the write state health rep
 
 from __future__ import annotations
 
+import asyncio
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +15,7 @@ from DeepResearch.src.memory.service.state import ServiceState
 from DeepResearch.src.memory.writes import failure_cause
 
 HEALTH_PROBE_SECONDS = 2.0  # health retries failed writes at most this often
+HEALTH_PROBE_TIMEOUT = 1.0  # and gives that retry this long
 
 
 def memory_out(doc: MemoryDocument) -> dict[str, Any]:
@@ -96,9 +98,9 @@ async def health(state: ServiceState) -> HealthResponse:
             connected, detail = False, f"backend unavailable: {failure_cause(exc)}"
     if connected and ns.writes.failing:
         if time.time() - ns.writes.probed >= HEALTH_PROBE_SECONDS:
-            try:
-                await state.bounded(ns.flush(), "retrying failed writes")
-            except Exception:
+            try:  # a short try: health answers now, it does not wait for a lock
+                await asyncio.wait_for(ns.flush(), HEALTH_PROBE_TIMEOUT)
+            except Exception:  # the outbox keeps them (a write cut short is retried by id)
                 pass
             ns.writes.probed = time.time()
             if not ns.outbox():
