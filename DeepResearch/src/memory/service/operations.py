@@ -16,6 +16,7 @@ from DeepResearch.src.memory.writes import failure_cause
 
 HEALTH_PROBE_SECONDS = 2.0  # health retries failed writes at most this often
 HEALTH_PROBE_TIMEOUT = 1.0  # and gives that retry this long
+HEALTH_BACKEND_TIMEOUT = 2.0  # seconds the backend's own health check may take
 
 
 def memory_out(doc: MemoryDocument) -> dict[str, Any]:
@@ -91,9 +92,14 @@ async def health(state: ServiceState) -> HealthResponse:
             detail = f"backend unavailable: {failure_cause(exc)}"
     connected = ns.backend.is_open
     if connected:
-        try:
-            backend = await state.bounded(ns.backend.health(), "checking the backend")
+        try:  # a backend that cannot answer a health check in seconds is not healthy
+            backend = await asyncio.wait_for(ns.backend.health(), HEALTH_BACKEND_TIMEOUT)
             connected, detail = backend.ok, backend.detail
+        except TimeoutError:
+            connected = False
+            detail = (f"the backend did not answer a health check within "
+                      f"{HEALTH_BACKEND_TIMEOUT:g} s"
+                      + (f" (writes fail: {ns.writes.cause})" if ns.writes.failing else ""))
         except Exception as exc:
             connected, detail = False, f"backend unavailable: {failure_cause(exc)}"
     if connected and ns.writes.failing:
