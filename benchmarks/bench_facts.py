@@ -321,6 +321,28 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "cpus": os.cpu_count(), "load_average": os.getloadavg()[0]}
 
 
+def report(result: dict[str, Any], argv: list[str]) -> str:
+    ingest = result["ingest"]
+    lines = [
+        f"Graph: {result['people']:,} people, {result['facts']:,} facts on `{result['backend']}` "
+        f"({result['index']} index, {result['vectors']} sentence vectors), loaded in "
+        f"{result['load_seconds']:.0f} s; load average during the run {result['load_average']:.1f} "
+        f"on {result['cpus']} cores (other jobs shared them).",
+        "",
+        f"| tool | p50 ms | p95 ms | p95 <= {GOAL_P95_MS:.0f} ms |", "|---|---|---|---|",
+        *(f"| `{name}` | {t['p50_ms']:.1f} | {t['p95_ms']:.1f} | "
+          f"{'yes' if t['p95_ms'] <= GOAL_P95_MS else '**no**'} |"
+          for name, t in result["tools"].items()),
+        "",
+        f"Ingest ({ingest.get('messages', 0)} messages in batches of {ingest.get('batch', 0)}, "
+        "offline extractor, real embedder, into the graph above): "
+        f"**{ingest['messages_per_s']:.1f} messages/s** (goal >= {GOAL_INGEST:.0f}); "
+        f"{ingest['messages_per_s_without_embedding']:.1f}/s counting everything but the "
+        "embedding of episodes and sentences.",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="bench_facts")
     p.add_argument("--backend", default="faiss", choices=["faiss", "in_memory", "neo4j"])
@@ -337,6 +359,11 @@ def main(argv: list[str] | None = None) -> None:
     result = asyncio.run(run(args))
     save_result(f"facts-{args.backend}-{args.index}" if args.index != "flat"
                 else f"facts-{args.backend}", result)
+    if args.backend == "faiss" and args.index == "flat" and not args.tools:
+        from benchmarks.report import write_section
+
+        write_section("facts", "Fact tools and ingest",
+                      "python -m benchmarks.bench_facts " + " ".join(argv or []), report(result, argv or []))
     print(f"worst tool p95 {result['worst_p95_ms']:.1f} ms (goal <= {GOAL_P95_MS:.0f}); ingest "
           f"{result['ingest']['messages_per_s']:.1f} messages/s (goal >= {GOAL_INGEST:.0f})")
 

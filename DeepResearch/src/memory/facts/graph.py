@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from DeepResearch.src.memory.client import MemorySystemClient
 
 FACT_SESSION = "facts"  # the session id of the memories carrying facts' sentences
+KNOWN_LIMIT = 1_000_000  # facts read per chunk of subjects when a batch applies the rules
 
 
 @dataclass(slots=True)
@@ -164,13 +165,21 @@ class FactGraph:
             await self.client.writes.drain_pending()
             resolver = Resolver(store, self.namespace, self.config)
             now = time.time()
+            # A few reads for the whole batch (names, then the subjects' known facts), not a
+            # few per fact: each read is a hop to the backend's worker thread.
+            await resolver.prefetch([(s.subject, s.subject_type) for s in specs] + [
+                (s.object, s.object_type) for s in specs if s.object_type is not None])
+            facts = [await self._new_fact(resolver, spec, now) for spec in specs]
+            known = await self._known(store, facts)
             changed: dict[str, Fact] = {}
             results: list[Fact] = []
-            for spec in specs:
-                fact = await self._new_fact(resolver, spec, now)
-                known = await self._known(store, changed, fact.subject_id, fact.predicate)
-                outcome = apply_rules(fact, known, fact.predicate in self.config.single_valued, now)
+            for fact in facts:
+                pair = known.setdefault((fact.subject_id, fact.predicate), [])
+                outcome = apply_rules(fact, [changed.get(f.id, f) for f in pair],
+                                      fact.predicate in self.config.single_valued, now)
                 changed.update((f.id, f) for f in outcome.changed)
+                if not outcome.repeated:
+                    pair.append(fact)
                 results.append(outcome.fact)
             names = await self._names(store, changed.values(), resolver.pending)
             records = await self.fact_records(list(changed.values()), names)
@@ -227,7 +236,7 @@ class FactGraph:
     async def _resolve(
         self, resolver: Resolver, name: str, type_: str, hint: Hint, now: float
     ) -> Entity:
-        by_id = await self._by_id(resolver.store, name, [type_])
+        by_id = await resolver.by_id(name, [type_])
         if by_id is not None:
             return resolver.pending.get(by_id.id, by_id)
         found = await resolver.find(name, type_, hint)
@@ -239,15 +248,18 @@ class FactGraph:
         return entity
 
     async def _known(
-        self, store: FactStore, changed: dict[str, Fact], subject_id: str, predicate: str
-    ) -> list[Fact]:
-        stored = await store.find_facts(FactQuery(
-            self.namespace, subject_ids=(subject_id,), predicates=(predicate,),
-            include_history=True, limit=self.config.max_limit))
-        ids = {f.id for f in stored}
-        return [changed.get(f.id, f) for f in stored] + [
-            f for f in changed.values()
-            if f.id not in ids and f.subject_id == subject_id and f.predicate == predicate]
+        self, store: FactStore, facts: Sequence[Fact]
+    ) -> dict[tuple[str, str], list[Fact]]:
+        """The stored facts (history too) of the facts' subjects and predicates, by pair."""
+        out: dict[tuple[str, str], list[Fact]] = {}
+        subjects = sorted({f.subject_id for f in facts})
+        predicates = tuple(sorted({f.predicate for f in facts}))
+        for start in range(0, len(subjects), 400):
+            for fact in await store.find_facts(FactQuery(
+                    self.namespace, subject_ids=tuple(subjects[start : start + 400]),
+                    predicates=predicates, include_history=True, limit=KNOWN_LIMIT)):
+                out.setdefault((fact.subject_id, fact.predicate), []).append(fact)
+        return out
 
     async def _names(
         self, store: FactStore, facts: Iterable[Fact], pending: Mapping[str, Entity]

@@ -55,6 +55,33 @@ class Resolver:
         self.namespace = namespace
         self.config = config
         self.pending: dict[str, Entity] = {}  # made or changed by the current batch
+        self._by_key: dict[tuple[str, str], list[Entity]] = {}  # (type, key): prefetched
+        self._by_ref: dict[str, Entity | None] = {}  # a name read as an id: prefetched
+
+    async def prefetch(self, mentions: Sequence[tuple[str, str]]) -> None:
+        """Read the stored entities a batch's (name, type) mentions may mean, by name key
+        and as ids, in one query per type."""
+        keys: dict[str, set[str]] = {}
+        for name, type_ in mentions:
+            keys.setdefault(type_, set()).add(name_key(name))
+        for type_, wanted in keys.items():
+            for key in wanted:
+                self._by_key[(type_, key)] = []
+            for entity in await self.store.entities_by_key(self.namespace, sorted(wanted), [type_]):
+                for key in set(entity_name_keys(entity)) & wanted:
+                    self._by_key[(type_, key)].append(entity)
+        refs = sorted({name for name, _ in mentions})
+        self._by_ref.update(dict.fromkeys(refs))
+        self._by_ref.update((e.id, e) for e in await self.store.get_entities(self.namespace, refs))
+
+    async def by_id(self, ref: str, types: Sequence[str] | None) -> Entity | None:
+        """The entity whose id is `ref` (among `types`), or None."""
+        if ref in self._by_ref:
+            found = self._by_ref[ref]
+        else:
+            stored = await self.store.get_entities(self.namespace, [ref])
+            found = stored[0] if stored else None
+        return found if found is not None and (types is None or found.type in types) else None
 
     async def find(self, name: str, type_: str, hint: Hint = Hint()) -> Resolution:
         key = name_key(name)
@@ -86,7 +113,10 @@ class Resolver:
         return bool(hint.external_id and known and hint.external_id not in known)
 
     async def _entities(self, keys: Sequence[str], type_: str) -> list[Entity]:
-        stored = await self.store.entities_by_key(self.namespace, list(keys), [type_])
+        if all((type_, k) in self._by_key for k in keys):
+            stored = [e for k in keys for e in self._by_key[(type_, k)]]
+        else:
+            stored = await self.store.entities_by_key(self.namespace, list(keys), [type_])
         out = {e.id: self.pending.get(e.id, e) for e in stored}
         for e in self.pending.values():
             if e.type == type_ and set(entity_name_keys(e)) & set(keys):

@@ -48,9 +48,16 @@ CREATE TABLE IF NOT EXISTS facts (
     confidence REAL NOT NULL, evidence TEXT NOT NULL, created_at REAL NOT NULL,
     valid_at REAL, invalid_at REAL, expired_at REAL, attributes TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS facts_subject ON facts (namespace, subject_id, predicate);
-CREATE INDEX IF NOT EXISTS facts_object ON facts (namespace, object_id, predicate);
-CREATE INDEX IF NOT EXISTS facts_value ON facts (namespace, predicate, object_key);
+-- Ids are unique across namespaces, so the namespace leads no index: queries name it as
+-- `+namespace`, and SQLite cannot prefer a namespace-wide index scan (it did, without
+-- statistics: 170 ms for 30 facts by id in a 100k-fact namespace) to these.
+DROP INDEX IF EXISTS facts_subject;
+DROP INDEX IF EXISTS facts_object;
+DROP INDEX IF EXISTS facts_value;
+CREATE INDEX IF NOT EXISTS facts_by_subject ON facts (subject_id, predicate);
+CREATE INDEX IF NOT EXISTS facts_by_object ON facts (object_id, predicate);
+CREATE INDEX IF NOT EXISTS facts_by_value ON facts (object_key, predicate);
+CREATE INDEX IF NOT EXISTS facts_by_predicate ON facts (predicate, namespace);
 """
 FACT_COLUMNS = (
     "id, namespace, subject_id, predicate, object_id, object_value, confidence, evidence, "
@@ -64,7 +71,7 @@ def ensure_schema(db: Database) -> None:
     """Create the fact tables when the database lacks them (a write only then)."""
     with db.lock:
         found = db.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'facts'"
+            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'facts_by_predicate'"
         ).fetchone()
         if found is None:
             db.conn.executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;")
@@ -161,10 +168,14 @@ class EmbeddedFactStore(FactStore):
         return [(r[0], r[1]) for r in rows]
 
     async def find_facts(self, query: FactQuery) -> list[Fact]:
-        where, params = ["namespace = ?"], [query.namespace]
+        selective = query.ids or query.subject_ids or query.object_ids or query.object_values
+        # by namespace only when nothing narrower is asked (see SCHEMA)
+        where = ["+namespace = ?" if selective else "namespace = ?"]
+        params: list[Any] = [query.namespace]
         for column, values in (
             ("id", query.ids), ("subject_id", query.subject_ids),
-            ("predicate", query.predicates), ("object_id", query.object_ids),
+            ("+predicate" if selective else "predicate", query.predicates),
+            ("object_id", query.object_ids),
             ("object_key", None if query.object_values is None
              else [name_key(v) for v in query.object_values]),
         ):
