@@ -135,3 +135,22 @@ async def test_a_batch_refused_by_the_backend_writes_nothing(graph: FactGraph) -
     after = await store.find_facts(FactQuery(graph.namespace, include_history=True))
     assert [(f.id, f.invalid_at) for f in after] == [(f.id, f.invalid_at) for f in before_facts]
     assert await graph.entity("Yan") is None and await graph.entity("Initech") is None
+
+
+async def test_one_batch_resolves_its_own_new_names_and_applies_the_rules_in_order(
+    graph: FactGraph,
+) -> None:
+    out = await graph.add_facts([
+        dict(subject="Eve", predicate="WORKS_AT", object="Acme", confidence=0.8, evidence="b1",
+             valid_at="2020-01"),
+        dict(subject="eve", predicate="HAS_SKILL", object="Go", confidence=0.5, evidence="b2"),
+        dict(subject="Eve Adams", predicate="WORKS_AT", object="Initech", confidence=0.9,
+             evidence="b3", valid_at="2022-06"),
+        dict(subject="EVE", predicate="HAS_SKILL", object="go", confidence=0.5, evidence="b4"),
+    ])
+    assert len({f.subject_id for f in out}) == 1
+    assert out[1].id == out[3].id and out[3].evidence == ["b2", "b4"]
+    assert abs(out[3].confidence - 0.75) < 1e-9
+    jobs = await graph.facts(subject="Eve Adams", predicate="WORKS_AT", include_history=True)
+    assert [(f.object, f.invalid_at) for f in jobs] == [
+        ("Initech", None), ("Acme", "2022-06-01T00:00:00+00:00")]

@@ -205,7 +205,7 @@ class FactGraph:
             for other in extra:
                 resolver.learn_name(entity, other)
             entity.attributes.update(attrs)
-            resolver.pending[entity.id] = entity
+            resolver.keep(entity)
             await store.put(entities=[entity])
             return entity_out(entity)
 

@@ -61,7 +61,7 @@ async def merge_entities(graph: FactGraph, keep_ref: str, other_ref: str) -> Ent
             if fact.object_id == other.id:
                 fact.object_id = keep.id
             moved[fact.id] = fact
-    resolver.pending[keep.id] = keep
+    resolver.keep(keep)
     names = await graph._names(store, moved.values(), resolver.pending)
     records = await graph.fact_records(list(moved.values()), names)
     await store.put(entities=[keep], facts=list(moved.values()), memories=records,

@@ -47,6 +47,16 @@ class Resolution:
         return self.entity is None and len(self.candidates) > 1
 
 
+@dataclass(slots=True)
+class _Pool:
+    """One type's stored name keys: the fuzzy candidates (long enough) and, per first
+    name, the entities with a full name starting with it."""
+
+    ids: list[str] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    full_names: dict[str, set[str]] = field(default_factory=dict)
+
+
 class Resolver:
     """Resolution against a store, plus the entities a batch has made but not yet written."""
 
@@ -57,6 +67,14 @@ class Resolver:
         self.pending: dict[str, Entity] = {}  # made or changed by the current batch
         self._by_key: dict[tuple[str, str], list[Entity]] = {}  # (type, key): prefetched
         self._by_ref: dict[str, Entity | None] = {}  # a name read as an id: prefetched
+        self._pools: dict[str, _Pool] = {}
+        self._pending_keys: dict[tuple[str, str], set[str]] = {}  # (type, key) -> pending ids
+
+    def keep(self, entity: Entity) -> None:
+        """Mark `entity` as made or changed by this batch (written by its put)."""
+        self.pending[entity.id] = entity
+        for key in entity_name_keys(entity):
+            self._pending_keys.setdefault((entity.type, key), set()).add(entity.id)
 
     async def prefetch(self, mentions: Sequence[tuple[str, str]]) -> None:
         """Read the stored entities a batch's (name, type) mentions may mean, by name key
@@ -118,9 +136,9 @@ class Resolver:
         else:
             stored = await self.store.entities_by_key(self.namespace, list(keys), [type_])
         out = {e.id: self.pending.get(e.id, e) for e in stored}
-        for e in self.pending.values():
-            if e.type == type_ and set(entity_name_keys(e)) & set(keys):
-                out[e.id] = e
+        for key in keys:
+            for entity_id in self._pending_keys.get((type_, key), ()):
+                out[entity_id] = self.pending[entity_id]
         # an entity whose pending version no longer has the key
         return [e for e in out.values() if set(entity_name_keys(e)) & set(keys)]
 
@@ -132,24 +150,39 @@ class Resolver:
         if len(tokens) > 1:  # "alice johnson" -> an "alice" without another full name
             return [e for e in await self._entities([tokens[0]], "Person")
                     if not e.real_name or name_key(e.real_name) == key]
-        pool = await self._pool("Person")
-        ids = {i for i, k in pool if k.split()[0] == key and " " in k}
+        pool = await self._stored_pool("Person")
+        ids = {i for i in pool.full_names.get(key, ()) if i not in self.pending}
+        ids |= {e.id for e in self._pending_of("Person")
+                for k in entity_name_keys(e) if " " in k and k.split()[0] == key}
         return await self._by_ids(ids)
 
     async def _fuzzy(self, key: str, type_: str) -> list[Entity]:
-        pool = [(i, k) for i, k in await self._pool(type_)
-                if len(k) >= self.config.fuzzy_min_length]
-        if not pool:
-            return []
-        hits = process.extract(key, [k for _, k in pool], scorer=fuzz.ratio,
-                               score_cutoff=self.config.fuzzy_threshold, limit=10)
-        return await self._by_ids({pool[idx][0] for _, _, idx in hits})
+        pool = await self._stored_pool(type_)
+        ids = {pool.ids[idx] for _, _, idx in process.extract(
+            key, pool.keys, scorer=fuzz.ratio, score_cutoff=self.config.fuzzy_threshold, limit=10)}
+        ids = {i for i in ids if i not in self.pending}
+        ids |= {e.id for e in self._pending_of(type_) for k in entity_name_keys(e)
+                if len(k) >= self.config.fuzzy_min_length
+                and fuzz.ratio(key, k) >= self.config.fuzzy_threshold}
+        return await self._by_ids(ids)
 
-    async def _pool(self, type_: str) -> list[tuple[str, str]]:
-        pool = [(i, k) for i, k in await self.store.entity_keys(self.namespace, [type_])
-                if i not in self.pending]
-        return pool + [(e.id, k) for e in self.pending.values() if e.type == type_
-                       for k in entity_name_keys(e)]
+    def _pending_of(self, type_: str) -> list[Entity]:
+        return [e for e in self.pending.values() if e.type == type_]
+
+    async def _stored_pool(self, type_: str) -> _Pool:
+        """The stored name keys of a type, read once per resolver (a batch): the pending
+        entities are checked beside it."""
+        pool = self._pools.get(type_)
+        if pool is None:
+            pool = _Pool()
+            for entity_id, key in await self.store.entity_keys(self.namespace, [type_]):
+                if len(key) >= self.config.fuzzy_min_length:
+                    pool.ids.append(entity_id)
+                    pool.keys.append(key)
+                if " " in key:
+                    pool.full_names.setdefault(key.split()[0], set()).add(entity_id)
+            self._pools[type_] = pool
+        return pool
 
     async def _by_ids(self, ids: set[str]) -> list[Entity]:
         stored = await self.store.get_entities(
@@ -171,7 +204,7 @@ class Resolver:
     def new_entity(self, name: str, type_: str, created_at: float) -> Entity:
         entity = Entity(id=f"{type_.lower()}-{uuid4().hex[:16]}", namespace=self.namespace,
                         type=type_, name=name, created_at=created_at)
-        self.pending[entity.id] = entity
+        self.keep(entity)
         return entity
 
     def learn_name(self, entity: Entity, name: str) -> bool:
@@ -185,7 +218,7 @@ class Resolver:
             entity.real_name = name
         else:
             entity.aliases = (*entity.aliases, name)
-        self.pending[entity.id] = entity
+        self.keep(entity)
         return True
 
     def learn_external_id(self, entity: Entity, external_id: str | None) -> bool:
@@ -193,5 +226,5 @@ class Resolver:
         if not external_id or external_id in known:
             return False
         entity.attributes[EXTERNAL_IDS] = [*known, external_id]
-        self.pending[entity.id] = entity
+        self.keep(entity)
         return True
