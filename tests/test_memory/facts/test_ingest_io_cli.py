@@ -46,6 +46,16 @@ async def test_ingest_keeps_episodes_facts_with_evidence_and_participation(
                if f.predicate == "WORKS_AT"]
     assert [(f.object, f.current) for f in history] == [("Google", False), ("Microsoft", True)]
     assert history[0].invalid_at == history[1].valid_at  # the job change closed the old job
+    at_microsoft = (await TOOLS["find_people_by_organization"](graph, "Microsoft")).people
+    assert [p.person.attributes["external_ids"] for p in at_microsoft] == [["u1"]]
+    in_berlin = (await TOOLS["find_people_by_location"](graph, "berlin")).people
+    assert [p.person.attributes["external_ids"] for p in in_berlin] == [["u3"]]
+    # (the offline extractor also reads "New York ... I know Python" as New York HAS_SKILL
+    # Python: an extractor matter, reported; Bob still ranks first)
+    experts = (await TOOLS["find_experts"](graph, "Python")).people
+    assert experts[0].person.name == "Bob"
+    search = await TOOLS["semantic_search_facts"](graph, "who lives in Berlin", limit=1)
+    assert search.facts[0].object == "Berlin" and search.facts[0].evidence == ["c4"]
 
 
 async def test_ingest_refuses_a_malformed_message_and_writes_nothing(
