@@ -28,6 +28,11 @@ ROWS: list[Row] = [
      lambda d: d["store_ratio"], ">= 0.85", lambda v: v >= 0.85, "python benchmarks/bench_memory.py"),
     ("locomo", "LoCoMo dev recall@10", lambda d: d["r10"], ">= 0.70", lambda v: v >= 0.70, "make bench-locomo"),
     ("locomo", "LoCoMo dev recall@5", lambda d: d["r5"], ">= 0.60", lambda v: v >= 0.60, "make bench-locomo"),
+    ("facts-faiss", "fact tools, 10k people / 100k facts, worst p95 (ms)",
+     lambda d: d["worst_p95_ms"], "<= 50", lambda v: v <= 50, "python -m benchmarks.bench_facts"),
+    ("facts-faiss", "fact ingest, offline extractor + embedder (messages/s)",
+     lambda d: d["ingest"]["messages_per_s"], ">= 200", lambda v: v >= 200,
+     "python -m benchmarks.bench_facts"),
     ("checkpoint", "checkpoint cost per phase (p95 ms)", lambda d: d["p95_ms"], "<= 20",
      lambda v: v <= 20, "python -m benchmarks.bench_checkpoint"),
     ("service", "service: errors at 1,000 concurrent sessions", lambda d: sum(
