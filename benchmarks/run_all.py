@@ -16,6 +16,7 @@ MODULES = [
     "benchmarks.bench_checkpoint",
     "benchmarks.bench_neo4j",
     "benchmarks.bench_facts",
+    "benchmarks.bench_service",
     "benchmarks.summary",  # last: the table of every target, from the results above
 ]
 

@@ -35,6 +35,15 @@ ROWS: list[Row] = [
      "python -m benchmarks.bench_facts"),
     ("checkpoint", "checkpoint cost per phase (p95 ms)", lambda d: d["p95_ms"], "<= 20",
      lambda v: v <= 20, "python -m benchmarks.bench_checkpoint"),
+    ("service", "service: errors at 1,000 concurrent sessions", lambda d: sum(
+        d["concurrency"]["errors"].values()), "0", lambda v: v == 0, "python -m benchmarks.bench_service"),
+    ("service", "service: acknowledged memories lost", lambda d: d["lost"], "0", lambda v: v == 0,
+     "python -m benchmarks.bench_service"),
+    ("service", "service: plain search p95 at 100 concurrent (ms)",
+     lambda d: d["latency"]["endpoints"]["POST /api/memory/search"]["p95"], "<= 100",
+     lambda v: v <= 100, "python -m benchmarks.bench_service"),
+    ("service", "service: search p95, 1,000 / 10 memories per session", lambda d: d["growth_ratio"],
+     "<= 1.5", lambda v: v <= 1.5, "python -m benchmarks.bench_service"),
     ("checkpoint", "resume of a killed run (median ms)", lambda d: d["resume_ms"], "", lambda v: True,
      "python -m benchmarks.bench_checkpoint"),
 ]

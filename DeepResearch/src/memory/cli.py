@@ -4,7 +4,9 @@
     e.g. deepresearch-memory search "rna-seq aligner" --top-k 3 memory.faiss.path=outputs/memory
 
 Commands: search, list, show ID, stats, health, export FILE, import FILE, forget, expire,
-rebuild, and `facts ...` (entities and time-aware facts: facts/cli.py). Only `search`, and `import`/`rebuild` when vectors must be computed, load the
+rebuild, `facts ...` (entities and time-aware facts: facts/cli.py); serve (the HTTP + MCP
+service, docs/service.md) and mcp (the MCP server on stdio). Only `search`, and
+`import`/`rebuild` when vectors must be computed, load the
 embedding model (torch); the others start fast.
 
 Exit status: 0 done; 1 the backend failed (or `import` skipped bad lines, `health` found
@@ -345,6 +347,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--filter", action="append", metavar="KEY=VALUE")
     sub.add_parser("expire", help="delete memories whose TTL has passed")
     sub.add_parser("facts", help="entities and time-aware facts (deepresearch-memory facts -h)")
+    sub.add_parser("serve", help="the memory service: HTTP API (/docs) and MCP (/mcp); "
+                   "memory.service.host=... port=... workers=...")
+    sub.add_parser("mcp", help="the MCP server on stdio, for one local user")
     s = sub.add_parser("rebuild", help="rebuild the vector index from the records")
     s.add_argument("--reembed", action="store_true", help="recompute every vector")
     return p
@@ -385,6 +390,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(overrides)
         if args.command == "forget" and args.filter:
             parse_filters(_parse_kv(args.filter))
+        if args.command in ("serve", "mcp"):
+            from DeepResearch.src.memory.service import run as service
+
+            return service.serve(config) if args.command == "serve" else service.mcp_stdio(config)
         return asyncio.run(run(args, config))
     except (HydraException, OmegaConfBaseException) as exc:
         reason = "; ".join(str(exc).splitlines())

@@ -1,0 +1,84 @@
+"""Prometheus metrics (GET /metrics) and the per-request traces (GET /debug/requests/{id}).
+
+One registry per app (tests build several apps in one process). Counters for tool calls,
+agent iterations and facts returned are declared now, so dashboards can be built before the
+retrieval agent and the fact tools are wired in."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics", "Trace", "Traces"]
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("memory_http_requests_total", "HTTP requests by endpoint and status",
+                                ["method", "endpoint", "status"], registry=r)
+        self.latency = Histogram("memory_http_request_seconds", "HTTP request latency by endpoint",
+                                 ["method", "endpoint"], buckets=LATENCY_BUCKETS, registry=r)
+        self.store_seconds = Histogram("memory_store_seconds", "client.store_many latency",
+                                       buckets=LATENCY_BUCKETS, registry=r)
+        self.retrieve_seconds = Histogram("memory_retrieve_seconds", "client.retrieve latency",
+                                          buckets=LATENCY_BUCKETS, registry=r)
+        self.errors = Counter("memory_errors_total", "errors answered, by kind", ["kind"], registry=r)
+        self.stored = Counter("memory_memories_stored_total", "memories acknowledged", registry=r)
+        self.tool_calls = Counter("memory_tool_calls_total", "MCP / agent tool calls by tool and outcome",
+                                  ["tool", "outcome"], registry=r)
+        self.tool_seconds = Histogram("memory_tool_call_seconds", "tool call duration by tool",
+                                      ["tool"], buckets=LATENCY_BUCKETS, registry=r)
+        self.agent_iterations = Histogram("memory_agent_iterations", "retrieval agent iterations per request",
+                                          buckets=(1, 2, 3, 5, 8, 10, 15, 20), registry=r)
+        self.facts_returned = Counter("memory_facts_returned_total", "facts returned by retrieve", registry=r)
+        self.rate_limited = Counter("memory_rate_limited_total", "requests refused with 429", registry=r)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+@dataclass
+class Trace:
+    request_id: str
+    method: str
+    path: str
+    namespace: str | None = None
+    started_at: float = field(default_factory=time.time)
+    status: int | None = None
+    duration_ms: float | None = None
+    error: str | None = None
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    _t0: float = field(default_factory=time.perf_counter, repr=False)
+
+    def step(self, name: str, **info: Any) -> None:
+        self.steps.append({"step": name, "at_ms": round((time.perf_counter() - self._t0) * 1000, 3), **info})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+
+class Traces:
+    """The last `size` request traces (a bounded ring: the oldest is dropped)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, Trace] = OrderedDict()
+
+    def add(self, trace: Trace) -> None:
+        self._items[trace.request_id] = trace
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def get(self, request_id: str) -> Trace | None:
+        return self._items.get(request_id)
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,214 @@
+"""Request and response bodies of the memory service (validated by FastAPI, shown at /docs).
+
+Limits are here, once: a request that breaks one gets 422 naming the field. The namespace is
+never a field a request can set: it comes from the API key (namespaces.py); a `namespace`
+given in a body must equal the key's (403 otherwise)."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
+MAX_BATCH = 1000
+MAX_MESSAGES = 500
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Scoped(_Body):
+    namespace: str | None = Field(
+        default=None, description="optional; must be the API key's namespace (403 otherwise)"
+    )
+
+
+class ErrorBody(BaseModel):
+    error: str = Field(description="a short kind: bad_request, unauthorized, forbidden, ...")
+    message: str
+    request_id: str
+
+
+# -- plain memories -------------------------------------------------------------------------
+class MemoryIn(_Body):
+    content: str = Field(min_length=1)
+    metadata: dict[str, Any] | None = None
+    memory_type: str | None = Field(default=None, max_length=100)
+    agent_type: str | None = Field(default=None, max_length=100)
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    session_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    id: str | None = Field(default=None, pattern=ID_PATTERN,
+                           description="give one to retry safely: storing an id again replaces it")
+    ttl: float | None = Field(default=None, gt=0, description="seconds the memory lives")
+
+    def item(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class StoreRequest(_Scoped):
+    """One memory (its fields at the top level) or several (`memories`), never both."""
+
+    content: str | None = Field(default=None, min_length=1)
+    metadata: dict[str, Any] | None = None
+    memory_type: str | None = Field(default=None, max_length=100)
+    agent_type: str | None = Field(default=None, max_length=100)
+    importance: float | None = Field(default=None, ge=0.0, le=1.0)
+    session_id: str | None = Field(default=None, pattern=ID_PATTERN)
+    id: str | None = Field(default=None, pattern=ID_PATTERN)
+    ttl: float | None = Field(default=None, gt=0)
+    memories: list[MemoryIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
+
+    @model_validator(mode="after")
+    def _one_or_many(self) -> StoreRequest:
+        single = self.model_dump(exclude_none=True, exclude={"memories", "namespace"})
+        if self.memories is None and self.content is None:
+            raise ValueError("give 'content' (one memory) or 'memories' (a list of them)")
+        if self.memories is not None and single:
+            raise ValueError(f"give either one memory or 'memories', not both (also got {sorted(single)})")
+        return self
+
+    def items(self) -> list[dict[str, Any]]:
+        if self.memories is not None:
+            return [m.item() for m in self.memories]
+        return [self.model_dump(exclude_none=True, exclude={"memories", "namespace"})]
+
+
+class StoreResponse(BaseModel):
+    ids: list[str]
+    stored: int
+    request_id: str
+
+
+class SearchRequest(_Scoped):
+    query: str = Field(min_length=1)
+    top_k: int | None = Field(default=None, ge=1, le=1000)
+    filters: dict[str, Any] | None = None
+    session_id: str | None = Field(default=None, pattern=ID_PATTERN,
+                                   description="one session (default: every session)")
+    profile: str | None = None
+
+
+class MemoryOut(BaseModel):
+    id: str
+    content: str
+    metadata: dict[str, Any]
+    memory_type: str
+    agent_type: str | None
+    session_id: str
+    importance: float
+    created_at: datetime
+    expires_at: datetime | None
+    relations: list[dict[str, str]]
+
+
+class SearchHit(MemoryOut):
+    score: float
+    similarity: float
+    rank: int
+
+
+class SearchResponse(BaseModel):
+    results: list[SearchHit]
+    request_id: str
+
+
+class DeleteResponse(BaseModel):
+    deleted: int
+    request_id: str
+
+
+class HealthResponse(BaseModel):
+    status: str = Field(description="ok | unavailable")
+    backend_connected: bool
+    model_loaded: bool
+    version: str
+    backend: str
+    detail: str
+
+
+# -- facts and the retrieval agent ----------------------------------------------------------
+class ChatMessage(_Body):
+    author_id: str = Field(min_length=1, max_length=200)
+    author_name: str = Field(min_length=1, max_length=200)
+    content: str = Field(min_length=1)
+    timestamp: datetime
+    message_id: str | None = Field(
+        default=None, pattern=ID_PATTERN,
+        description="default: derived from channel, author, time and content (so sending a "
+        "message again ingests nothing new)")
+
+    def as_dict(self, channel_id: str) -> dict[str, Any]:
+        stamp = self.timestamp if self.timestamp.tzinfo else self.timestamp.replace(tzinfo=UTC)
+        message_id = self.message_id or "msg-" + hashlib.sha1(
+            f"{channel_id}\0{self.author_id}\0{stamp.isoformat()}\0{self.content}".encode()
+        ).hexdigest()[:20]
+        return {"message_id": message_id, "author_id": self.author_id,
+                "author_name": self.author_name, "content": self.content,
+                "timestamp": stamp.timestamp(), "channel_id": channel_id}
+
+
+class RetrieveRequest(_Scoped):
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    channel_id: str = Field(pattern=ID_PATTERN)
+    max_facts: int = Field(default=30, ge=1, le=100)
+    max_iterations: int = Field(default=10, ge=1, le=20)
+
+
+class RetrieveMetadata(BaseModel):
+    queries_executed: int
+    facts_retrieved: int
+    processing_time_ms: float
+    iterations_used: int
+    request_id: str
+    stop_reason: str = ""
+    confidence_score: float = Field(default=0.0, description="the confidence as a number in [0, 1]")
+
+
+class RetrieveResponse(BaseModel):
+    facts: list[str]
+    confidence: Literal["high", "medium", "low"]
+    metadata: RetrieveMetadata
+
+
+class IngestRequest(_Scoped):
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    channel_id: str = Field(pattern=ID_PATTERN)
+
+
+class IngestResponse(BaseModel):
+    messages: int
+    episodes: list[str] = Field(description="the episode memory ids (= message ids)")
+    facts_added: int
+    facts: list[dict[str, Any]] = Field(description="the stored facts the messages became")
+    problems: list[str] = Field(description="what extraction could not use, by message")
+    request_id: str
+
+
+class FactIn(_Body):
+    subject: str = Field(min_length=1, max_length=500)
+    predicate: str = Field(min_length=1, max_length=100)
+    object: str = Field(min_length=1, max_length=2000)
+    subject_type: str = "Person"
+    object_type: str | None = None
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    evidence: str | list[str] | None = Field(
+        default=None, description="message / memory ids it came from (default: api:<request id>)")
+    valid_at: datetime | None = None
+    invalid_at: datetime | None = None
+    attributes: dict[str, Any] | None = None
+
+
+class AddFactsRequest(_Scoped):
+    facts: list[FactIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+class AddFactsResponse(BaseModel):
+    ids: list[str]
+    added: int
+    facts: list[dict[str, Any]] = Field(description="the stored facts (a repeat or a "
+                                        "contradiction is resolved by the graph's rules)")
+    request_id: str

@@ -1,0 +1,65 @@
+"""What one running service holds: its config, the namespaces' clients and knowledge graphs,
+metrics, traces and the rate limiter."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import TypeVar
+
+from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.service.metrics import Metrics, Traces
+from DeepResearch.src.memory.service.namespaces import Namespaces
+from DeepResearch.src.memory.service.ratelimit import RateLimiter
+
+T = TypeVar("T")
+
+
+def service_version() -> str:
+    try:
+        return version("deepresearch")
+    except PackageNotFoundError:  # run from a checkout without installing
+        return "0.1.0"
+
+
+class ServiceTimeout(Exception):
+    """A call took longer than memory.service.tool_timeout_seconds (503)."""
+
+
+class Forbidden(Exception):
+    """403: a body names another namespace than its key's."""
+
+
+@dataclass
+class ServiceState:
+    config: MemoryConfig
+    namespaces: Namespaces
+    metrics: Metrics = field(default_factory=Metrics)
+    traces: Traces = field(default_factory=lambda: Traces(1000))
+    limiter: RateLimiter | None = None
+    version: str = field(default_factory=service_version)
+
+    def __post_init__(self) -> None:
+        self.traces = Traces(self.config.service.trace_buffer)
+        if self.limiter is None:
+            self.limiter = RateLimiter(self.config.service.rate_limit)
+
+    async def bounded(self, call: Awaitable[T], what: str) -> T:
+        """`call` within tool_timeout_seconds; ServiceTimeout naming `what` otherwise."""
+        seconds = self.config.service.tool_timeout_seconds
+        try:
+            return await asyncio.wait_for(call, seconds)
+        except TimeoutError:
+            raise ServiceTimeout(
+                f"{what} took longer than memory.service.tool_timeout_seconds={seconds:g} s"
+            ) from None
+
+    def namespace_of(self, key_namespace: str, asked: str | None) -> str:
+        if asked is not None and asked != key_namespace:
+            raise Forbidden(
+                f"namespace {asked!r} is not this API key's; this key reaches namespace "
+                f"{key_namespace!r} only (leave 'namespace' out)"
+            )
+        return key_namespace

@@ -1,0 +1,438 @@
+"""The memory service under load: `deepresearch-memory serve` (embedded store) in its own
+process on 127.0.0.1, driven by N concurrent sessions (asyncio + httpx), every phase bounded
+in count and time.
+
+- **concurrency**: N sessions at once (default 1,000), each storing `--stores` memories one
+  by one, then searching and reading one back. Goal: 0 errors, 0 lost.
+- **latency at 100**: 100 concurrent sessions searching (distinct queries) over the store.
+  Goal: plain search p95 <= 100 ms.
+- **growth**: 10 sessions grow to 10, 100, 1,000 memories each; search p95 (one session's
+  memories) at each size. Goal: flat within 1.5x from the smallest to the largest.
+- **fault**: writes under load while another process holds the database's write lock for a
+  few seconds: 503 with a clear error, /health 503 saying why, then recovery.
+- **lost**: after a graceful stop (SIGTERM) the database is opened and every acknowledged id
+  (a 200 answer) is looked up: none may be missing.
+
+    .venv/bin/python -m benchmarks.bench_service [--sessions 1000] [--stores 3] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import httpx
+
+from benchmarks.report import write_section
+from benchmarks.results import save_result
+
+ROOT = Path(__file__).resolve().parent.parent
+TOPICS = ["aligner", "variant caller", "cluster quota", "GPU nodes", "RNA-seq", "reference genome",
+          "batch effect", "sample sheet", "QC report", "peak calling", "assembly", "primer design",
+          "p-value threshold", "conda environment", "SLURM queue", "storage bucket"]
+VERBS = ["needs", "failed with", "was replaced by", "runs faster with", "is documented in",
+         "was approved for", "depends on", "conflicts with"]
+PHASE_SECONDS = 600.0  # no phase runs longer than this
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def sentence(rng: random.Random, session: int, i: int) -> str:
+    a, b = rng.sample(TOPICS, 2)
+    return (f"Session {session} step {i}: the {a} {rng.choice(VERBS)} the {b} "
+            f"(run {rng.randrange(10_000)}, {rng.choice(['ok', 'retry', 'failed', 'done'])})")
+
+
+class Recorder:
+    """Latency per endpoint, errors by status, acknowledged ids."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, list[float]] = defaultdict(list)
+        self.errors: dict[str, int] = defaultdict(int)
+        self.acked: list[str] = []
+        self.messages: dict[int, str] = {}
+
+    async def call(self, http: httpx.AsyncClient, endpoint: str, method: str, url: str,
+                   **kw: Any) -> httpx.Response | None:
+        started = time.perf_counter()
+        try:
+            r = await http.request(method, url, **kw)
+        except httpx.HTTPError as exc:
+            self.errors[f"{endpoint} {type(exc).__name__}"] += 1
+            return None
+        self.ms[endpoint].append((time.perf_counter() - started) * 1000)
+        if r.status_code >= 400:
+            self.errors[f"{endpoint} {r.status_code}"] += 1
+            self.messages.setdefault(r.status_code, r.text[:300])
+        return r
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        return {ep: {"n": len(v), "p50": percentile(v, .5), "p95": percentile(v, .95),
+                     "p99": percentile(v, .99)} for ep, v in self.ms.items()}
+
+
+class Service:
+    """`deepresearch-memory serve` as a subprocess on a free port."""
+
+    def __init__(self, store: Path, log: Path, *extra: str) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.store, self.log = store, log
+        self.extra = extra
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+        env.pop("DEEPRESEARCH_MEMORY_API_KEYS", None)
+        args = [sys.executable, "-m", "DeepResearch.src.memory.cli", "serve",
+                f"memory.service.port={self.port}", f"memory.faiss.path={self.store}",
+                "memory.service.rate_limit.requests_per_second=0",
+                "memory.service.log_requests=false", *self.extra]
+        self.proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                     stderr=self.log.open("ab"))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the service exited ({self.proc.returncode}); see {self.log}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        raise RuntimeError(f"the service did not start in 120 s; see {self.log}")
+
+    def stop(self) -> int:
+        """SIGTERM (graceful: lifespan flushes and closes), waited for."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return -9
+
+
+def client(connections: int) -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=120, limits=httpx.Limits(
+        max_connections=connections, max_keepalive_connections=connections))
+
+
+async def bounded(coros: list[Any], seconds: float) -> None:
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    _done, pending = await asyncio.wait(tasks, timeout=seconds)
+    for t in pending:
+        t.cancel()
+    if pending:
+        print(f"  {len(pending)} sessions cut at the {seconds:.0f} s bound", flush=True)
+
+
+# -- phases ---------------------------------------------------------------------------------
+async def concurrency(url: str, sessions: int, stores: int, rec: Recorder) -> float:
+    rng = random.Random(1)
+    texts = {(s, i): sentence(rng, s, i) for s in range(sessions) for i in range(stores)}
+    start = asyncio.Event()
+
+    async def session(http: httpx.AsyncClient, s: int) -> None:
+        await start.wait()
+        ids = []
+        for i in range(stores):
+            r = await rec.call(http, "POST /api/memory/memories", "POST",
+                               f"{url}/api/memory/memories",
+                               json={"content": texts[s, i], "session_id": f"c{s}"})
+            if r is not None and r.status_code == 200:
+                ids += r.json()["ids"]
+                rec.acked += r.json()["ids"]
+        await rec.call(http, "POST /api/memory/search", "POST", f"{url}/api/memory/search",
+                       json={"query": f"what did session {s} learn about the {TOPICS[s % 16]}",
+                             "session_id": f"c{s}", "top_k": 5})
+        if ids:
+            await rec.call(http, "GET /api/memory/memories/{id}", "GET",
+                           f"{url}/api/memory/memories/{ids[0]}")
+
+    async with client(sessions) as http:
+        started = time.perf_counter()
+        work = [session(http, s) for s in range(sessions)]
+        start.set()
+        await bounded(work, PHASE_SECONDS)
+        return time.perf_counter() - started
+
+
+async def search_load(url: str, concurrent: int, per_session: int, rec: Recorder,
+                      endpoint: str, session_of: Any = None) -> float:
+    rng = random.Random(2)
+
+    async def session(http: httpx.AsyncClient, s: int) -> None:
+        for i in range(per_session):
+            a, b = rng.sample(TOPICS, 2)
+            body: dict[str, Any] = {"query": f"why the {a} {i} {s} {rng.choice(VERBS)} {b}",
+                                    "top_k": 5}
+            if session_of is not None:
+                body["session_id"] = session_of(s)
+            await rec.call(http, endpoint, "POST", f"{url}/api/memory/search", json=body)
+
+    async with client(concurrent) as http:
+        started = time.perf_counter()
+        await bounded([session(http, s) for s in range(concurrent)], PHASE_SECONDS)
+        return time.perf_counter() - started
+
+
+async def grow(url: str, sessions: int, to: int, have: int, rec: Recorder) -> None:
+    """Store memories (batches of 100) until each of `sessions` holds `to`."""
+    rng = random.Random(3 + to)
+    async with client(sessions) as http:
+        async def fill(s: int) -> None:
+            for start in range(have, to, 100):
+                items = [{"content": sentence(rng, s, i), "session_id": f"g{s}"}
+                         for i in range(start, min(to, start + 100))]
+                r = await rec.call(http, "POST /api/memory/memories (batch)", "POST",
+                                   f"{url}/api/memory/memories", json={"memories": items})
+                if r is not None and r.status_code == 200:
+                    rec.acked += r.json()["ids"]
+        await bounded([fill(s) for s in range(sessions)], PHASE_SECONDS)
+
+
+async def fault(url: str, db: Path, rec: Recorder, lock_seconds: float) -> dict[str, Any]:
+    """Stores from 20 sessions for a while; another process holds the database's write lock
+    in the middle. Reports what the clients and /health saw."""
+    rng = random.Random(4)
+    seen: dict[str, Any] = {"health_during": None, "health_after": None, "statuses": defaultdict(int)}
+    stop = asyncio.Event()
+
+    async def writer(http: httpx.AsyncClient, s: int) -> None:
+        i = 0
+        while not stop.is_set():
+            r = await rec.call(http, "POST /api/memory/memories (fault run)", "POST",
+                               f"{url}/api/memory/memories",
+                               json={"content": sentence(rng, s, i), "session_id": f"f{s}"})
+            i += 1
+            if r is not None:
+                seen["statuses"][r.status_code] += 1
+                if r.status_code == 200:
+                    rec.acked += r.json()["ids"]
+            await asyncio.sleep(0.05)
+
+    async with client(40) as http:
+        tasks = [asyncio.ensure_future(writer(http, s)) for s in range(20)]
+        await asyncio.sleep(3)
+        locker = subprocess.Popen([sys.executable, "-c", (
+            "import sqlite3, time\n"
+            f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+            "c.execute('BEGIN EXCLUSIVE'); print('locked', flush=True)\n"
+            f"time.sleep({lock_seconds}); c.execute('ROLLBACK')\n")],
+            stdout=subprocess.PIPE, text=True)
+        assert locker.stdout is not None
+        await asyncio.to_thread(locker.stdout.readline)
+        locked_at = time.monotonic()
+        while time.monotonic() - locked_at < lock_seconds - 1:  # health while locked
+            h = await http.get(f"{url}/health")
+            seen["health_during"] = {"status": h.status_code, **h.json()}
+            if h.status_code != 200:
+                break
+            await asyncio.sleep(0.5)
+        await asyncio.to_thread(locker.wait)
+        released = time.monotonic()
+        seen["locked_seconds"] = released - locked_at
+        recovered = None
+        while time.monotonic() - released < 60:
+            h = await http.get(f"{url}/health")
+            if h.status_code == 200:
+                recovered = time.monotonic() - released
+                break
+            await asyncio.sleep(0.5)
+        seen["recovered_after_s"] = recovered
+        seen["health_after"] = {"status": h.status_code, **h.json()}
+        await asyncio.sleep(2)
+        stop.set()
+        await asyncio.gather(*tasks)
+    seen["statuses"] = dict(seen["statuses"])
+    seen["error_503"] = rec.messages.get(503, "")
+    return seen
+
+
+def missing_ids(db: Path, ids: list[str]) -> int:
+    with sqlite3.connect(db) as conn:
+        table = "records" if conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name='records'").fetchone() else "memories"
+        found = 0
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            found += conn.execute(f"SELECT COUNT(*) FROM {table} WHERE id IN ({marks})",
+                                  chunk).fetchone()[0]
+    return len(set(ids)) - found
+
+
+# -- the run --------------------------------------------------------------------------------
+def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    from DeepResearch.src.memory.backends.embedded import DB_FILE
+
+    store = tmp / "store"
+    service = Service(store, tmp / "service.log",
+                      f"memory.service.tool_timeout_seconds={args.service_timeout}")
+    service.start()
+    out: dict[str, Any] = {"sessions": args.sessions, "stores_per_session": args.stores,
+                           "service_timeout": args.service_timeout,
+                           "load_average_before": os.getloadavg()[0]}
+    rec = Recorder()
+    print(f"concurrency: {args.sessions} sessions x {args.stores} stores", flush=True)
+    seconds = asyncio.run(concurrency(service.url, args.sessions, args.stores, rec))
+    requests = sum(len(v) for v in rec.ms.values())
+    out["concurrency"] = {"seconds": seconds, "requests": requests,
+                          "throughput_rps": requests / seconds, "errors": dict(rec.errors),
+                          "endpoints": rec.summary(), "acked": len(rec.acked)}
+    print(f"  {requests} requests in {seconds:.1f} s, errors {dict(rec.errors)}", flush=True)
+
+    lat = Recorder()
+    print(f"latency: {args.concurrent} concurrent sessions searching", flush=True)
+    seconds = asyncio.run(search_load(service.url, args.concurrent, args.searches, lat,
+                                      "POST /api/memory/search"))
+    n = len(lat.ms["POST /api/memory/search"])
+    out["latency"] = {"concurrent": args.concurrent, "seconds": seconds, "throughput_rps": n / seconds,
+                      "errors": dict(lat.errors), "endpoints": lat.summary()}
+
+    growth: dict[str, Any] = {}
+    have = 0
+    gro = Recorder()
+    for size in args.sizes:
+        print(f"growth: {args.grow_sessions} sessions x {size} memories", flush=True)
+        asyncio.run(grow(service.url, args.grow_sessions, size, have, gro))
+        have = size
+        probe = Recorder()
+        asyncio.run(search_load(service.url, args.grow_sessions, args.growth_searches, probe,
+                                "search", session_of=lambda s: f"g{s}"))
+        growth[str(size)] = probe.summary().get("search", {})
+        growth[str(size)]["errors"] = sum(probe.errors.values())
+    out["growth"] = growth
+    out["growth_store_errors"] = dict(gro.errors)
+    first, last = growth[str(args.sizes[0])]["p95"], growth[str(args.sizes[-1])]["p95"]
+    out["growth_ratio"] = last / first
+
+    fault_rec = Recorder()
+    if args.fault:
+        print(f"fault: the database locked by another process for {args.lock_seconds:.0f} s",
+              flush=True)
+        out["fault"] = asyncio.run(fault(service.url, store / DB_FILE, fault_rec,
+                                         args.lock_seconds))
+    out["load_average_after"] = os.getloadavg()[0]
+    code = service.stop()
+    out["graceful_stop"] = "Application shutdown complete" in service.log.read_text(errors="replace")
+    acked = rec.acked + gro.acked + fault_rec.acked
+    out["stop_exit_code"] = code
+    out["acked_total"] = len(set(acked))
+    out["lost"] = missing_ids(store / DB_FILE, acked)
+    out["fault_acked"] = len(fault_rec.acked)
+    return out
+
+
+def report(out: dict[str, Any], command: str) -> str:
+    c, lat = out["concurrency"], out["latency"]
+    rows = []
+    for phase, data in (("concurrency", c), ("latency", lat)):
+        for ep, s in data["endpoints"].items():
+            rows.append(f"| {phase} | {ep} | {s['n']} | {s['p50']:.1f} | {s['p95']:.1f} | "
+                        f"{s['p99']:.1f} |")
+    g = out["growth"]
+    grow_rows = [f"| {size} | {s['n']} | {s['p50']:.1f} | {s['p95']:.1f} | {s['errors']} |"
+                 for size, s in g.items()]
+    errors = sum(c["errors"].values()) + sum(lat["errors"].values())
+    p95 = lat["endpoints"]["POST /api/memory/search"]["p95"]
+    lines = [
+        "`deepresearch-memory serve` (embedded store, one worker) in its own process; the load "
+        "from one asyncio + httpx process on the same machine. Times in milliseconds.",
+        "",
+        f"- Served with `memory.service.tool_timeout_seconds={out['service_timeout']:g}`.",
+        f"- **{out['sessions']} concurrent sessions** ({out['stores_per_session']} stores, one "
+        f"search, one read each): {c['requests']} requests in {c['seconds']:.1f} s "
+        f"({c['throughput_rps']:.0f} requests/s), errors: {errors} "
+        f"{c['errors'] or ''}; goal 0.",
+        f"- **lost**: {out['lost']} of {out['acked_total']} acknowledged memories missing after "
+        f"SIGTERM (graceful shutdown completed: {out['graceful_stop']}); goal 0.",
+        f"- **plain search at {lat['concurrent']} concurrent sessions**: p95 {p95:.1f} ms "
+        f"({lat['throughput_rps']:.0f} searches/s); goal <= 100 ms.",
+        f"- **growth** ({len(g)} sizes, per-session search): p95 at the largest / smallest = "
+        f"{out['growth_ratio']:.2f}; goal <= 1.5.",
+        "",
+        f"- Machine load average (1 min) before / after: {out['load_average_before']:.1f} / "
+        f"{out['load_average_after']:.1f} (other jobs share its cores).",
+        "",
+        "| phase | endpoint | n | p50 | p95 | p99 |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+        "| memories per session | searches | p50 | p95 | errors |",
+        "|---|---|---|---|---|",
+        *grow_rows,
+    ]
+    if "fault" in out:
+        f = out["fault"]
+        lines += [
+            "",
+            f"**Fault run**: 20 sessions storing while another process held the database's "
+            f"write lock for {f['locked_seconds']:.1f} s. Answers: {f['statuses']}. During it "
+            f"`/health` answered {f['health_during']['status']} "
+            f"(`{f['health_during'].get('detail', '')[:160]}`); a refused store said: "
+            f"`{f['error_503'][:200]}`. Health was 200 again "
+            f"{f['recovered_after_s'] if f['recovered_after_s'] is None else round(f['recovered_after_s'], 1)} s "
+            f"after the lock was released; {out['fault_acked']} stores of the fault run were "
+            "acknowledged and are among those counted above.",
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sessions", type=int, default=1000)
+    p.add_argument("--stores", type=int, default=3)
+    p.add_argument("--concurrent", type=int, default=100)
+    p.add_argument("--searches", type=int, default=10, help="searches per session (latency)")
+    p.add_argument("--grow-sessions", type=int, default=10)
+    p.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    p.add_argument("--growth-searches", type=int, default=30)
+    p.add_argument("--lock-seconds", type=float, default=8.0)
+    p.add_argument("--no-fault", dest="fault", action="store_false")
+    p.add_argument("--service-timeout", type=float, default=300.0,
+                   help="memory.service.tool_timeout_seconds of the served process: on a loaded "
+                   "machine 1,000 sessions queue for longer than the default 30 s")
+    p.add_argument("--quick", action="store_true", help="small figures (a smoke run)")
+    p.add_argument("--tag", default="", help="save as service_TAG, leave docs/benchmarks.md alone")
+    args = p.parse_args(argv if argv is not None else [])
+    if args.quick:
+        args.sessions, args.concurrent, args.searches = 50, 10, 3
+        args.grow_sessions, args.sizes, args.growth_searches, args.lock_seconds = 3, [10, 50], 5, 6
+    command = "python -m benchmarks.bench_service " + " ".join(argv or [])
+    with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
+        out = run(args, Path(tmp))
+    body = report(out, command)
+    print(body)
+    save_result(f"service_{args.tag}" if args.tag else "service", out)
+    if not args.quick and not args.tag:
+        write_section("service", "Memory service under load", command.strip(), body)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
