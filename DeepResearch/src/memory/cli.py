@@ -344,6 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--session", default=None)
     s.add_argument("--filter", action="append", metavar="KEY=VALUE")
     sub.add_parser("expire", help="delete memories whose TTL has passed")
+    sub.add_parser("facts", help="entities and time-aware facts (deepresearch-memory facts -h)")
     s = sub.add_parser("rebuild", help="rebuild the vector index from the records")
     s.add_argument("--reembed", action="store_true", help="recompute every vector")
     return p

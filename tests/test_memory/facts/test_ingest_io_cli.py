@@ -142,3 +142,16 @@ def test_cli_ingest(tmp_path: Path) -> None:
     path.write_text("[{\"content\": 3}]")
     code, _, err = run_cli("facts", "ingest", str(path), store=tmp_path / "mem")
     assert code == 2 and "message 0" in err
+
+
+async def test_participation_accumulates_across_batches_in_any_order(graph: FactGraph) -> None:
+    later = [{**MESSAGES[2], "message_id": "late-1"}]
+    earlier = [{**MESSAGES[0], "message_id": "early-1"}]
+    await graph.ingest(later, channel_id="dev")
+    await graph.ingest(earlier, channel_id="dev")  # an older batch arrives second
+    (hit,) = (await TOOLS["get_conversation_participants"](graph, "dev")).people
+    (fact,) = hit.facts
+    assert fact.evidence == ["late-1", "early-1"]
+    assert fact.valid_at == "2024-01-10T09:00:00+00:00"  # since the earliest message
+    assert fact.attributes["last_seen"] == 1709283600.0  # the latest, not the last ingested
+    assert (await TOOLS["get_conversation_participants"](graph, "dev", since="2024-02-01")).people

@@ -2,7 +2,8 @@
 
 - Repeated (same subject, predicate and object, and its time falls in the known fact's
   validity, or extends an open one back in time): no new fact; the known one gains the new
-  evidence, its confidence rises by noisy-or (1 - (1 - a)(1 - b)), new attribute values win.
+  evidence, its confidence rises by noisy-or (1 - (1 - a)(1 - b)), new attribute values win
+  (except `last_seen`, the latest of the two).
 - Contradicting, on a single-valued predicate (WORKS_AT, LIVES_IN; `facts.single_valued`):
   an older fact still valid when the new one starts is closed: its `invalid_at` becomes the
   new fact's `valid_at` (now, when unknown; a known fact of unknown start counts from when
@@ -59,7 +60,11 @@ def apply_rules(new: Fact, known: Sequence[Fact], single_valued: bool, now: floa
         if _covers(old, new.valid_at) or extends:
             old.evidence = tuple(dict.fromkeys((*old.evidence, *new.evidence)))
             old.confidence = noisy_or(old.confidence, new.confidence)
+            seen = [v for v in (old.attributes.get("last_seen"), new.attributes.get("last_seen"))
+                    if isinstance(v, int | float)]
             old.attributes = {**old.attributes, **new.attributes}
+            if seen:  # an older batch arriving late does not move last_seen back
+                old.attributes["last_seen"] = max(seen)
             if extends:
                 old.valid_at = new.valid_at
             return Outcome(old, [old], repeated=True)
