@@ -15,6 +15,7 @@ MODULES = [
     "benchmarks.bench_memory",
     "benchmarks.bench_checkpoint",
     "benchmarks.bench_neo4j",
+    "benchmarks.bench_sessions",
     "benchmarks.summary",  # last: the table of every target, from the results above
 ]
 

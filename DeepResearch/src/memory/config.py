@@ -49,10 +49,11 @@ class SessionCoverageConfig(_Section):
     """The final list balances relevance with coverage of distinct episodes (the memories of
     one session on one day of their event time): picked greedily, each memory's score is
     reduced by `penalty` x the best score x the number of memories already picked from its
-    episode."""
+    episode beyond the first `quota`."""
 
     enabled: bool = True
     penalty: float = Field(default=0.1, ge=0.0, le=10.0)
+    quota: int = Field(default=2, ge=0, le=1000)
 
 
 class TimeQueryConfig(_Section):

@@ -61,7 +61,7 @@ def record_to_json(record: MemoryRecord, *, include_vector: bool = True) -> dict
     if include_vector and record.vector is not None:
         raw = np.ascontiguousarray(record.vector, dtype="<f4").tobytes()
         vector = base64.b64encode(raw).decode("ascii")
-    return {
+    line = {
         "id": record.id,
         "namespace": record.namespace,
         "session_id": record.session_id,
@@ -70,13 +70,15 @@ def record_to_json(record: MemoryRecord, *, include_vector: bool = True) -> dict
         "content": full_content(record.content, record.content_codec, record.content_blob),
         "created_at": record.created_at,
         "expires_at": record.expires_at,
-        "event_at": record.event_at,
         "importance": record.importance,
         "temporal_weight": record.temporal_weight,
         "metadata": record.metadata,
         "relations": [[t, d] for t, d in record.relations],
         "vector": vector,
     }
+    if record.event_at is not None:  # absent otherwise: exports of older versions stay as they were
+        line["event_at"] = record.event_at
+    return line
 
 
 def json_vector(data: dict[str, Any], where: str) -> np.ndarray | None:

@@ -7,7 +7,8 @@ of one session on one day of their event time (`event_at`, else the time they we
 a conversation's sessions when it spans days, an agent run's memories otherwise.
 
 The list is picked greedily, best first: each memory's value is its score minus
-`penalty` x the best score x the number of memories already picked from its episode. A single
+`penalty` x the best score x the number of memories already picked from its episode beyond
+the first `quota` (a question and its answer are often adjacent turns of one episode). A single
 strong episode still fills the list when nothing else is close (one-session questions keep
 their answers); a relevant memory of another episode overtakes the third or fourth turn of
 the first. Greedy picks do not depend on how many are asked for, so `top_k=10` is the first
@@ -50,7 +51,9 @@ class SessionCoverage(BaseStep):
         if len(pool) <= 1:
             return pool
         step = coverage_penalty(ctx) * max(abs(pool[0].score), 1e-9)
-        picked: dict[tuple[str, int], int] = {}
+        quota = ctx.retrieval.session_coverage.quota
+        picked: dict[tuple[str, int], int] = {}  # per episode: picks beyond the quota
+        seen: dict[tuple[str, int], int] = {}  # per episode: picks
         keys = [episode(m.record) for m in pool]
         chosen: list[ScoredMemory] = []
         left = list(range(len(pool)))
@@ -59,7 +62,8 @@ class SessionCoverage(BaseStep):
             left.remove(best)
             m = pool[best]
             cut = step * picked.get(keys[best], 0)
-            picked[keys[best]] = picked.get(keys[best], 0) + 1
+            seen[keys[best]] = seen.get(keys[best], 0) + 1
+            picked[keys[best]] = max(0, seen[keys[best]] - quota)
             m.score -= cut
             m.signals[self.name] = -cut
             chosen.append(m)
