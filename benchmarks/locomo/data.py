@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +54,7 @@ class Turn:
         return session_time(self.session_date)
 
 
+@lru_cache(maxsize=1024)
 def session_time(text: str) -> datetime | None:
     """"1:56 pm on 8 May, 2023" as a UTC datetime, None when it is not in that form."""
     try:
@@ -74,7 +76,7 @@ class Conversation:
     turns: list[Turn] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
 
-    @property
+    @cached_property
     def last_session_time(self) -> datetime | None:
         """When the conversation's last session took place: the time its questions are asked."""
         times = [t.event_at for t in self.turns if t.event_at is not None]

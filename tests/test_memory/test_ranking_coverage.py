@@ -42,13 +42,20 @@ def test_an_episode_is_a_session_on_one_day() -> None:
 
 async def test_each_pick_from_an_episode_lowers_its_next_one() -> None:
     items = [_item(f"a{i}", "s", 0, 1.0 - i * 0.01) for i in range(4)] + [_item("b", "t", 3, 0.85)]
-    out = await SessionCoverage()(items, _ctx(3, penalty=0.1))
+    out = await SessionCoverage()(items, _ctx(3, penalty=0.1, quota=1))
     # a0 (1.0), then a1 at 0.99 - 0.1 = 0.89 beats b 0.85; a2 at 0.98 - 0.2 = 0.78 does not
     assert [m.record.id for m in out[:3]] == ["a0", "a1", "b"]
     assert [m.score for m in out] == sorted((m.score for m in out), reverse=True)
     # with the penalty 0 (the profile switches it off) the order is the score order
     off = ProfileConfig(session_coverage_penalty=0.0)
     assert not SessionCoverage().enabled(_ctx(3, off))
+
+
+async def test_the_first_quota_picks_of_an_episode_are_free() -> None:
+    items = [_item(f"a{i}", "s", 0, 1.0 - i * 0.01) for i in range(4)] + [_item("b", "t", 3, 0.9)]
+    out = await SessionCoverage()(items, _ctx(4, penalty=0.1, quota=2))
+    # a0, a1 free; a2 pays 0.1 (0.88) and b (0.9) goes first; then a2
+    assert [m.record.id for m in out[:4]] == ["a0", "a1", "b", "a2"]
 
 
 async def test_an_irrelevant_episode_is_not_pulled_in() -> None:
@@ -81,7 +88,7 @@ async def test_coverage_lets_another_relevant_episode_in(make_client: MakeClient
     await _trips(alone)
     before = await alone.retrieve(query, top_k=5, all_sessions=True)
     assert {h.document.session_id for h in before} == {"alps"}  # one session fills the list
-    covered = make_client(retrieval={"session_coverage": {"enabled": True, "penalty": 0.1}})
+    covered = make_client(retrieval={"session_coverage": {"penalty": 0.2, "quota": 2}})
     await _trips(covered)
     after = await covered.retrieve(query, top_k=5, all_sessions=True)
     sessions = [h.document.session_id for h in after]

@@ -53,7 +53,7 @@ class SessionCoverageConfig(_Section):
 
     enabled: bool = True
     penalty: float = Field(default=0.1, ge=0.0, le=10.0)
-    quota: int = Field(default=2, ge=0, le=1000)
+    quota: int = Field(default=2, ge=1, le=1000)
 
 
 class TimeQueryConfig(_Section):

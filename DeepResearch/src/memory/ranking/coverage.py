@@ -17,6 +17,8 @@ the first. Greedy picks do not depend on how many are asked for, so `top_k=10` i
 
 from __future__ import annotations
 
+import heapq
+
 from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory, by_score
 
@@ -52,24 +54,37 @@ class SessionCoverage(BaseStep):
             return pool
         step = coverage_penalty(ctx) * max(abs(pool[0].score), 1e-9)
         quota = ctx.retrieval.session_coverage.quota
-        picked: dict[tuple[str, int], int] = {}  # per episode: picks beyond the quota
-        seen: dict[tuple[str, int], int] = {}  # per episode: picks
+        seen: dict[tuple[str, int], int] = {}  # per episode: memories picked
+
+        def cost(key: tuple[str, int]) -> float:
+            """What the next pick of the episode pays: the quota's first ones are free."""
+            return step * max(0, seen.get(key, 0) + 1 - quota)
+
         keys = [episode(m.record) for m in pool]
+        # A lazy heap: a memory's value only falls (when its episode gets a pick), so the top
+        # entry is the next pick once its value is re-checked.
+        heap = [(_order(m.score - cost(keys[i]), m), i) for i, m in enumerate(pool)]
+        heapq.heapify(heap)
         chosen: list[ScoredMemory] = []
-        left = list(range(len(pool)))
-        while left and len(chosen) < ctx.limit:
-            best = min(left, key=lambda i: _order(pool[i].score - step * picked.get(keys[i], 0), pool[i]))
-            left.remove(best)
-            m = pool[best]
-            cut = step * picked.get(keys[best], 0)
-            seen[keys[best]] = seen.get(keys[best], 0) + 1
-            picked[keys[best]] = max(0, seen[keys[best]] - quota)
+        taken: set[int] = set()
+        while heap and len(chosen) < ctx.limit:
+            order, i = heapq.heappop(heap)
+            m = pool[i]
+            now = _order(m.score - cost(keys[i]), m)
+            if now != order:
+                heapq.heappush(heap, (now, i))
+                continue
+            cut = cost(keys[i])
+            seen[keys[i]] = seen.get(keys[i], 0) + 1
             m.score -= cut
             m.signals[self.name] = -cut
             chosen.append(m)
-        rest = [pool[i] for i in left]
-        for m in rest:
-            cut = step * picked.get(episode(m.record), 0)
+            taken.add(i)
+        rest = [m for i, m in enumerate(pool) if i not in taken]
+        for i, m in enumerate(pool):
+            if i in taken:
+                continue
+            cut = cost(keys[i])
             m.score -= cut
             if cut:
                 m.signals[self.name] = -cut
