@@ -5,8 +5,8 @@ Six users, forty dated sessions each, every turn stored as one memory of the use
 with the session's date as `event_at` (the in_memory backend, default retrieval otherwise;
 turn vectors embedded once and cached under outputs/bench-cache/). Reports:
 - multi-session questions (the answer is in 2-6 sessions): session-level recall@10 (the share
-  of the answer's sessions among the sessions of the top 10) and turn recall@10, with and
-  without the session coverage step;
+  of the answer's sessions among the sessions of the top 10) and turn recall@10, with the
+  session coverage step (penalty and quota at their defaults) and without it (the default);
 - time-anchored questions ("What did I buy two weeks ago?", yesterday, last week, on <date>):
   recall@1 / @5 of the answer turn, asked `as_of` the question's day and without it (asked
   now, years later, so a relative expression names another time).
@@ -57,7 +57,8 @@ async def _ask(client: MemorySystemClient, user: User, q: Question, with_as_of: 
 
 async def measure(users: list[User], vectors: np.ndarray) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for label, retrieval in (("coverage", {}), ("no coverage", {"session_coverage": {"enabled": False}})):
+    variants = (("coverage", {"session_coverage": {"enabled": True}}), ("no coverage", {}))
+    for label, retrieval in variants:
         client = await _client(users, vectors, retrieval)
         try:
             session_recall, turn_recall, spread = [], [], []
@@ -73,7 +74,7 @@ async def measure(users: list[User], vectors: np.ndarray) -> dict[str, Any]:
                           "turn_r10": float(np.mean(turn_recall)),
                           "sessions_in_top10": float(np.mean(spread)),
                           "questions": len(session_recall)}
-            if label == "coverage":
+            if label == "no coverage":  # the defaults
                 out["time"] = await _time_questions(client, users)
         finally:
             await client.close()

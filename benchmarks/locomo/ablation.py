@@ -30,10 +30,9 @@ from benchmarks.locomo.project import TOP_K
 OFF = {"enabled": False}
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
-    "no session coverage": {"session_coverage": OFF},
+    "session coverage (penalty 0.1, quota 2)": {"session_coverage": {"enabled": True}},
     "no time match": {"time_query": OFF},
     "no event_at, no as_of": {"_plain": True},
-    "no session coverage, no time match": {"session_coverage": OFF, "time_query": OFF},
     "no neighbour smoothing": {"neighbour_smoothing": OFF},
     "smoothing without expansion": {"neighbour_smoothing": {"expand": False}},
     "dense only (hybrid off)": {"hybrid": False},

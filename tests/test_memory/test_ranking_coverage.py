@@ -88,7 +88,9 @@ async def test_coverage_lets_another_relevant_episode_in(make_client: MakeClient
     await _trips(alone)
     before = await alone.retrieve(query, top_k=5, all_sessions=True)
     assert {h.document.session_id for h in before} == {"alps"}  # one session fills the list
-    covered = make_client(retrieval={"session_coverage": {"penalty": 0.2, "quota": 2}})
+    covered = make_client(
+        retrieval={"session_coverage": {"enabled": True, "penalty": 0.2, "quota": 2}}
+    )
     await _trips(covered)
     after = await covered.retrieve(query, top_k=5, all_sessions=True)
     sessions = [h.document.session_id for h in after]
@@ -96,8 +98,11 @@ async def test_coverage_lets_another_relevant_episode_in(make_client: MakeClient
     assert sessions[0] == "alps"
 
 
-async def test_a_shorter_list_is_the_start_of_a_longer_one(make_client: MakeClient) -> None:
-    client = make_client()
+@pytest.mark.parametrize("coverage", [False, True])
+async def test_a_shorter_list_is_the_start_of_a_longer_one(
+    make_client: MakeClient, coverage: bool
+) -> None:
+    client = make_client(retrieval={"session_coverage": {"enabled": coverage}})
     topics = ["hiking", "baking", "chess", "taxes", "guitar", "garden", "python", "sailing"]
     for s, topic in enumerate(topics):
         await client.store_many(

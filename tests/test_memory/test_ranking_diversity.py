@@ -46,10 +46,10 @@ async def test_threshold_is_inclusive_and_configurable() -> None:
 
 async def test_stops_at_limit_unless_a_reordering_step_needs_the_pool() -> None:
     items = [_item(str(i), 1.0 - i / 10, [np.cos(i), np.sin(i)]) for i in range(3)]
-    alone = {"session_coverage": {"enabled": False}}
-    assert [m.record.id for m in await Deduplicate()(items, _ctx(2, **alone))] == ["0", "1"]
-    assert len(await Deduplicate()(items, _ctx(2, mmr_enabled=True, **alone))) == 3
-    assert len(await Deduplicate()(items, _ctx(2))) == 3  # session coverage picks from all
+    assert [m.record.id for m in await Deduplicate()(items, _ctx(2))] == ["0", "1"]
+    assert len(await Deduplicate()(items, _ctx(2, mmr_enabled=True))) == 3
+    covering = {"session_coverage": {"enabled": True}}
+    assert len(await Deduplicate()(items, _ctx(2, **covering))) == 3  # coverage picks from all
 
 
 async def test_memories_of_different_types_are_never_duplicates() -> None:

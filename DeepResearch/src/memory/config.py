@@ -49,9 +49,10 @@ class SessionCoverageConfig(_Section):
     """The final list balances relevance with coverage of distinct episodes (the memories of
     one session on one day of their event time): picked greedily, each memory's score is
     reduced by `penalty` x the best score x the number of memories already picked from its
-    episode beyond the first `quota`."""
+    episode beyond the first `quota`. Off by default: on LoCoMo it cost single-hop recall more
+    than it gave multi-hop questions (docs/retrieval.md)."""
 
-    enabled: bool = True
+    enabled: bool = False
     penalty: float = Field(default=0.1, ge=0.0, le=10.0)
     quota: int = Field(default=2, ge=1, le=1000)
 
