@@ -33,6 +33,12 @@ ROWS: list[Row] = [
     ("facts-faiss", "fact ingest, offline extractor + embedder (messages/s)",
      lambda d: d["ingest"]["messages_per_s"], ">= 200", lambda v: v >= 200,
      "python -m benchmarks.bench_facts"),
+    ("locomo", "LoCoMo dev multi-hop recall@10", lambda d: d["multi_hop_r10"], ">= 0.50",
+     lambda v: v >= 0.50, "make bench-locomo"),
+    ("sessions", "synthesised multi-session questions: session recall@10",
+     lambda d: d["coverage"]["session_r10"], "", lambda v: True, "python -m benchmarks.bench_sessions"),
+    ("sessions", "synthesised time-anchored questions: recall@5 with as_of",
+     lambda d: d["time"]["as_of"]["all"]["r5"], "", lambda v: True, "python -m benchmarks.bench_sessions"),
     ("checkpoint", "checkpoint cost per phase (p95 ms)", lambda d: d["p95_ms"], "<= 20",
      lambda v: v <= 20, "python -m benchmarks.bench_checkpoint"),
     ("service", "service: errors at 1,000 concurrent sessions", lambda d: sum(

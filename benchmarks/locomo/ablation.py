@@ -1,7 +1,8 @@
 """Ablation of the retrieval pipeline on LoCoMo: the defaults, then each step switched off (or
 changed) in turn, through the public MemorySystemClient with a faiss store -- the protocol of
 run.py, except that turn vectors come from the embedding cache (the same model) so each
-variant costs seconds. Prints recall@1/5/10/20 overall and recall@5/@10 per conversation.
+variant costs seconds. Prints recall@1/5/10/20 overall, recall@10 per category, the mean
+number of distinct conversation sessions in the top 10, and recall@5/@10 per conversation.
 
 Run: .venv/bin/python benchmarks/locomo/ablation.py [--only NAME]
 """
@@ -22,24 +23,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from benchmarks.locomo.baselines import embed_cached
-from benchmarks.locomo.data import Conversation, load_conversations
+from benchmarks.locomo.data import SCORED_CATEGORIES, Conversation, load_conversations
 from benchmarks.locomo.metrics import RecallTable
 from benchmarks.locomo.project import TOP_K
 
+OFF = {"enabled": False}
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
-    "fusion rrf (phase-1 default)": {"fusion": "rrf"},
-    "no neighbour smoothing": {"neighbour_smoothing": {"enabled": False}},
+    "session coverage (penalty 0.1, quota 2)": {"session_coverage": {"enabled": True}},
+    "no time match": {"time_query": OFF},
+    "no event_at, no as_of": {"_plain": True},
+    "no neighbour smoothing": {"neighbour_smoothing": OFF},
     "smoothing without expansion": {"neighbour_smoothing": {"expand": False}},
-    "smoothing radius 1": {"neighbour_smoothing": {"radius": 1}},
-    "smoothing weight 0.25": {"neighbour_smoothing": {"weight": 0.25}},
-    "smoothing weight 0.75": {"neighbour_smoothing": {"weight": 0.75}},
     "dense only (hybrid off)": {"hybrid": False},
-    "lexical weight 0.5": {"lexical_weight": 0.5},
-    "query rewrite on": {"query_rewrite": True},
-    "rrf, no smoothing (phase-1 defaults)": {
-        "fusion": "rrf", "neighbour_smoothing": {"enabled": False}
-    },
+    "fusion rrf": {"fusion": "rrf"},
 }
 
 
@@ -48,6 +45,8 @@ async def run_variant(
 ) -> tuple[RecallTable, list[RecallTable]]:
     from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 
+    retrieval = dict(retrieval)
+    plain = retrieval.pop("_plain", False)  # the turns without their dates, asked "now"
     total, per = RecallTable(), []
     with tempfile.TemporaryDirectory(prefix="locomo-ablation-") as path:
         client = MemorySystemClient(
@@ -57,19 +56,22 @@ async def run_variant(
             for conv in conversations:
                 session = f"locomo-{conv.name}"
                 vectors = embed_cached([t.content for t in conv.turns])
-                await client.store_many(
-                    [
-                        {"content": t.content, "metadata": t.metadata, "vector": v}
-                        for t, v in zip(conv.turns, vectors, strict=True)
-                    ],
-                    session_id=session,
-                )
+                items = conv.stored_items()
+                for item, vector in zip(items, vectors, strict=True):
+                    item["vector"] = vector
+                    if plain:
+                        item.pop("event_at")
+                await client.store_many(items, session_id=session)
                 table = RecallTable()
+                as_of = None if plain else conv.last_session_time
                 for q in conv.questions:
-                    hits = await client.retrieve(q.question, top_k=TOP_K, session_id=session)
+                    hits = await client.retrieve(
+                        q.question, top_k=TOP_K, session_id=session, as_of=as_of
+                    )
                     ranked = [str(h.metadata.get("dia_id")) for h in hits]
-                    table.add(q.category, ranked, q.evidence)
-                    total.add(q.category, ranked, q.evidence)
+                    sessions = [h.metadata.get("session") for h in hits]
+                    table.add(q.category, ranked, q.evidence, sessions)
+                    total.add(q.category, ranked, q.evidence, sessions)
                 per.append(table)
         finally:
             await client.close()
@@ -82,14 +84,18 @@ def main() -> None:
     args = parser.parse_args()
     conversations = load_conversations()
     names = [c.name for c in conversations]
-    print("| variant | R@1 | R@5 | R@10 | R@20 | " + " | ".join(f"{n} R@5/R@10" for n in names) + " |")
-    print("|---|" + "---:|" * (4 + len(names)))
+    cats = [f"c{c} R@10" for c in SCORED_CATEGORIES]
+    print("| variant | R@1 | R@5 | R@10 | R@20 | " + " | ".join(cats) + " | sessions@10 | "
+          + " | ".join(f"{n} R@5/R@10" for n in names) + " |")
+    print("|---|" + "---:|" * (5 + len(cats) + len(names)))
     for name, retrieval in VARIANTS.items():
         if args.only not in name:
             continue
         total, per = asyncio.run(run_variant(conversations, retrieval))
         m = total.mean()
         cells = [f"{m[k]:.3f}" for k in total.ks]
+        cells += [f"{total.mean(c)[10]:.3f}" for c in SCORED_CATEGORIES]
+        cells += [f"{total.mean_sessions():.2f}"]
         cells += [f"{t.mean()[5]:.3f}/{t.mean()[10]:.3f}" for t in per]
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 

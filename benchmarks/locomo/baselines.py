@@ -108,6 +108,7 @@ def run_baselines(conversations: Sequence[Conversation], k: int = 20) -> dict[st
     tables = {name: RecallTable() for name in BASELINES}
     for conv in tqdm(conversations, desc="baselines", unit="conv"):
         ids = [t.dia_id for t in conv.turns]
+        sessions = [t.session for t in conv.turns]
         texts = [t.content for t in conv.turns]
         bm25 = BM25Retriever(texts)
         dense = DenseRetriever(embed_cached(texts))
@@ -117,5 +118,6 @@ def run_baselines(conversations: Sequence[Conversation], k: int = 20) -> dict[st
             semantic = dense.search_vector(vector, RRF_DEPTH)
             fused = rrf([lexical, semantic], k)
             for name, ranking in zip(BASELINES, (lexical, semantic, fused), strict=True):
-                tables[name].add(q.category, [ids[i] for i in ranking[:k]], q.evidence)
+                tables[name].add(q.category, [ids[i] for i in ranking[:k]], q.evidence,
+                                 [sessions[i] for i in ranking[:k]])
     return tables

@@ -11,6 +11,8 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +47,21 @@ class Turn:
     def metadata(self) -> dict[str, str | int]:
         return {"dia_id": self.dia_id, "session": self.session, "session_date": self.session_date}
 
+    @property
+    def event_at(self) -> datetime | None:
+        """The session's date and time (part of the data: `session_N_date_time`), read as UTC;
+        None when it does not parse."""
+        return session_time(self.session_date)
+
+
+@lru_cache(maxsize=1024)
+def session_time(text: str) -> datetime | None:
+    """"1:56 pm on 8 May, 2023" as a UTC datetime, None when it is not in that form."""
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
 
 @dataclass(frozen=True)
 class Question:
@@ -58,6 +75,20 @@ class Conversation:
     name: str
     turns: list[Turn] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
+
+    @cached_property
+    def last_session_time(self) -> datetime | None:
+        """When the conversation's last session took place: the time its questions are asked."""
+        times = [t.event_at for t in self.turns if t.event_at is not None]
+        return max(times) if times else None
+
+    def stored_items(self) -> list[dict]:
+        """The protocol's memories of this conversation: content, metadata, and the session's
+        date as the memory's event time."""
+        return [
+            {"content": t.content, "metadata": t.metadata, "event_at": t.event_at}
+            for t in self.turns
+        ]
 
 
 def data_dir() -> Path:

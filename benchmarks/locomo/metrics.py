@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 KS = (1, 5, 10, 20)
+SPREAD_K = 10
 
 
 def recall_at_k(ranked: Sequence[str], evidence: Iterable[str], k: int) -> float:
@@ -24,9 +25,23 @@ class RecallTable:
 
     ks: tuple[int, ...] = KS
     rows: list[tuple[int, tuple[float, ...]]] = field(default_factory=list)
+    # per question: (category, number of distinct conversation sessions in the top 10)
+    spread: list[tuple[int, int]] = field(default_factory=list)
 
-    def add(self, category: int, ranked: Sequence[str], evidence: Sequence[str]) -> None:
+    def add(
+        self, category: int, ranked: Sequence[str], evidence: Sequence[str],
+        sessions: Sequence[object] | None = None,
+    ) -> None:
+        """One question: the ranked ids, its evidence, and (optional) the session of each
+        ranked item, for the mean number of distinct sessions in the top 10."""
         self.rows.append((category, tuple(recall_at_k(ranked, evidence, k) for k in self.ks)))
+        if sessions is not None:
+            self.spread.append((category, len(set(list(sessions)[:SPREAD_K]))))
+
+    def mean_sessions(self, category: int | None = None) -> float:
+        """Mean number of distinct sessions in the top 10 (NaN when not recorded)."""
+        values = [n for c, n in self.spread if category is None or c == category]
+        return float(np.mean(values)) if values else float("nan")
 
     def __len__(self) -> int:
         return len(self.rows)

@@ -1,7 +1,9 @@
 """The project's retrieval on LoCoMo, through the public MemorySystemClient API only.
 
 Default configuration except the backend (faiss, in a temporary folder): one session per
-conversation, one memory per turn, one `retrieve(top_k=20)` per question, each call timed.
+conversation, one memory per turn (its session's date as `event_at`), one `retrieve(top_k=20)`
+per question, `as_of` the conversation's last session (when its questions are asked), each
+call timed.
 """
 
 from __future__ import annotations
@@ -51,18 +53,19 @@ async def run_project_async(conversations: list[Conversation]) -> ProjectResult:
             for conv in tqdm(conversations, desc="project", unit="conv"):
                 session = f"locomo-{conv.name}"
                 start = time.perf_counter()
-                await client.store_many(
-                    [{"content": t.content, "metadata": t.metadata} for t in conv.turns],
-                    session_id=session,
-                )
+                await client.store_many(conv.stored_items(), session_id=session)
                 result.store_seconds += time.perf_counter() - start
                 for q in tqdm(conv.questions, desc=f"  {conv.name}", unit="q", leave=False):
                     start = time.perf_counter()
-                    hits = await client.retrieve(query=q.question, top_k=TOP_K, session_id=session)
+                    hits = await client.retrieve(
+                        query=q.question, top_k=TOP_K, session_id=session,
+                        as_of=conv.last_session_time,
+                    )
                     result.latencies.append(time.perf_counter() - start)
                     ranked = [str(h.metadata.get("dia_id")) for h in hits]
                     result.rankings.append(ranked)
-                    result.table.add(q.category, ranked, q.evidence)
+                    result.table.add(q.category, ranked, q.evidence,
+                                     [h.metadata.get("session") for h in hits])
         finally:
             await _maybe_await(client.close())
     return result

@@ -18,20 +18,23 @@ REFERENCE = {
 
 def overall_table(tables: Mapping[str, RecallTable]) -> str:
     first = next(iter(tables.values()))
-    head = "| method | questions | " + " | ".join(f"R@{k}" for k in first.ks) + " |"
-    rows = [head, "|---|---:|" + "---:|" * len(first.ks)]
+    head = ("| method | questions | " + " | ".join(f"R@{k}" for k in first.ks)
+            + " | sessions in top 10 |")
+    rows = [head, "|---|---:|" + "---:|" * (len(first.ks) + 1)]
     for name, table in tables.items():
         means = table.mean()
         rows.append(
-            f"| {name} | {len(table)} | " + " | ".join(f"{means[k]:.3f}" for k in table.ks) + " |"
+            f"| {name} | {len(table)} | " + " | ".join(f"{means[k]:.3f}" for k in table.ks)
+            + f" | {table.mean_sessions():.2f} |"
         )
     return "\n".join(rows)
 
 
 def category_table(tables: Mapping[str, RecallTable]) -> str:
     first = next(iter(tables.values()))
-    head = "| category | method | questions | " + " | ".join(f"R@{k}" for k in first.ks) + " |"
-    rows = [head, "|---|---|---:|" + "---:|" * len(first.ks)]
+    head = ("| category | method | questions | " + " | ".join(f"R@{k}" for k in first.ks)
+            + " | sessions in top 10 |")
+    rows = [head, "|---|---|---:|" + "---:|" * (len(first.ks) + 1)]
     for category in first.categories():
         label = f"{category} {CATEGORY_NAMES.get(category, '')}".strip()
         for name, table in tables.items():
@@ -39,7 +42,7 @@ def category_table(tables: Mapping[str, RecallTable]) -> str:
             rows.append(
                 f"| {label} | {name} | {table.count(category)} | "
                 + " | ".join(f"{means[k]:.3f}" for k in table.ks)
-                + " |"
+                + f" | {table.mean_sessions(category):.2f} |"
             )
     return "\n".join(rows)
 

@@ -101,7 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     overall, by_category = overall_table(tables), category_table(tables)
     if PROJECT in tables and not args.limit_conversations:
         mean = tables[PROJECT].mean()
-        save_result("locomo", {"r5": mean[5], "r10": mean[10]})
+        save_result("locomo", {
+            "r5": mean[5], "r10": mean[10],
+            "multi_hop_r10": tables[PROJECT].mean(1)[10],
+            "sessions_in_top10": tables[PROJECT].mean_sessions(),
+        })
     print("\n" + overall + "\n\n" + by_category + "\n\n" + latency_line)
     is_default = folder == DEFAULT_DIR.resolve() and not args.limit_conversations
     if is_default:
@@ -114,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     body = "\n\n".join(
         [
             f"Data: `{folder}` — {len(conversations)} conversations, {n_turns} turns (one memory "
-            f"each), {n_questions} questions of categories 1-4 with evidence. Protocol: "
+            f"each, its session's date as `event_at`; questions asked `as_of` the "
+            f"conversation's last session), {n_questions} questions of categories 1-4 with "
+            "evidence. Protocol: "
             "../shared/bench/locomo/README.md. Baselines in the same run: bm25s (Lucene BM25, "
             "English stop words, no stemming), all-MiniLM-L6-v2 with exact inner product "
             f"(FAISS IndexFlatIP), RRF (k={RRF_K}) over the top {RRF_DEPTH} of each.",

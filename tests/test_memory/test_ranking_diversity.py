@@ -1,5 +1,5 @@
 """Deduplicate: near-identical memories of one type (cosine >= dedup_threshold, or the same
-text) keep only their best; without MMR it stops once `limit` are kept."""
+text) keep only their best; without MMR or session coverage it stops once `limit` are kept."""
 
 from __future__ import annotations
 
@@ -44,10 +44,12 @@ async def test_threshold_is_inclusive_and_configurable() -> None:
     assert len(await Deduplicate()(items, _ctx(10, dedup_threshold=0.81))) == 2
 
 
-async def test_stops_at_limit_unless_mmr_needs_the_pool() -> None:
+async def test_stops_at_limit_unless_a_reordering_step_needs_the_pool() -> None:
     items = [_item(str(i), 1.0 - i / 10, [np.cos(i), np.sin(i)]) for i in range(3)]
     assert [m.record.id for m in await Deduplicate()(items, _ctx(2))] == ["0", "1"]
     assert len(await Deduplicate()(items, _ctx(2, mmr_enabled=True))) == 3
+    covering = {"session_coverage": {"enabled": True}}
+    assert len(await Deduplicate()(items, _ctx(2, **covering))) == 3  # coverage picks from all
 
 
 async def test_memories_of_different_types_are_never_duplicates() -> None:

@@ -19,7 +19,7 @@ from DeepResearch.src.memory.backends.base import (
 from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.config import ProfileConfig, RetrievalConfig
 from DeepResearch.src.memory.ranking.expansion import EXPANSION_TYPES, CrossReferenceExpansion
-from DeepResearch.src.memory.ranking.neighbours import NeighbourSmoothing
+from DeepResearch.src.memory.ranking.neighbours import FOCUS, NeighbourSmoothing
 from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory
 
 MakeClient = Callable[..., MemorySystemClient]
@@ -135,8 +135,8 @@ async def test_scan_order_is_the_chain_order(make_client: MakeClient) -> None:
 
 
 async def test_only_the_best_candidates_neighbourhoods_are_fetched() -> None:
-    items = {str(i): _item(str(i), 1.0 - i / 100) for i in range(30)}
-    ctx = _ctx([str(i) for i in range(30)], items, radius=1, expand=False)
+    items = {str(i): _item(str(i), 1.0 - i / 100) for i in range(50)}
+    ctx = _ctx([str(i) for i in range(50)], items, radius=1, expand=False)
     asked: list[str] = []
     fetch = ctx.fetch_neighbours
 
@@ -146,9 +146,9 @@ async def test_only_the_best_candidates_neighbourhoods_are_fetched() -> None:
 
     ctx.fetch_neighbours = spy
     out = {m.record.id: m.score for m in await NeighbourSmoothing()(list(items.values()), ctx)}
-    assert asked == [str(i) for i in range(20)]  # max(20, 2 x limit 5)
-    assert out["20"] > 0.8  # linked to 19, whose neighbourhood was fetched
-    assert out["25"] == pytest.approx(0.75)  # no fetched neighbour: unchanged
+    assert asked == [str(i) for i in range(FOCUS)]  # the best FOCUS, whatever the limit
+    assert out[str(FOCUS)] > 1.0 - FOCUS / 100  # linked to FOCUS - 1, whose neighbourhood was fetched
+    assert out["45"] == pytest.approx(0.55)  # no fetched neighbour: unchanged
 
 
 # --- the filtered, batched walk (related_many / session_neighbours with a filter) -------------

@@ -191,7 +191,8 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         **fields: Any,
     ) -> str:
         """Store one memory; returns its id. Extra fields: memory_type, agent_type, importance,
-        temporal_weight, relations, id, vector, ttl, created_at."""
+        temporal_weight, relations, id, vector, ttl, created_at, event_at (when what it tells
+        of happened: a datetime, naive = UTC, or epoch seconds)."""
         ids = await self.store_many(
             [{"content": content, "metadata": metadata, **fields}], session_id=session_id
         )

@@ -47,6 +47,27 @@ class NeighbourSmoothingConfig(_Section):
     expand: bool = True
 
 
+class SessionCoverageConfig(_Section):
+    """The final list balances relevance with coverage of distinct episodes (the memories of
+    one session on one day of their event time): picked greedily, each memory's score is
+    reduced by `penalty` x the best score x the number of memories already picked from its
+    episode beyond the first `quota`. Off by default: on LoCoMo it cost single-hop recall more
+    than it gave multi-hop questions (docs/retrieval.md)."""
+
+    enabled: bool = False
+    penalty: float = Field(default=0.1, ge=0.0, le=10.0)
+    quota: int = Field(default=2, ge=1, le=1000)
+
+
+class TimeQueryConfig(_Section):
+    """Time expressions in the query ("last month", "in May", "on 8 May 2023"), resolved
+    against the retrieve's as_of: memories whose event time falls in the range gain
+    `weight` x the best score."""
+
+    enabled: bool = True
+    weight: float = Field(default=0.3, ge=0.0, le=10.0)
+
+
 class RetrievalConfig(_Section):
     top_k: int = Field(default=5, ge=1, le=1000)
     min_similarity: float = Field(default=0.0, ge=-1.0, le=1.0)
@@ -56,13 +77,17 @@ class RetrievalConfig(_Section):
     lexical_weight: float = Field(default=1.0, ge=0.0, le=100.0)
     query_rewrite: bool = False
     rrf_k: int = Field(default=60, ge=1)
-    candidate_multiplier: int = Field(default=2, ge=1, le=1000)
+    # candidates per list (dense, lexical), whatever top_k (a larger top_k fetches top_k):
+    # retrieve(top_k=10) is then the first 10 of retrieve(top_k=50) for any top_k <= this
+    candidate_pool: int = Field(default=50, ge=1, le=10_000)
     temporal_half_life_seconds: float = Field(default=604_800.0, gt=0)
     importance_weight: float = Field(default=0.1, ge=0.0, le=10.0)
     mmr_enabled: bool = False
     mmr_lambda: float = Field(default=0.7, ge=0.0, le=1.0)
     dedup_threshold: float = Field(default=0.95, ge=0.0, le=1.0)
     neighbour_smoothing: NeighbourSmoothingConfig = Field(default_factory=NeighbourSmoothingConfig)
+    session_coverage: SessionCoverageConfig = Field(default_factory=SessionCoverageConfig)
+    time_query: TimeQueryConfig = Field(default_factory=TimeQueryConfig)
 
 
 class StorageConfig(_Section):
@@ -230,6 +255,8 @@ class ProfileConfig(_Section):
     failure_pattern_matching: bool = False
     deduplication: bool = True
     cross_reference_expansion: bool = False
+    # overrides memory.retrieval.session_coverage.penalty for this profile; 0 switches it off
+    session_coverage_penalty: float | None = Field(default=None, ge=0.0, le=10.0)
 
     @model_validator(mode="after")
     def _weights_non_negative(self) -> ProfileConfig:

@@ -11,6 +11,7 @@ import math
 import re
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 
 RESERVED_FILTER_KEYS = {"memory_type": "memory_types", "agent_type": "agent_types", "session_id": "session_ids", "id": "ids"}
 RECORD_FIELDS = frozenset(
-    {"namespace", "content", "created_at", "expires_at", "importance", "temporal_weight", "relations", "vector"}
+    {"namespace", "content", "created_at", "expires_at", "event_at", "importance", "temporal_weight",
+     "relations", "vector"}
 )
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")  # filterable keys
 _METADATA_STORE_KEY = re.compile(r"^[^\x00-\x1f\x7f]{1,128}$")
@@ -39,7 +41,7 @@ MAX_TOP_K = 1000
 # Names a metadata key may not take: the record's own fields (and the filter keys for them).
 RECORD_FIELD_NAMES = frozenset(
     {"id", "namespace", "session_id", "memory_type", "agent_type", "content", "created_at",
-     "expires_at", "importance", "temporal_weight", "relations", "vector", "ttl"}
+     "expires_at", "event_at", "importance", "temporal_weight", "relations", "vector", "ttl"}
 )
 _RELATION_TYPES = [r.value for r in RelationType]
 
@@ -160,6 +162,20 @@ def clean_unit_float(value: Any, name: str, low: float = 0.0, high: float = 1.0)
     return float(value)
 
 
+def clean_time(value: Any, name: str) -> float:
+    """A point in time as UNIX epoch seconds: a datetime (naive ones are read as UTC) or a
+    number of epoch seconds in [0, 1e12]."""
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return clean_unit_float(aware.timestamp(), name, 0.0, 1e12)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise MemoryInputError(
+            f"{name} must be a datetime or epoch seconds (int/float), got "
+            f"{type(value).__name__} {_short(value)}"
+        )
+    return clean_unit_float(value, f"{name} (epoch seconds)", 0.0, 1e12)
+
+
 def clean_name(value: Any, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise MemoryInputError(f"{name} must be a non-empty str, got {_short(value)}")
@@ -259,7 +275,7 @@ def _filter_values(key: str, value: Any) -> list[JSONScalar]:
 
 STORE_FIELDS = frozenset(
     {"content", "metadata", "memory_type", "agent_type", "importance", "temporal_weight",
-     "relations", "id", "vector", "ttl", "created_at", "session_id"}
+     "relations", "id", "vector", "ttl", "created_at", "event_at", "session_id"}
 )
 
 
@@ -278,6 +294,7 @@ def prepare_record(
     now = time.time()
     created_at = item.get("created_at")
     created = now if created_at is None else clean_unit_float(created_at, "created_at", 0.0, 1e12)
+    event_at = item.get("event_at")
     ttl = item.get("ttl", config.session_ttl)
     if ttl is not None:
         ttl = clean_unit_float(ttl, "ttl", 1e-9, 1e12)
@@ -300,6 +317,7 @@ def prepare_record(
         metadata=clean_metadata(item.get("metadata"), config.max_metadata_bytes),
         relations=clean_relations(item.get("relations")),
         vector=None if vector is None else clean_vector(vector, dimension),
+        event_at=None if event_at is None else clean_time(event_at, f"{where} event_at"),
     )
 
 
@@ -319,6 +337,10 @@ def unreadable(record: MemoryRecord) -> str | None:
         not isinstance(record.expires_at, int | float) or not math.isfinite(record.expires_at)
     ):
         return f"expires_at={_short(record.expires_at)} is not a time"
+    if record.event_at is not None and (
+        not isinstance(record.event_at, int | float) or not math.isfinite(record.event_at)
+    ):
+        return f"event_at={_short(record.event_at)} is not a time"
     if any(t not in _RELATION_TYPES for t, _ in record.relations):
         return f"unknown relation type in {_short(record.relations)}"
     if record.vector is not None:

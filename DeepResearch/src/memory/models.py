@@ -52,6 +52,7 @@ class MemoryDocument(BaseModel):
     importance: float = Field(default=0.5, ge=0.0, le=1.0)
     temporal_weight: float = Field(default=1.0, ge=0.0)
     expires_at: datetime | None = None
+    event_at: datetime | None = None  # when what it tells of happened, if known
     relations: list[Relation] = Field(default_factory=list)
 
 

@@ -8,6 +8,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from DeepResearch.src.memory.inputs import (
     clean_content,
     clean_id,
     clean_relations,
+    clean_time,
     clean_top_k,
     clean_vector,
     parse_filters,
@@ -58,6 +60,16 @@ async def _given(vector: np.ndarray) -> np.ndarray:
     return vector
 
 
+def clean_as_of(as_of: Any) -> float:
+    """The retrieve's reference time as epoch seconds; MemoryInputError for anything but a
+    datetime."""
+    if not isinstance(as_of, datetime):
+        raise MemoryInputError(
+            f"as_of must be a datetime (naive = UTC), got {type(as_of).__name__} {as_of!r:.80}"
+        )
+    return clean_time(as_of, "as_of")
+
+
 def limit_for(top_k: int | None, config: MemoryConfig, profile: Any) -> int:
     """How many results a retrieve returns: top_k (or the default), capped by the profile."""
     limit = top_k or config.retrieval.top_k
@@ -90,25 +102,31 @@ class Reads:
         *,
         all_sessions: bool = False,
         query_vector: Any = None,
+        as_of: datetime | None = None,
     ) -> list[RetrievedMemory]:
         """Ranked memories for `query`, always inside this client's namespace: from
         `session_id` (plus its ancestors for nested contexts) when given, else from every
         session of the namespace (`all_sessions=True` says so explicitly). A `session_id` key
         in `filters` picks sessions too. `query_vector` (optional)
         is used for the dense search instead of embedding `query`, which still drives the
-        lexical search and the ranking steps that read words."""
+        lexical search and the ranking steps that read words. `as_of` (a datetime, naive =
+        UTC; default now) is the time the question is asked: memories expired by then are
+        left out, max_age and temporal weighting count ages up to it, and time words in the
+        query ("last month", "in May") are resolved against it. It does not hide memories
+        stored after it."""
         query = clean_content(query, self.config.max_content_bytes, what="query")
         if query_vector is not None:
             query_vector = clean_vector(query_vector, self.embedder.dimension)
         if top_k is not None:
             top_k = clean_top_k(top_k)
+        now = time.time() if as_of is None else clean_as_of(as_of)
         prof = self.config.profile(profile)
         kwargs = parse_filters(filters)
         if not await self._ready():
             return []
         try:
             return await self._retrieve(query, limit_for(top_k, self.config, prof), kwargs,
-                                        session_id, all_sessions, prof, query_vector)
+                                        session_id, all_sessions, prof, query_vector, now)
         except MemoryBackendError as exc:
             self._lost(exc)
             return []
@@ -116,12 +134,12 @@ class Reads:
     async def _retrieve(
         self: MemorySystemClient, query: str, limit: int, kwargs: dict[str, Any],
         session_id: str | None, all_sessions: bool, prof: Any,
-        query_vector: np.ndarray | None = None,
+        query_vector: np.ndarray | None = None, now: float | None = None,
     ) -> list[RetrievedMemory]:
         await self.writes.drain_pending()  # read-your-writes
         if "session_ids" not in kwargs and session_id is not None:
             kwargs["session_ids"] = self._scope(session_id, all_sessions)
-        now = time.time()
+        now = time.time() if now is None else now
         flt = MemoryFilter(namespaces=(self.namespace,), live_at=now, **kwargs)
         # The query embeds in a worker thread; the candidate stage awaits it (and decides
         # what may overlap it); no step reads the vector before that stage has it.
@@ -147,7 +165,9 @@ class Reads:
         ctx.accept = lambda record: record_matches(record, flt) and readable(record)
         ctx.fetch_related = partial(self.backend.related_many, flt=flt)
         ctx.fetch_neighbours = partial(self.backend.session_neighbours, flt=flt)
-        n = max(20, limit * self.config.retrieval.candidate_multiplier)
+        # A pool whose size does not depend on top_k (up to the pool size): top_k=10 is the
+        # first 10 of top_k=50.
+        n = max(self.config.retrieval.candidate_pool, limit)
         try:
             pool = await gather_candidates(
                 self.backend, query, embedding, flt, n, self.config.retrieval

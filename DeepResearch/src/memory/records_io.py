@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 JSON_FIELDS = (
     "id", "namespace", "session_id", "memory_type", "agent_type", "content", "created_at", "expires_at",
+    "event_at",
     "importance", "temporal_weight", "metadata", "relations", "vector",
 )
 
@@ -50,6 +51,7 @@ def to_document(record: MemoryRecord) -> MemoryDocument:
         importance=record.importance,
         temporal_weight=record.temporal_weight,
         expires_at=to_datetime(record.expires_at),
+        event_at=to_datetime(record.event_at),
         relations=[Relation(type=RelationType(t), target_id=d) for t, d in record.relations],
     )
 
@@ -59,7 +61,7 @@ def record_to_json(record: MemoryRecord, *, include_vector: bool = True) -> dict
     if include_vector and record.vector is not None:
         raw = np.ascontiguousarray(record.vector, dtype="<f4").tobytes()
         vector = base64.b64encode(raw).decode("ascii")
-    return {
+    line = {
         "id": record.id,
         "namespace": record.namespace,
         "session_id": record.session_id,
@@ -74,6 +76,9 @@ def record_to_json(record: MemoryRecord, *, include_vector: bool = True) -> dict
         "relations": [[t, d] for t, d in record.relations],
         "vector": vector,
     }
+    if record.event_at is not None:  # absent otherwise: exports of older versions stay as they were
+        line["event_at"] = record.event_at
+    return line
 
 
 def json_vector(data: dict[str, Any], where: str) -> np.ndarray | None:
@@ -111,6 +116,9 @@ def record_from_json(data: Any, where: str, config: MemoryConfig, dimension: int
         expires = data.get("expires_at")
         if expires is not None:
             expires = clean_unit_float(expires, "expires_at (epoch seconds)", 0.0, 1e12)
+        event = data.get("event_at")
+        if event is not None:
+            event = clean_unit_float(event, "event_at (epoch seconds)", 0.0, 1e12)
         agent = data.get("agent_type")
         if not isinstance(data.get("relations") or [], list):
             raise MemoryInputError(
@@ -130,7 +138,7 @@ def record_from_json(data: Any, where: str, config: MemoryConfig, dimension: int
             memory_type=clean_name(data.get("memory_type") or "note", "memory_type"),
             agent_type=None if agent is None else clean_name(agent, "agent_type"),
             content=stored, content_codec=codec, content_blob=blob,
-            created_at=created, expires_at=expires,
+            created_at=created, expires_at=expires, event_at=event,
             importance=clean_unit_float(data.get("importance", 0.5), "importance"),
             temporal_weight=clean_unit_float(
                 data.get("temporal_weight", 1.0), "temporal_weight", 0.0, 1e6

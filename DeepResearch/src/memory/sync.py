@@ -11,6 +11,7 @@ import asyncio
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
+from datetime import datetime
 from typing import Any, TypeVar
 
 from DeepResearch.src.memory.client import MemorySystemClient
@@ -95,9 +96,11 @@ class SyncMemorySystemClient:
 
     def retrieve(self, query: str, top_k: int | None = None, filters: Mapping[str, Any] | None = None,
                  session_id: str | None = None, profile: str | None = None, *,
-                 all_sessions: bool = False, query_vector: Any = None) -> list[RetrievedMemory]:
+                 all_sessions: bool = False, query_vector: Any = None,
+                 as_of: datetime | None = None) -> list[RetrievedMemory]:
         return _LOOP.run(self.aio.retrieve(query, top_k, filters, session_id, profile,
-                                           all_sessions=all_sessions, query_vector=query_vector))
+                                           all_sessions=all_sessions, query_vector=query_vector,
+                                           as_of=as_of))
 
     def get(self, memory_id: str) -> RetrievedMemory | None:
         return _LOOP.run(self.aio.get(memory_id))

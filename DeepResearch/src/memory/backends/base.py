@@ -47,6 +47,9 @@ class MemoryRecord:
     # The hard boundary (user / tenant / project): no read, filter, walk or delete crosses it,
     # and an upsert never replaces a record of another namespace.
     namespace: str = DEFAULT_NAMESPACE
+    # When what the memory tells of happened (e.g. the date of a conversation's session), if
+    # the caller knows it; `created_at` is when it was stored. Time-aware ranking reads it.
+    event_at: float | None = None
 
 
 def refuse_other_namespaces(records: Sequence[MemoryRecord], owner: dict[str, str]) -> None:

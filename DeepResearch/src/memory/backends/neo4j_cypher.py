@@ -36,7 +36,7 @@ REL_VALUES = {v: k for k, v in REL_TYPES.items()}
 # Fields read back into a MemoryRecord (a fixed projection: no md.* copies over the wire).
 RETURN_FIELDS = (
     "id namespace session_id memory_type content created_at agent_type importance temporal_weight "
-    "expires_at content_codec content_blob metadata_json relations_json embedding"
+    "expires_at event_at content_codec content_blob metadata_json relations_json embedding"
 ).split()
 PROJECTION = "m {" + ", ".join(f".{f}" for f in RETURN_FIELDS) + "}"
 

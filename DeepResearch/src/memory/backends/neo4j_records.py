@@ -27,7 +27,8 @@ from DeepResearch.src.memory.text import token_string
 _INT64 = (-(2**63), 2**63 - 1)
 _TEXT_FIELDS = ("id", "namespace", "session_id", "memory_type", "content")
 _OPTIONAL_TEXT_FIELDS = ("agent_type", "content_codec")
-_NUMBER_FIELDS = ("created_at", "importance", "temporal_weight", "expires_at")
+_NUMBER_FIELDS = ("created_at", "importance", "temporal_weight", "expires_at", "event_at")
+_OPTIONAL_NUMBER_FIELDS = ("expires_at", "event_at")
 
 
 def _utf8(value: str, what: str, rid: object) -> str:
@@ -53,7 +54,7 @@ def _text(record: MemoryRecord, name: str, optional: bool) -> str | None:
 
 def _number(record: MemoryRecord, name: str) -> float | None:
     value = getattr(record, name)
-    if value is None and name == "expires_at":
+    if value is None and name in _OPTIONAL_NUMBER_FIELDS:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise MemoryInputError(f"record {record.id!r}: {name}={value!r} must be a finite number")
@@ -153,6 +154,7 @@ def record_from_props(p: Mapping[str, Any]) -> MemoryRecord:
         importance=float(p.get("importance", 0.5)),
         temporal_weight=float(p.get("temporal_weight", 1.0)),
         expires_at=None if p.get("expires_at") is None else float(p["expires_at"]),
+        event_at=None if p.get("event_at") is None else float(p["event_at"]),
         content_codec=p.get("content_codec"),
         content_blob=None if blob is None else bytes(blob),
         metadata=json.loads(p.get("metadata_json") or "{}"),

@@ -23,8 +23,8 @@ class Deduplicate(BaseStep):
     """Keep the best of near-identical memories of one type: the same text, or cosine >=
     dedup_threshold between their vectors. Memories of different types are never duplicates.
     Greedy over the items best first, comparing each with the kept ones of its type (one
-    matrix-vector product). Without MMR the list is cut to `limit` next, so it stops once
-    `limit` are kept."""
+    matrix-vector product). Without MMR or session coverage the list is cut to `limit` next,
+    so it stops once `limit` are kept."""
 
     name = "deduplicate"
 
@@ -32,7 +32,8 @@ class Deduplicate(BaseStep):
         return ctx.profile.deduplication if ctx.profile is not None else True
 
     async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]:
-        enough = len(items) if ctx.retrieval.mmr_enabled else ctx.limit
+        reorders = ctx.retrieval.mmr_enabled or ctx.retrieval.session_coverage.enabled
+        enough = len(items) if reorders else ctx.limit
         threshold = ctx.retrieval.dedup_threshold
         kept: list[ScoredMemory] = []
         kept_texts: set[tuple[str, str, bytes | None]] = set()

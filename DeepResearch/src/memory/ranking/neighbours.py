@@ -5,9 +5,10 @@ chain, whatever the content; nothing here depends on a data set.
 
 Each memory's score becomes its own fused score + weight x the best fused score among its
 neighbours (scores taken before any smoothing, so the order of items does not matter).
-Only the neighbourhoods of the best FOCUS_MIN / FOCUS_PER_RESULT x limit candidates are
-fetched: a memory can only climb into the results next to a high-scoring one (on LoCoMo
-fetching every candidate's neighbourhood changed no recall figure, and cost 2-3x). With
+Only the neighbourhoods of the best FOCUS candidates are fetched, whatever top_k (so a
+shorter list is the start of a longer one): a memory can only climb into the results next
+to a high-scoring one (on LoCoMo fetching every candidate's neighbourhood changed no recall
+figure, and cost 2-3x). With
 `expand`, neighbours of candidates that the candidate stage missed join the list, scored from
 their cosine similarity on the candidate stage's scale (`ctx.score_unseen`), if the
 retrieve's filter and the similarity floor allow them.
@@ -18,8 +19,7 @@ from __future__ import annotations
 from DeepResearch.src.memory.ranking.thresholds import MinSimilarity
 from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory, by_score
 
-FOCUS_MIN = 20
-FOCUS_PER_RESULT = 2
+FOCUS = 40
 
 
 class NeighbourSmoothing(BaseStep):
@@ -35,9 +35,8 @@ class NeighbourSmoothing(BaseStep):
         if not items:
             return items
         pool = {m.record.id: m for m in items}
-        focus = max(FOCUS_MIN, FOCUS_PER_RESULT * ctx.limit)
         found = await ctx.fetch_neighbours(
-            [m.record.id for m in by_score(items)[:focus]], cfg.radius
+            [m.record.id for m in by_score(items)[:FOCUS]], cfg.radius
         )
         floor = MinSimilarity.threshold(ctx)
         links: dict[str, set[str]] = {}

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from DeepResearch.src.memory.backends.base import MemoryFilter
+from DeepResearch.src.memory.ranking.coverage import SessionCoverage
 from DeepResearch.src.memory.ranking.diversity import (
     Deduplicate,
     MaximalMarginalRelevance,
     Truncate,
 )
+from DeepResearch.src.memory.ranking.event_time import TimeMatch
 from DeepResearch.src.memory.ranking.expansion import CrossReferenceExpansion
 from DeepResearch.src.memory.ranking.neighbours import NeighbourSmoothing
 from DeepResearch.src.memory.ranking.thresholds import MaxAge, MinSimilarity
@@ -30,12 +32,14 @@ from DeepResearch.src.memory.ranking.weighting import (
 
 def default_steps() -> list[RankingStep]:
     """The pipeline, in order. Filters first, then neighbour smoothing (on the fused
-    relevance scores, adding session neighbours), score adjustments,
-    expansion, and the steps that shape the final list."""
+    relevance scores, adding session neighbours), score adjustments (the query's time range
+    first), expansion, and the steps that shape the final list (de-duplication, then the
+    coverage of distinct episodes, MMR, the cut)."""
     return [
         MinSimilarity(),
         MaxAge(),
         NeighbourSmoothing(),
+        TimeMatch(),
         TemporalDecay(),
         Importance(),
         ProfilePriorities(),
@@ -43,6 +47,7 @@ def default_steps() -> list[RankingStep]:
         FailurePatterns(),
         CrossReferenceExpansion(),
         Deduplicate(),
+        SessionCoverage(),
         MaximalMarginalRelevance(),
         Truncate(),
     ]

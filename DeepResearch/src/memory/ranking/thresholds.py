@@ -10,7 +10,9 @@ from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, Scor
 
 class MinSimilarity(BaseStep):
     """Drop candidates below retrieval.min_similarity (or the profile's relevance_threshold,
-    whichever is higher)."""
+    whichever is higher), unless they match the query's words: a lexical match is kept
+    whatever its cosine (a rare name or code the embedding model does not know can give a
+    negative cosine to the very memory that holds it)."""
 
     name = "min_similarity"
 
@@ -26,12 +28,13 @@ class MinSimilarity(BaseStep):
 
     async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]:
         floor = self.threshold(ctx)
-        return [m for m in items if m.similarity >= floor]
+        return [m for m in items if m.similarity >= floor or m.signals.get("lexical", 0.0) > 0]
 
 
 class MaxAge(BaseStep):
-    """Keep memories younger than retrieval.max_age_seconds; pushed down into the backend
-    filter so old memories do not take candidate slots."""
+    """Keep memories stored less than retrieval.max_age_seconds before the retrieve's as_of
+    (`ctx.now`); pushed down into the backend filter so old memories do not take candidate
+    slots."""
 
     name = "max_age"
 

@@ -43,7 +43,7 @@ class RankingContext:
     query: str
     query_vector: np.ndarray
     query_tokens: frozenset[str]
-    now: float
+    now: float  # the retrieve's as_of (epoch seconds): every time-aware step reads it
     limit: int
     retrieval: RetrievalConfig
     profile: ProfileConfig | None

@@ -15,7 +15,8 @@ from pathlib import Path
 from DeepResearch.src.memory.errors import MemoryBackendError
 
 DB_FILE = "memory.sqlite3"
-SCHEMA_VERSION = 1  # PRAGMA user_version of a store with the current schema
+# PRAGMA user_version of a store with the current schema. 1: namespaces; 2: event_at.
+SCHEMA_VERSION = 2
 MMAP_BYTES = 256 * 1024 * 1024
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -34,7 +35,8 @@ CREATE TABLE IF NOT EXISTS records (
     content_codec TEXT,
     content_blob BLOB,
     metadata TEXT NOT NULL,
-    vector BLOB NOT NULL
+    vector BLOB NOT NULL,
+    event_at REAL
 );
 CREATE INDEX IF NOT EXISTS records_created ON records (created_at, id);
 CREATE INDEX IF NOT EXISTS records_type_live ON records (memory_type, expires_at);
@@ -131,6 +133,8 @@ class Database:
             self.conn.execute(
                 "ALTER TABLE records ADD COLUMN namespace TEXT NOT NULL DEFAULT 'default'"
             )
+        if "event_at" not in columns:  # a store written before event times (version 1)
+            self.conn.execute("ALTER TABLE records ADD COLUMN event_at REAL")
         self.conn.execute(INDEX)
         self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.conn.execute("COMMIT")

@@ -22,7 +22,7 @@ from DeepResearch.src.memory.text import token_string, tokenize
 
 COLUMNS = (
     "seq, id, namespace, session_id, memory_type, agent_type, content, created_at, importance, "
-    "temporal_weight, expires_at, content_codec, content_blob, metadata, vector"
+    "temporal_weight, expires_at, content_codec, content_blob, metadata, vector, event_at"
 )
 CHUNK = 500  # ids or seqs per IN (...) list (SQLite bounds the number of parameters)
 # In a store of COMMON_TERM_MIN_ROWS+ rows, query terms found in more than COMMON_TERM_SHARE
@@ -76,13 +76,14 @@ class Records:
                 self._forget_seq(seq)
             cur = conn.execute(
                 f"INSERT INTO records ({COLUMNS.split(', ', 1)[1]}) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     record.id, record.namespace, record.session_id, record.memory_type,
                     record.agent_type, record.content, record.created_at, record.importance,
                     record.temporal_weight, record.expires_at, record.content_codec,
                     record.content_blob, json.dumps(record.metadata),
                     np.ascontiguousarray(record.vector, dtype=np.float32).tobytes(),
+                    record.event_at,
                 ),
             )
             conn.execute("INSERT INTO fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text))
@@ -328,11 +329,11 @@ def stack(rows: Sequence[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
 
 def _to_record(row: Sequence[Any], relations: list[tuple[str, str]]) -> MemoryRecord:
     (_, rid, namespace, session_id, memory_type, agent_type, content, created_at, importance,
-     temporal_weight, expires_at, codec, blob, metadata, vector) = row
+     temporal_weight, expires_at, codec, blob, metadata, vector, event_at) = row
     return MemoryRecord(
         id=rid, namespace=namespace, session_id=session_id, memory_type=memory_type,
         agent_type=agent_type, content=content, created_at=created_at, importance=importance,
         temporal_weight=temporal_weight, expires_at=expires_at, content_codec=codec,
         content_blob=blob, metadata=json.loads(metadata), relations=relations,
-        vector=np.frombuffer(vector, dtype=np.float32).copy(),
+        vector=np.frombuffer(vector, dtype=np.float32).copy(), event_at=event_at,
     )
