@@ -102,6 +102,8 @@ def export_memory(integration: MemoryIntegration) -> dict[str, Any] | None:
         "problems": list(run.problems),
         "plans": {loop: asdict(draft) for loop, draft in hook.plans.items()},
         "flagged": {loop: sorted(lines) for loop, lines in hook.flagged.items()},
+        # facts of the documents read so far: written to the graph only at the run's end
+        "documents": integration.documents.export(),
     }
 
 
@@ -125,3 +127,4 @@ def import_memory(integration: MemoryIntegration, data: Mapping[str, Any]) -> No
     run.problems[:0] = list(data["problems"])
     hook.plans.update({loop: _PlanDraft(**draft) for loop, draft in data["plans"].items()})
     hook.flagged.update({loop: set(lines) for loop, lines in data["flagged"].items()})
+    integration.documents.restore(data.get("documents") or {})

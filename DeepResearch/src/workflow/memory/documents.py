@@ -19,6 +19,7 @@ import logging
 import re
 import time
 from collections.abc import Mapping
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from DeepResearch.src.datatypes.execution import ExecutionStatus
@@ -91,6 +92,17 @@ class DocumentFactCollector:
 
     def stop(self) -> None:
         self.run = None
+
+    def export(self) -> dict[str, Any]:
+        """What a checkpoint keeps, so a resumed run writes the facts of the documents the
+        killed run read before it (they are written to the graph only at the run's end)."""
+        return {"pending": [asdict(f) for f in self.pending], "problems": list(self.problems),
+                "read": sorted(self._read)}
+
+    def restore(self, data: Mapping[str, Any]) -> None:
+        self.pending[:0] = [ExtractedFact(**f) for f in data.get("pending", [])]
+        self.problems[:0] = list(data.get("problems", []))
+        self._read |= set(data.get("read", []))
 
     async def on_tool_run(self, event: ToolRunEvent) -> None:
         item = event.item
