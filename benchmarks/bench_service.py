@@ -378,7 +378,8 @@ def report(out: dict[str, Any], command: str) -> str:
         f"{out['growth_ratio']:.2f}; goal <= 1.5.",
         "",
         f"- Machine load average (1 min) before / after: {out['load_average_before']:.1f} / "
-        f"{out['load_average_after']:.1f} (other jobs share its cores).",
+        f"{out['load_average_after']:.1f}"
+        + (" (other jobs share its cores)." if out["load_average_before"] > 2 else "."),
         "",
         "| phase | endpoint | n | p50 | p95 | p99 |",
         "|---|---|---|---|---|---|",
