@@ -3,27 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-# The ten fact tools (methods of FactGraph, facts/tools.py) and the hybrid memory retrieval
-# (MemorySystemClient.retrieve), under the names the planner uses.
-FACT_TOOLS: tuple[str, ...] = (
-    "get_person_profile",
-    "find_people_by_skill",
-    "find_people_by_organization",
-    "get_relationships_between",
-    "find_people_by_topic",
-    "get_person_timeline",
-    "find_people_by_location",
-    "get_conversation_participants",
-    "find_experts",
-    "semantic_search_facts",
-)
-MEMORY_TOOL = "search_memory"
-TOOL_NAMES: tuple[str, ...] = (*FACT_TOOLS, MEMORY_TOOL)
-
+# The ten fact tools (facts/tools.py, called bound to a FactGraph) and the hybrid memory
+# retrieval (MemorySystemClient.retrieve), under the names the planner uses; the Literal is
+# the one list (a model's typed plan is validated against it).
 ToolName = Literal[
     "get_person_profile",
     "find_people_by_skill",
@@ -37,6 +23,9 @@ ToolName = Literal[
     "semantic_search_facts",
     "search_memory",
 ]
+MEMORY_TOOL = "search_memory"
+TOOL_NAMES: tuple[str, ...] = get_args(ToolName)
+FACT_TOOLS: tuple[str, ...] = tuple(name for name in TOOL_NAMES if name != MEMORY_TOOL)
 
 Confidence = Literal["high", "medium", "low"]
 StopReason = Literal[
