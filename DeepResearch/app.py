@@ -13,6 +13,7 @@ import hydra
 from omegaconf import DictConfig
 
 from DeepResearch.src.agents.models import ModelConfigError
+from DeepResearch.src.memory.backend_override import as_group_choice
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
 from DeepResearch.src.rag.loader import DocumentsFolderError
 from DeepResearch.src.workflow.errors import ConfigurationError, WorkflowError
@@ -34,7 +35,7 @@ USER_ERRORS = (ConfigurationError, DocumentsFolderError, ModelConfigError, Memor
 
 # Relative to this module: Hydra reads pkg://DeepResearch.conf, inside the installed package.
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
-def main(cfg: DictConfig) -> None:
+def _main(cfg: DictConfig) -> None:
     # Everything imported so far (pydantic-ai, Hydra, ...) lives as long as the process: frozen,
     # it is left out of the collector's work. Otherwise a full collection during the run walks
     # all of it (~50 ms, measured), for nothing.
@@ -73,6 +74,16 @@ def main(cfg: DictConfig) -> None:
     # measured) and free nothing that still matters; frozen objects are skipped. Reference
     # counting still frees the rest, and atexit handlers (logging's flush) still run.
     gc.freeze()
+
+
+def main() -> None:
+    """The console script: Hydra parses sys.argv (`memory.backend=X` read as the group choice)."""
+    try:
+        sys.argv[1:] = as_group_choice(sys.argv[1:])
+    except MemoryConfigError as exc:
+        print(f"deepresearch: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    _main()
 
 
 if __name__ == "__main__":

@@ -177,9 +177,9 @@ def test_health_of_a_sound_store_and_of_a_missing_server(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["ok"] is True and json.loads(done.stdout)["problems"] == []
     down = subprocess.run(
-        [sys.executable, "-m", "DeepResearch.src.memory.cli", "health", "memory=neo4j",
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "health", "memory/backend=neo4j",
          "memory.neo4j.uri=bolt://127.0.0.1:1", "memory.neo4j.connection_timeout=1",
-         "memory.neo4j.retry_attempts=0", f"memory.faiss.path={tmp_path / 'spill'}"],
+         "memory.neo4j.retry_attempts=0", f"memory.storage.spill_dir={tmp_path / 'spill'}"],
         cwd=ROOT, env=env_without_keys(), capture_output=True, text=True, timeout=120,
     )
     assert down.returncode == 1 and "unavailable" in down.stderr and "Traceback" not in down.stderr

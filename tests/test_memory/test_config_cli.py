@@ -8,13 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
 from DeepResearch.src.memory import MemoryConfig, MemoryConfigError
+from DeepResearch.src.memory.cli import compose_config
 
 REPO = Path(__file__).resolve().parents[2]
-MEMORY_DIR = REPO / "DeepResearch" / "conf" / "memory"
 CLI = [sys.executable, "-m", "DeepResearch.src.memory.cli"]
 
 
@@ -23,8 +21,9 @@ def test_yaml_defaults_equal_the_model_defaults(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.delenv("NEO4J_URI", raising=False)
     monkeypatch.delenv("NEO4J_PASSWORD", raising=False)
     monkeypatch.delenv("NEO4J_USERNAME", raising=False)
-    from_yaml = MemoryConfig.from_omegaconf(OmegaConf.load(MEMORY_DIR / "default.yaml"))
-    assert from_yaml == MemoryConfig()
+    for backend in ("faiss", "neo4j", "in_memory"):  # default.yaml + each backend option
+        memory = compose_config([f"memory/backend={backend}"]).memory
+        assert MemoryConfig.from_omegaconf(memory) == MemoryConfig(backend=backend)
 
 
 @pytest.mark.unit
@@ -32,8 +31,8 @@ def test_yaml_defaults_equal_the_model_defaults(monkeypatch: pytest.MonkeyPatch)
 def test_group_options_select_a_backend_and_overrides_apply(option: str) -> None:
     overrides = ["enabled=false", "session_ttl=null", "retrieval.top_k=10",
                  "retrieval.min_similarity=0.8", "profiles.prime.max_items=20"]
-    with initialize_config_dir(config_dir=str(MEMORY_DIR), version_base="1.3"):
-        cfg = MemoryConfig.from_omegaconf(compose(config_name=option, overrides=overrides))
+    composed = compose_config([f"memory/backend={option}", *(f"memory.{o}" for o in overrides)])
+    cfg = MemoryConfig.from_omegaconf(composed.memory)
     assert cfg.backend == option and cfg.enabled is False and cfg.session_ttl is None
     assert (cfg.retrieval.top_k, cfg.retrieval.min_similarity) == (10, 0.8)
     assert cfg.profiles["prime"].max_items == 20

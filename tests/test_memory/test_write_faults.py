@@ -34,7 +34,7 @@ from test_memory.fault_support import (
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "question='Which aligner suits RNA-seq reads?'"
-UNREACHABLE = ["memory=neo4j", "memory.neo4j.uri=bolt://127.0.0.1:1",
+UNREACHABLE = ["memory.backend=neo4j", "memory.neo4j.uri=bolt://127.0.0.1:1",
                "memory.neo4j.connection_timeout=1", "memory.neo4j.retry_attempts=0"]
 
 
@@ -164,11 +164,11 @@ def deepresearch(cwd: Path, *args: str, env: dict[str, str] | None = None) -> su
 
 def test_workflow_with_a_nested_session_id_and_no_server_spills_and_says_where(tmp_path: Path) -> None:
     refused = deepresearch(tmp_path, f"outputs_dir={tmp_path / 'out'}", *UNREACHABLE,
-                           "memory.session_id=team/alice", f"memory.faiss.path={tmp_path / 'spill'}")
+                           "memory.session_id=team/alice", f"memory.storage.spill_dir={tmp_path / 'spill'}")
     assert refused.returncode == 2 and "memory.session_id='team/alice'" in refused.stderr
     assert "Traceback" not in refused.stderr and not (tmp_path / "spill").exists()
     done = deepresearch(tmp_path, f"outputs_dir={tmp_path / 'out'}", *UNREACHABLE,
-                        "memory.session_id=team:alice", f"memory.faiss.path={tmp_path / 'spill'}")
+                        "memory.session_id=team:alice", f"memory.storage.spill_dir={tmp_path / 'spill'}")
     assert done.returncode == 0, done.stderr
     (spilled,) = spill_files(tmp_path / "spill")
     kinds = {json.loads(line)["memory_type"] for line in spilled.read_text().splitlines()}
@@ -203,7 +203,7 @@ def with_full_tmp(*command: str) -> subprocess.CompletedProcess[str]:
 
 def test_workflow_whose_memories_cannot_be_saved_anywhere_exits_1() -> None:
     done = with_full_tmp(sys.executable, "-m", "DeepResearch.app", QUESTION, "outputs_dir=/tmp/out",
-                         *UNREACHABLE, "memory.faiss.path=/tmp/memory")
+                         *UNREACHABLE, "memory.storage.spill_dir=/tmp/memory")
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert "Outputs: /tmp/out/" in done.stdout  # the run itself completed

@@ -96,6 +96,17 @@ def test_bad_memory_value_is_named(tmp_path: Path) -> None:
     assert "faiss" in done.stderr and "Traceback" not in done.stderr  # the choices are named
 
 
+def test_the_backend_is_chosen_with_its_section_in_either_spelling(tmp_path: Path) -> None:
+    for choice in ("memory.backend", "memory/backend"):
+        done = subprocess.run(
+            [sys.executable, "-m", "DeepResearch.app", "--cfg", "job", f"{choice}=neo4j",
+             "memory.neo4j.uri=bolt://db.example.org:7687"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "uri: bolt://db.example.org:7687" in done.stdout
+        assert "\n  faiss:" not in done.stdout  # the faiss option's section is not composed
+
+
 def test_an_embedding_model_that_cannot_load_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "no-model"
     done = deepresearch(tmp_path, "question=x", "memory.enabled=true",

@@ -28,6 +28,7 @@ from typing import Any
 
 from annotated_types import Le
 
+from DeepResearch.src.memory.backend_override import as_group_choice
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig, RetrievalConfig
@@ -47,15 +48,19 @@ MAX_TOP_K = next(m.le for m in RetrievalConfig.model_fields["top_k"].metadata if
 SHOWN_BAD_LINES = 20  # an import reports this many bad lines one by one, then counts the rest
 
 
-def load_config(overrides: Sequence[str]) -> MemoryConfig:
-    """Compose the project's Hydra config with `overrides`; validate its `memory` node."""
+def compose_config(overrides: Sequence[str]) -> Any:
+    """The project's Hydra config (a DictConfig) composed with `overrides`."""
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
     GlobalHydra.instance().clear()
     with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides))
-    return MemoryConfig.from_omegaconf(cfg.memory)
+        return compose(config_name="config", overrides=as_group_choice(overrides))
+
+
+def load_config(overrides: Sequence[str]) -> MemoryConfig:
+    """Compose the project's Hydra config with `overrides`; validate its `memory` node."""
+    return MemoryConfig.from_omegaconf(compose_config(overrides).memory)
 
 
 def _parse_kv(items: Sequence[str] | None) -> dict[str, Any]:
@@ -316,7 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="deepresearch-memory",
         description="Inspect and maintain DeepResearch memory. Extra KEY=VALUE arguments are "
-        "Hydra overrides, e.g. memory.faiss.path=outputs/memory or memory=neo4j.",
+        "Hydra overrides, e.g. memory.faiss.path=outputs/memory or memory/backend=neo4j.",
     )
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("search", help="ranked memories for a query (loads the model)")
@@ -355,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-_OVERRIDE = re.compile(r"^[+~]?[A-Za-z_][\w.]*=")
+_OVERRIDE = re.compile(r"^[+~]?[A-Za-z_][\w./@]*=")  # key=value, group/option=name, pkg@group=x
 
 
 def split_overrides(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -396,7 +401,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return service.serve(config) if args.command == "serve" else service.mcp_stdio(config)
         return asyncio.run(run(args, config))
     except (HydraException, OmegaConfBaseException) as exc:
-        reason = "; ".join(str(exc).splitlines())
+        # Hydra's message, without the blank lines and the search path it lists after them
+        text = str(exc).split("Config search path")[0]
+        reason = "; ".join(line.strip() for line in text.splitlines() if line.strip())
         print(f"deepresearch-memory: error in the overrides {overrides}: {reason}", file=sys.stderr)
         return 2
     except MemoryBackendError as exc:

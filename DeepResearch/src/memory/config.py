@@ -2,13 +2,14 @@
 (DeepResearch/conf/memory/).
 
 Every section accepts a plain dict, and every key has the default written in
-DeepResearch/conf/memory/default.yaml, so
+DeepResearch/conf/memory/default.yaml (backend sections: conf/memory/backend/), so
 `MemoryConfig(backend="faiss", faiss={"path": "..."})` works.
 Invalid values raise `MemoryConfigError` naming the dotted key, the value and what is allowed.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Literal
 
@@ -95,6 +96,7 @@ class StorageConfig(_Section):
     flush_interval: float = Field(default=1.0, gt=0)
     enable_async_writes: bool = False
     max_retry_backoff: float = Field(default=30.0, gt=0)
+    spill_dir: str | None = None  # None: memory.faiss.path (its default on the other backends)
 
 
 class VectorStoreConfig(_Section):
@@ -114,10 +116,15 @@ class FaissConfig(_Section):
     busy_timeout: float = Field(default=5.0, ge=0)  # seconds a write waits for another process's lock
 
 
+def _env(name: str, default: str | None) -> Any:
+    return Field(default_factory=lambda: os.environ.get(name, default))
+
+
 class Neo4jConfig(_Section):
-    uri: str = "bolt://localhost:7687"
-    username: str = "neo4j"
-    password: str | None = None
+    # As in conf/memory/backend/neo4j.yaml, for configs built in Python without Hydra.
+    uri: str = _env("NEO4J_URI", "bolt://localhost:7687")
+    username: str = _env("NEO4J_USERNAME", "neo4j")
+    password: str | None = _env("NEO4J_PASSWORD", None)
     database: str = "neo4j"
     index_name: str = Field(default="memory_embedding", pattern=r"^[A-Za-z][A-Za-z0-9_]{0,62}$")
     fulltext_index_name: str = Field(

@@ -282,7 +282,8 @@ class WriteQueue:
 
     def spill(self) -> Path | None:
         """Write the outbox (and anything pending) to a JSONL file; warn naming it. The file
-        goes beside the faiss store, or, when that folder cannot be written (the reason the
+        goes into storage.spill_dir (default: the faiss store's folder), or, when that folder
+        cannot be written (the reason the
         writes failed, often), into the working folder or the system's temp folder. Raises
         OSError only when none of them can take it (no partial file is left behind)."""
         leftover = self.outbox + self.pending + self.refused
@@ -291,7 +292,8 @@ class WriteQueue:
         name = spill_name(self.client.session_id)
         lines = [json.dumps(record_to_json(record)) + "\n" for record in leftover]
         failures: list[str] = []
-        for folder in _spill_folders(Path(self.client.config.faiss.path), failures):
+        config = self.client.config
+        for folder in _spill_folders(Path(config.storage.spill_dir or config.faiss.path), failures):
             path = folder / name
             try:
                 folder.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@
 
 KEY=VALUE arguments are the command's (VALUE read as JSON when it parses: limit=3,
 current_only=false), except Hydra overrides of the config groups (memory.faiss.path=...,
-memory=neo4j). `add` takes confidence (default 1.0), evidence (default "cli": the command is
+memory/backend=neo4j). `add` takes confidence (default 1.0), evidence (default "cli": the command is
 the source), valid_at, invalid_at, subject_type, object_type; other keys become attributes.
 Exit status and errors as for the other commands: 0 done, 1 backend, 2 a mistake in the
 command or its input (one line on stderr, never a traceback).
