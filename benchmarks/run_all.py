@@ -17,6 +17,7 @@ MODULES = [
     "benchmarks.bench_neo4j",
     "benchmarks.bench_facts",
     "benchmarks.bench_service",
+    "benchmarks.bench_agent_service",
     "benchmarks.bench_sessions",
     "benchmarks.summary",  # last: the table of every target, from the results above
 ]

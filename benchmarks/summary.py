@@ -53,6 +53,9 @@ ROWS: list[Row] = [
      lambda v: v <= 100, "python -m benchmarks.bench_service"),
     ("service", "service: search p95, 1,000 / 10 memories per session", lambda d: d["growth_ratio"],
      "<= 1.5", lambda v: v <= 1.5, "python -m benchmarks.bench_service"),
+    ("agent_service", "service: /api/memory/retrieve (agent, offline) p95 at 10 concurrent (ms)",
+     lambda d: d["endpoint"]["p95"], "<= 250", lambda v: v <= 250,
+     "python -m benchmarks.bench_agent_service"),
     ("checkpoint", "resume of a killed run (median ms)", lambda d: d["resume_ms"], "", lambda v: True,
      "python -m benchmarks.bench_checkpoint"),
 ]
