@@ -238,3 +238,38 @@ async def test_terms_in_most_rows_are_left_out_of_a_large_store_query(tmp_path: 
     assert len(every) == sum(r.content.endswith("topic3") for r in records)  # "record" left out
     assert len(await backend.text_search("record", 5, MemoryFilter())) == 5
     await backend.close()
+
+
+async def test_a_memory_type_probe_reads_an_index_only_even_in_an_older_store(
+    tmp_path: Path,
+) -> None:
+    """The selectivity probe of a filtered search (namespace, memory type, live) is answered
+    from records_type_scope alone, not a row read per match; a version-2 store gains it."""
+    import sqlite3
+
+    from DeepResearch.src.memory.backends.embedded.database import DB_FILE, SCHEMA_VERSION
+    from DeepResearch.src.memory.backends.embedded.filters import filter_sql
+
+    backend = await _backend(tmp_path)
+    await backend.upsert(_records(3))
+    await backend.close()
+    conn = sqlite3.connect(tmp_path / DB_FILE)
+    conn.execute("DROP INDEX records_type_scope")
+    conn.execute("CREATE INDEX records_type_live ON records (memory_type, expires_at)")
+    conn.execute("PRAGMA user_version=2")
+    conn.commit()
+    conn.close()
+
+    backend = await _backend(tmp_path)
+    flt = MemoryFilter(namespaces=("default",), memory_types=("note",), live_at=1.0)
+    assert len(backend._require().matching_seqs(flt, 10)) == 3
+    await backend.close()
+    conn = sqlite3.connect(tmp_path / DB_FILE)
+    where, params = filter_sql(flt)
+    plan = " ".join(row[3] for row in conn.execute(
+        f"EXPLAIN QUERY PLAN SELECT seq FROM records WHERE {where} LIMIT 5", params))
+    indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    conn.close()
+    assert "COVERING INDEX records_type_scope" in plan
+    assert "records_type_live" not in indexes

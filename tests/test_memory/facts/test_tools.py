@@ -92,6 +92,22 @@ async def test_semantic_search_over_fact_sentences(team: FactGraph) -> None:
         team, "works at", limit=10, min_confidence=0.85)).facts)
 
 
+async def test_semantic_search_finds_confident_facts_beyond_the_first_pool(
+    team: FactGraph,
+) -> None:
+    """min_confidence is a condition of the fact store, not of the search: with a pool of 3
+    candidates per list, the confident facts far from the query still fill the answer."""
+    team.client.config.retrieval.candidate_pool = 1
+    await team.add_facts([
+        {"subject": f"Person {i}", "predicate": "LIVES_IN", "object": "Lisbon",
+         "confidence": 0.5, "evidence": f"p{i}"} for i in range(8)
+    ] + [{"subject": "Zoe", "predicate": "INTERESTED_IN", "object": "Knitting",
+          "confidence": 0.99, "evidence": "z1"}])
+    answer = await TOOLS["semantic_search_facts"](team, "who lives in Lisbon", limit=1,
+                                                  min_confidence=0.98)
+    assert [(f.subject, f.object) for f in answer.facts] == [("Zoe", "Knitting")]
+
+
 async def test_every_tool_is_bounded_by_its_limit(team: FactGraph) -> None:
     assert len((await TOOLS["get_person_profile"](team, "Alice", limit=2)).facts) == 2
     assert len((await TOOLS["find_people_by_skill"](team, "Python", limit=1)).people) == 1

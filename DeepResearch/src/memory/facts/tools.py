@@ -8,14 +8,13 @@ validity. `TOOLS` maps each name to its function (the toolset and the CLI use it
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from DeepResearch.src.memory.facts.graph import FactGraph, ambiguity
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
+from DeepResearch.src.memory.facts.search import search_facts
 from DeepResearch.src.memory.facts.validation import (
     check_confidence,
     check_name,
@@ -30,7 +29,6 @@ from DeepResearch.src.memory.facts.views import (
     ToolAnswer,
     entity_out,
 )
-from DeepResearch.src.memory.text import tokenize
 
 ORGANIZATION_PREDICATES = ("WORKS_AT", "WORKED_AT", "MEMBER_OF", "STUDIED_AT")
 TOPIC_PREDICATES = ("INTERESTED_IN", "MENTIONED", "HAS_SKILL")
@@ -245,38 +243,12 @@ async def semantic_search_facts(
     include_history: bool = False,
 ) -> ToolAnswer:
     """Facts whose sentence matches `query` (hybrid dense + lexical retrieval over the fact
-    memories), current ones unless include_history."""
+    memories, see search.py), current ones unless include_history."""
     n = graph.clean_limit(limit)
     floor = check_confidence(min_confidence)
-    text = check_name(query, "query")
-    # Dense on the whole query; lexical on its words that are not the sentences' own
-    # structure ("works" matches every WORKS_AT sentence: a fifth of the store, little BM25
-    # weight, and most of the lexical search's time).
-    vector = await asyncio.to_thread(graph.client.embedder.embed_query, text)
-    lexical = lexical_query(text, graph.config.predicates) or text
-    found = await graph.client.retrieve(lexical, top_k=min(1000, 3 * n), query_vector=vector,
-                                        filters={"memory_type": "fact"}, all_sessions=True)
-    order = {m.id: i for i, m in enumerate(found)}
-    facts = await _find(graph, ids=tuple(order), include_history=include_history,
-                        min_confidence=floor)
-    facts.sort(key=lambda f: order[f.id])
-    out: list[FactOut] = await graph.views(facts[:n])
+    facts = await search_facts(graph, check_name(query, "query"), n, floor, include_history)
+    out: list[FactOut] = await graph.views(facts)
     return _answer("semantic_search_facts", f"{len(out)} facts matching {query!r}", facts=out)
-
-
-STRUCTURE_WORDS = ("role", "since", "until", "proficiency", "years", "who", "whom", "which")
-
-
-@functools.lru_cache(maxsize=64)
-def _structure_tokens(predicates: tuple[str, ...]) -> frozenset[str]:
-    words = [w for p in predicates for w in p.lower().split("_")] + list(STRUCTURE_WORDS)
-    return frozenset(tokenize(" ".join(words)))
-
-
-def lexical_query(query: str, predicates: Sequence[str]) -> str:
-    """`query` without the words every fact sentence of a predicate shares (their tokens)."""
-    structure = _structure_tokens(tuple(predicates))
-    return " ".join(w for w in query.split() if not set(tokenize(w)) <= structure)
 
 
 TOOLS: dict[str, Callable[..., Any]] = {

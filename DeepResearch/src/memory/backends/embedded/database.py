@@ -15,8 +15,9 @@ from pathlib import Path
 from DeepResearch.src.memory.errors import MemoryBackendError
 
 DB_FILE = "memory.sqlite3"
-# PRAGMA user_version of a store with the current schema. 1: namespaces; 2: event_at.
-SCHEMA_VERSION = 2
+# PRAGMA user_version of a store with the current schema. 1: namespaces; 2: event_at;
+# 3: records_type_scope.
+SCHEMA_VERSION = 3
 MMAP_BYTES = 256 * 1024 * 1024
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -39,7 +40,6 @@ CREATE TABLE IF NOT EXISTS records (
     event_at REAL
 );
 CREATE INDEX IF NOT EXISTS records_created ON records (created_at, id);
-CREATE INDEX IF NOT EXISTS records_type_live ON records (memory_type, expires_at);
 CREATE INDEX IF NOT EXISTS records_expires ON records (expires_at) WHERE expires_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS relations (
     src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, pos INTEGER NOT NULL,
@@ -55,11 +55,16 @@ CREATE TABLE IF NOT EXISTS deleted (pos INTEGER PRIMARY KEY AUTOINCREMENT, seq I
 DROP INDEX IF EXISTS records_session;
 DROP INDEX IF EXISTS records_session_live;
 DROP INDEX IF EXISTS records_type_meta;
+DROP INDEX IF EXISTS records_type_live;
 """
 # Made once the namespace column exists (a store made before it gets it at its first open).
-INDEX = (
+# records_type_scope covers a memory-type filter (namespace and expiry included): the
+# vector and text searches' selectivity probe reads up to 5k of its entries instead of 5k
+# rows (13 -> 1.9 ms in a 100k-fact store; it ran twice per retrieve).
+INDEXES = (
     "CREATE INDEX IF NOT EXISTS records_scope "
-    "ON records (namespace, session_id, created_at, expires_at)"
+    "ON records (namespace, session_id, created_at, expires_at)",
+    "CREATE INDEX IF NOT EXISTS records_type_scope ON records (memory_type, namespace, expires_at)",
 )
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 5, 6, 10, 11, 13, 26
 DAMAGED_HINT = (
@@ -135,7 +140,8 @@ class Database:
             )
         if "event_at" not in columns:  # a store written before event times (version 1)
             self.conn.execute("ALTER TABLE records ADD COLUMN event_at REAL")
-        self.conn.execute(INDEX)
+        for index in INDEXES:
+            self.conn.execute(index)
         self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.conn.execute("COMMIT")
 
