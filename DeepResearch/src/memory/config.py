@@ -69,6 +69,23 @@ class TimeQueryConfig(_Section):
     weight: float = Field(default=0.3, ge=0.0, le=10.0)
 
 
+class FeedbackConfig(_Section):
+    """Pseudo-relevance feedback from the `top` best candidates (ranking/feedback.py): the
+    `terms` words most of them share (not the query's) are one more lexical search, whose
+    matches gain `lexical_weight` x the best score x their normalised lexical score; with
+    `dense_weight` > 0, a vector search for q + beta x their mean vector, every candidate
+    gaining `dense_weight` x the best score x its normalised cosine to it. `depth` results
+    per search (0 = candidate_pool)."""
+
+    enabled: bool = True
+    top: int = Field(default=3, ge=1, le=100)
+    terms: int = Field(default=10, ge=0, le=200)
+    lexical_weight: float = Field(default=0.2, ge=0.0, le=10.0)
+    dense_weight: float = Field(default=0.0, ge=0.0, le=10.0)
+    beta: float = Field(default=1.0, ge=0.0, le=100.0)
+    depth: int = Field(default=0, ge=0, le=10_000)
+
+
 class RetrievalConfig(_Section):
     top_k: int = Field(default=5, ge=1, le=1000)
     min_similarity: float = Field(default=0.0, ge=-1.0, le=1.0)
@@ -89,6 +106,7 @@ class RetrievalConfig(_Section):
     neighbour_smoothing: NeighbourSmoothingConfig = Field(default_factory=NeighbourSmoothingConfig)
     session_coverage: SessionCoverageConfig = Field(default_factory=SessionCoverageConfig)
     time_query: TimeQueryConfig = Field(default_factory=TimeQueryConfig)
+    feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
 
 
 class StorageConfig(_Section):

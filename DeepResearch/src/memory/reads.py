@@ -156,6 +156,8 @@ class Reads:
             accept=lambda record: record_matches(record, flt) and readable(record),
             fetch_related=self.backend.related_many,
             fetch_neighbours=self.backend.session_neighbours,
+            search_vector=self.backend.vector_search,
+            search_text=self.backend.text_search,
         )
         flt = narrow_filter(self.steps, flt, ctx)
         # Bound only now, to the narrowed filter (the unbound fetches above just show the
@@ -165,6 +167,8 @@ class Reads:
         ctx.accept = lambda record: record_matches(record, flt) and readable(record)
         ctx.fetch_related = partial(self.backend.related_many, flt=flt)
         ctx.fetch_neighbours = partial(self.backend.session_neighbours, flt=flt)
+        ctx.search_vector = partial(self.backend.vector_search, flt=flt)
+        ctx.search_text = partial(self.backend.text_search, flt=flt)
         # A pool whose size does not depend on top_k (up to the pool size): top_k=10 is the
         # first 10 of top_k=50.
         n = max(self.config.retrieval.candidate_pool, limit)

@@ -18,6 +18,7 @@ from DeepResearch.src.memory.ranking.diversity import (
 )
 from DeepResearch.src.memory.ranking.event_time import TimeMatch
 from DeepResearch.src.memory.ranking.expansion import CrossReferenceExpansion
+from DeepResearch.src.memory.ranking.feedback import PseudoRelevanceFeedback
 from DeepResearch.src.memory.ranking.neighbours import NeighbourSmoothing
 from DeepResearch.src.memory.ranking.thresholds import MaxAge, MinSimilarity
 from DeepResearch.src.memory.ranking.types import RankingContext, RankingStep, ScoredMemory
@@ -31,13 +32,15 @@ from DeepResearch.src.memory.ranking.weighting import (
 
 
 def default_steps() -> list[RankingStep]:
-    """The pipeline, in order. Filters first, then neighbour smoothing (on the fused
+    """The pipeline, in order. Filters first, then pseudo-relevance feedback (more
+    candidates, found from the best ones), neighbour smoothing (on the fused
     relevance scores, adding session neighbours), score adjustments (the query's time range
     first), expansion, and the steps that shape the final list (de-duplication, then the
     coverage of distinct episodes, MMR, the cut)."""
     return [
         MinSimilarity(),
         MaxAge(),
+        PseudoRelevanceFeedback(),
         NeighbourSmoothing(),
         TimeMatch(),
         TemporalDecay(),

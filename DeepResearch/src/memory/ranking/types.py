@@ -8,7 +8,12 @@ from typing import Protocol
 
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, RelatedRecord
+from DeepResearch.src.memory.backends.base import (
+    Candidate,
+    MemoryFilter,
+    MemoryRecord,
+    RelatedRecord,
+)
 from DeepResearch.src.memory.config import ProfileConfig, RetrievalConfig
 
 
@@ -32,6 +37,8 @@ class ScoredMemory:
 Related = dict[str, list[RelatedRecord]]  # start id -> what was found from it
 FetchRelated = Callable[[list[str], list[str] | None, int], Awaitable[Related]]
 FetchNeighbours = Callable[[list[str], int], Awaitable[Related]]
+SearchVector = Callable[[np.ndarray, int], Awaitable[list[Candidate]]]
+SearchText = Callable[[str, int], Awaitable[list[Candidate]]]
 
 
 def _unseen_zero(similarity: float) -> float:
@@ -50,6 +57,8 @@ class RankingContext:
     accept: Callable[[MemoryRecord], bool]  # the retrieve's filter, for records steps add
     fetch_related: FetchRelated | None = None  # backend.related_many, filter bound
     fetch_neighbours: FetchNeighbours | None = None  # backend.session_neighbours, filter bound
+    search_vector: SearchVector | None = None  # backend.vector_search(vector, k), filter bound
+    search_text: SearchText | None = None  # backend.text_search(query, k), filter bound
     # the candidate stage's fused score for a memory it did not return, from its cosine
     score_unseen: Callable[[float], float] = _unseen_zero
 
