@@ -13,8 +13,14 @@ import os
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
+from DeepResearch.src.memory.config_base import Section
+from DeepResearch.src.memory.config_service import (  # noqa: F401  (re-exported)
+    RateLimitConfig,
+    ServiceConfig,
+    check_api_keys,
+)
 from DeepResearch.src.memory.errors import MemoryConfigError
 from DeepResearch.src.memory.facts.model import ENTITY_TYPES, PREDICATES, SINGLE_VALUED
 
@@ -23,22 +29,18 @@ Codec = Literal["lz4", "gzip", "zstd"]
 IndexType = Literal["cosine", "euclidean", "dot_product"]
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-class NestedConfig(_Section):
+class NestedConfig(Section):
     include_ancestors: bool = True
 
 
-class CompressionConfig(_Section):
+class CompressionConfig(Section):
     enabled: bool = True
     algorithm: Codec = "zstd"
     min_size_bytes: int = Field(default=4096, ge=1)
     searchable_prefix_chars: int = Field(default=2000, ge=0)
 
 
-class NeighbourSmoothingConfig(_Section):
+class NeighbourSmoothingConfig(Section):
     """score += weight * best fused score among the memories within `radius` steps of it in
     its session (the FOLLOWS chain); with `expand`, those neighbours join as candidates."""
 
@@ -48,7 +50,7 @@ class NeighbourSmoothingConfig(_Section):
     expand: bool = True
 
 
-class SessionCoverageConfig(_Section):
+class SessionCoverageConfig(Section):
     """The final list balances relevance with coverage of distinct episodes (the memories of
     one session on one day of their event time): picked greedily, each memory's score is
     reduced by `penalty` x the best score x the number of memories already picked from its
@@ -60,7 +62,7 @@ class SessionCoverageConfig(_Section):
     quota: int = Field(default=2, ge=1, le=1000)
 
 
-class TimeQueryConfig(_Section):
+class TimeQueryConfig(Section):
     """Time expressions in the query ("last month", "in May", "on 8 May 2023"), resolved
     against the retrieve's as_of: memories whose event time falls in the range gain
     `weight` x the best score."""
@@ -69,7 +71,7 @@ class TimeQueryConfig(_Section):
     weight: float = Field(default=0.3, ge=0.0, le=10.0)
 
 
-class FeedbackConfig(_Section):
+class FeedbackConfig(Section):
     """Pseudo-relevance feedback from the `top` best candidates (ranking/feedback.py): the
     `terms` words most of them share (not the query's) are one more lexical search, whose
     matches gain `lexical_weight` x the best score x their normalised lexical score; with
@@ -86,7 +88,7 @@ class FeedbackConfig(_Section):
     depth: int = Field(default=0, ge=0, le=10_000)
 
 
-class RetrievalConfig(_Section):
+class RetrievalConfig(Section):
     top_k: int = Field(default=5, ge=1, le=1000)
     min_similarity: float = Field(default=0.0, ge=-1.0, le=1.0)
     max_age_seconds: float | None = Field(default=None, gt=0)
@@ -109,7 +111,7 @@ class RetrievalConfig(_Section):
     feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
 
 
-class StorageConfig(_Section):
+class StorageConfig(Section):
     batch_size: int = Field(default=64, ge=1, le=100_000)
     flush_interval: float = Field(default=1.0, gt=0)
     enable_async_writes: bool = False
@@ -117,14 +119,14 @@ class StorageConfig(_Section):
     spill_dir: str | None = None  # None: memory.faiss.path (its default on the other backends)
 
 
-class VectorStoreConfig(_Section):
+class VectorStoreConfig(Section):
     embedding_model: str = "all-MiniLM-L6-v2"
     # numpy needs no torch (see embeddings.py); auto uses it whenever the model allows.
     embedding_runtime: Literal["auto", "numpy", "sentence-transformers"] = "auto"
     index_type: IndexType = "cosine"
 
 
-class FaissConfig(_Section):
+class FaissConfig(Section):
     path: str = "outputs/memory"
     index_kind: Literal["flat", "hnsw"] = "flat"
     hnsw_m: int = Field(default=32, ge=2, le=512)
@@ -138,7 +140,7 @@ def _env(name: str, default: str | None) -> Any:
     return Field(default_factory=lambda: os.environ.get(name, default))
 
 
-class Neo4jConfig(_Section):
+class Neo4jConfig(Section):
     # As in conf/memory/backend/neo4j.yaml, for configs built in Python without Hydra.
     uri: str = _env("NEO4J_URI", "bolt://localhost:7687")
     username: str = _env("NEO4J_USERNAME", "neo4j")
@@ -158,65 +160,6 @@ class Neo4jConfig(_Section):
     retry_backoff: float = Field(default=0.5, ge=0)
 
 
-class RateLimitConfig(_Section):
-    """A token bucket per API key (per client address without keys): `requests_per_second`
-    refill, up to `burst` requests at once; 0 requests_per_second = no limit."""
-
-    requests_per_second: float = Field(default=200.0, ge=0.0)
-    burst: int = Field(default=400, ge=1)
-
-
-class ServiceConfig(_Section):
-    """`deepresearch-memory serve` / `mcp` (DeepResearch/src/memory/service/)."""
-
-    host: str = Field(default="127.0.0.1", min_length=1)
-    port: int = Field(default=8765, ge=0, le=65535)
-    workers: int = Field(default=1, ge=1, le=64)
-    # API key -> namespace. Also read from the env var named by api_keys_env at start
-    # ("key1=namespace1,key2=namespace2" or a JSON object). None configured = local single
-    # user: the service binds 127.0.0.1 only and serves memory.namespace.
-    api_keys: dict[str, str] = Field(default_factory=dict)
-    api_keys_env: str = Field(default="DEEPRESEARCH_MEMORY_API_KEYS", min_length=1)
-    rate_limit: RateLimitConfig = Field(default_factory=RateLimitConfig)
-    max_body_bytes: int = Field(default=2_000_000, ge=1024)
-    tool_timeout_seconds: float = Field(default=30.0, gt=0)
-    trace_buffer: int = Field(default=1000, ge=1, le=1_000_000)  # request traces kept for /debug
-    # BLAS threads per encode (0: leave numpy's default). A service gets its parallelism
-    # from concurrent requests; a multi-threaded BLAS pool spins against them (measured on a
-    # loaded 2-core machine: one short text took 0.7 s of CPU with 2 threads, 13 ms with 1).
-    blas_threads: int = Field(default=1, ge=0, le=256)
-    log_requests: bool = True  # one JSON log line per request (with its request id)
-
-    @model_validator(mode="after")
-    def _keys(self) -> ServiceConfig:
-        check_api_keys(self.api_keys, "api_keys")
-        return self
-
-
-_NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
-MIN_API_KEY_CHARS = 16
-
-
-def check_api_keys(keys: dict[str, str], where: str) -> dict[str, str]:
-    """Keys of at least MIN_API_KEY_CHARS printable characters, each mapped to a namespace
-    id; ValueError naming the offending entry (never the whole key) otherwise."""
-    import re
-
-    for key, namespace in keys.items():
-        shown = key[:4] + "..." if len(key) > 4 else key
-        if len(key) < MIN_API_KEY_CHARS or not key.isprintable() or any(c.isspace() for c in key):
-            raise ValueError(
-                f"{where}: key {shown!r} must be at least {MIN_API_KEY_CHARS} printable "
-                "characters without spaces"
-            )
-        if not isinstance(namespace, str) or not re.match(_NAMESPACE_PATTERN, namespace):
-            raise ValueError(
-                f"{where}: key {shown!r} maps to namespace {namespace!r}; a namespace is 1-200 "
-                "letters, digits and _ . : @ -, starting with a letter or digit"
-            )
-    return keys
-
-
 # The entity type each built-in predicate's object has (a predicate missing here takes a
 # literal object, e.g. a number of years).
 OBJECT_TYPES = {
@@ -227,7 +170,7 @@ OBJECT_TYPES = {
 }
 
 
-class FactsConfig(_Section):
+class FactsConfig(Section):
     """The knowledge-graph tier (facts/): the vocabulary, the rules, entity resolution."""
 
     entity_types: list[str] = Field(default_factory=lambda: list(ENTITY_TYPES))
@@ -269,7 +212,7 @@ class FactsConfig(_Section):
         return self
 
 
-class ProfileConfig(_Section):
+class ProfileConfig(Section):
     """How one agent type ranks memories (see ranking/)."""
 
     priorities: dict[str, float] = Field(default_factory=dict)
@@ -323,7 +266,7 @@ def _default_profiles() -> dict[str, ProfileConfig]:
     }
 
 
-class MemoryConfig(_Section):
+class MemoryConfig(Section):
     enabled: bool = True
     backend: BackendName = "faiss"
     namespace: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")

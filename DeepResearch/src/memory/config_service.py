@@ -1,0 +1,67 @@
+"""The `memory.service` section: `deepresearch-memory serve` / `mcp` (service/), and the check
+of API keys shared with the keys the service reads from the environment at start."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, model_validator
+
+from DeepResearch.src.memory.config_base import Section
+
+
+class RateLimitConfig(Section):
+    """A token bucket per API key (per client address without keys): `requests_per_second`
+    refill, up to `burst` requests at once; 0 requests_per_second = no limit."""
+
+    requests_per_second: float = Field(default=200.0, ge=0.0)
+    burst: int = Field(default=400, ge=1)
+
+
+class ServiceConfig(Section):
+    """`deepresearch-memory serve` / `mcp` (DeepResearch/src/memory/service/)."""
+
+    host: str = Field(default="127.0.0.1", min_length=1)
+    port: int = Field(default=8765, ge=0, le=65535)
+    workers: int = Field(default=1, ge=1, le=64)
+    # API key -> namespace. Also read from the env var named by api_keys_env at start
+    # ("key1=namespace1,key2=namespace2" or a JSON object). None configured = local single
+    # user: the service binds 127.0.0.1 only and serves memory.namespace.
+    api_keys: dict[str, str] = Field(default_factory=dict)
+    api_keys_env: str = Field(default="DEEPRESEARCH_MEMORY_API_KEYS", min_length=1)
+    rate_limit: RateLimitConfig = Field(default_factory=RateLimitConfig)
+    max_body_bytes: int = Field(default=2_000_000, ge=1024)
+    tool_timeout_seconds: float = Field(default=30.0, gt=0)
+    trace_buffer: int = Field(default=1000, ge=1, le=1_000_000)  # request traces kept for /debug
+    # BLAS threads per encode (0: leave numpy's default). A service gets its parallelism
+    # from concurrent requests; a multi-threaded BLAS pool spins against them (measured on a
+    # loaded 2-core machine: one short text took 0.7 s of CPU with 2 threads, 13 ms with 1).
+    blas_threads: int = Field(default=1, ge=0, le=256)
+    log_requests: bool = True  # one JSON log line per request (with its request id)
+
+    @model_validator(mode="after")
+    def _keys(self) -> ServiceConfig:
+        check_api_keys(self.api_keys, "api_keys")
+        return self
+
+
+_NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
+MIN_API_KEY_CHARS = 16
+
+
+def check_api_keys(keys: dict[str, str], where: str) -> dict[str, str]:
+    """Keys of at least MIN_API_KEY_CHARS printable characters, each mapped to a namespace
+    id; ValueError naming the offending entry (never the whole key) otherwise."""
+    for key, namespace in keys.items():
+        shown = key[:4] + "..." if len(key) > 4 else key
+        if len(key) < MIN_API_KEY_CHARS or not key.isprintable() or any(c.isspace() for c in key):
+            raise ValueError(
+                f"{where}: key {shown!r} must be at least {MIN_API_KEY_CHARS} printable "
+                "characters without spaces"
+            )
+        if not isinstance(namespace, str) or not re.match(_NAMESPACE_PATTERN, namespace):
+            raise ValueError(
+                f"{where}: key {shown!r} maps to namespace {namespace!r}; a namespace is 1-200 "
+                "letters, digits and _ . : @ -, starting with a letter or digit"
+            )
+    return keys
