@@ -185,11 +185,17 @@ async def concurrency(url: str, sessions: int, stores: int, rec: Recorder) -> fl
 
 
 async def search_load(url: str, concurrent: int, per_session: int, rec: Recorder,
-                      endpoint: str, session_of: Any = None) -> float:
+                      endpoint: str, session_of: Any = None, think: float = 0.0) -> float:
+    """Each session searches `per_session` times: back to back (a closed loop: `concurrent`
+    requests always in flight), or with `think` > 0, after a pause of `think` seconds on
+    average (exponential, so sessions do not march in step), as an agent between its
+    model calls."""
     rng = random.Random(2)
 
     async def session(http: httpx.AsyncClient, s: int) -> None:
         for i in range(per_session):
+            if think > 0:
+                await asyncio.sleep(rng.expovariate(1 / think))
             a, b = rng.sample(TOPICS, 2)
             body: dict[str, Any] = {"query": f"why the {a} {i} {s} {rng.choice(VERBS)} {b}",
                                     "top_k": 5}
@@ -319,6 +325,18 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         out["latency"] = {"concurrent": args.concurrent, "seconds": seconds,
                           "throughput_rps": n / seconds, "errors": dict(lat.errors),
                           "endpoints": lat.summary()}
+        if args.think_seconds > 0:  # beside the closed loop, never instead of it
+            think = Recorder()
+            print(f"latency: {args.concurrent} sessions searching, {args.think_seconds:g} s "
+                  "think time", flush=True)
+            seconds = asyncio.run(search_load(service.url, args.concurrent, args.searches,
+                                              think, "POST /api/memory/search",
+                                              think=args.think_seconds))
+            n = len(think.ms["POST /api/memory/search"])
+            out["latency_think"] = {"concurrent": args.concurrent, "think_seconds":
+                                    args.think_seconds, "seconds": seconds,
+                                    "throughput_rps": n / seconds,
+                                    "errors": dict(think.errors), "endpoints": think.summary()}
 
     growth: dict[str, Any] = {}
     have = 0
@@ -361,6 +379,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--stores", type=int, default=3)
     p.add_argument("--concurrent", type=int, default=100)
     p.add_argument("--searches", type=int, default=10, help="searches per session (latency)")
+    p.add_argument("--think-seconds", type=float, default=5.0,
+                   help="a second latency measurement: the same sessions with this mean pause "
+                   "before each search (0: none); the closed loop runs regardless")
     p.add_argument("--grow-sessions", type=int, default=10)
     p.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
     p.add_argument("--growth-searches", type=int, default=30)

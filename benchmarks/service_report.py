@@ -12,6 +12,7 @@ def _endpoint_rows(phase: str, data: dict[str, Any]) -> list[str]:
 
 def report(out: dict[str, Any], command: str) -> str:
     c, lat, g = out.get("concurrency"), out.get("latency"), out.get("growth")
+    think = out.get("latency_think")
     lines = [
         "`deepresearch-memory serve` (embedded store, one worker) in its own process; the load "
         "from one asyncio + httpx process on the same machine. Times in milliseconds.",
@@ -32,7 +33,15 @@ def report(out: dict[str, Any], command: str) -> str:
         p95 = lat["endpoints"]["POST /api/memory/search"]["p95"]
         lines.append(
             f"- **plain search at {lat['concurrent']} concurrent sessions**: p95 {p95:.1f} ms "
-            f"({lat['throughput_rps']:.0f} searches/s); goal <= 100 ms.")
+            f"({lat['throughput_rps']:.0f} searches/s); goal <= 100 ms. A closed loop: each "
+            "session sends its next search as soon as the last is answered.")
+    if think:
+        p95 = think["endpoints"]["POST /api/memory/search"]["p95"]
+        lines.append(
+            f"- **the same {think['concurrent']} sessions with think time** (a pause of "
+            f"{think['think_seconds']:g} s on average before each search, a second measurement "
+            f"beside the closed loop): p95 {p95:.1f} ms ({think['throughput_rps']:.0f} "
+            "searches/s).")
     if g:
         lines.append(
             f"- **growth** ({len(g)} sizes, per-session search): p95 at the largest / smallest = "
@@ -44,7 +53,8 @@ def report(out: dict[str, Any], command: str) -> str:
         + (" (other jobs share its cores)." if out["load_average_before"] > 2 else "."),
     ]
     rows = [*(_endpoint_rows("concurrency", c) if c else []),
-            *(_endpoint_rows("latency", lat) if lat else [])]
+            *(_endpoint_rows("latency", lat) if lat else []),
+            *(_endpoint_rows("latency, think time", think) if think else [])]
     if rows:
         lines += ["", "| phase | endpoint | n | p50 | p95 | p99 |", "|---|---|---|---|---|---|",
                   *rows]
