@@ -39,6 +39,7 @@ import httpx
 
 from benchmarks.report import write_section
 from benchmarks.results import save_result
+from benchmarks.service_report import report
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPICS = ["aligner", "variant caller", "cluster quota", "GPU nodes", "RNA-seq", "reference genome",
@@ -47,6 +48,7 @@ TOPICS = ["aligner", "variant caller", "cluster quota", "GPU nodes", "RNA-seq", 
 VERBS = ["needs", "failed with", "was replaced by", "runs faster with", "is documented in",
          "was approved for", "depends on", "conflicts with"]
 PHASE_SECONDS = 600.0  # no phase runs longer than this
+PHASES = ("concurrency", "latency", "growth", "fault")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -183,11 +185,17 @@ async def concurrency(url: str, sessions: int, stores: int, rec: Recorder) -> fl
 
 
 async def search_load(url: str, concurrent: int, per_session: int, rec: Recorder,
-                      endpoint: str, session_of: Any = None) -> float:
+                      endpoint: str, session_of: Any = None, think: float = 0.0) -> float:
+    """Each session searches `per_session` times: back to back (a closed loop: `concurrent`
+    requests always in flight), or with `think` > 0, after a pause of `think` seconds on
+    average (exponential, so sessions do not march in step), as an agent between its
+    model calls."""
     rng = random.Random(2)
 
     async def session(http: httpx.AsyncClient, s: int) -> None:
         for i in range(per_session):
+            if think > 0:
+                await asyncio.sleep(rng.expovariate(1 / think))
             a, b = rng.sample(TOPICS, 2)
             body: dict[str, Any] = {"query": f"why the {a} {i} {s} {rng.choice(VERBS)} {b}",
                                     "top_k": 5}
@@ -299,26 +307,41 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                            "service_timeout": args.service_timeout,
                            "load_average_before": os.getloadavg()[0]}
     rec = Recorder()
-    print(f"concurrency: {args.sessions} sessions x {args.stores} stores", flush=True)
-    seconds = asyncio.run(concurrency(service.url, args.sessions, args.stores, rec))
-    requests = sum(len(v) for v in rec.ms.values())
-    out["concurrency"] = {"seconds": seconds, "requests": requests,
-                          "throughput_rps": requests / seconds, "errors": dict(rec.errors),
-                          "endpoints": rec.summary(), "acked": len(rec.acked)}
-    print(f"  {requests} requests in {seconds:.1f} s, errors {dict(rec.errors)}", flush=True)
+    if "concurrency" in args.phases:
+        print(f"concurrency: {args.sessions} sessions x {args.stores} stores", flush=True)
+        seconds = asyncio.run(concurrency(service.url, args.sessions, args.stores, rec))
+        requests = sum(len(v) for v in rec.ms.values())
+        out["concurrency"] = {"seconds": seconds, "requests": requests,
+                              "throughput_rps": requests / seconds, "errors": dict(rec.errors),
+                              "endpoints": rec.summary(), "acked": len(rec.acked)}
+        print(f"  {requests} requests in {seconds:.1f} s, errors {dict(rec.errors)}", flush=True)
 
-    lat = Recorder()
-    print(f"latency: {args.concurrent} concurrent sessions searching", flush=True)
-    seconds = asyncio.run(search_load(service.url, args.concurrent, args.searches, lat,
-                                      "POST /api/memory/search"))
-    n = len(lat.ms["POST /api/memory/search"])
-    out["latency"] = {"concurrent": args.concurrent, "seconds": seconds, "throughput_rps": n / seconds,
-                      "errors": dict(lat.errors), "endpoints": lat.summary()}
+    if "latency" in args.phases:
+        lat = Recorder()
+        print(f"latency: {args.concurrent} concurrent sessions searching", flush=True)
+        seconds = asyncio.run(search_load(service.url, args.concurrent, args.searches, lat,
+                                          "POST /api/memory/search"))
+        n = len(lat.ms["POST /api/memory/search"])
+        out["latency"] = {"concurrent": args.concurrent, "seconds": seconds,
+                          "throughput_rps": n / seconds, "errors": dict(lat.errors),
+                          "endpoints": lat.summary()}
+        if args.think_seconds > 0:  # beside the closed loop, never instead of it
+            think = Recorder()
+            print(f"latency: {args.concurrent} sessions searching, {args.think_seconds:g} s "
+                  "think time", flush=True)
+            seconds = asyncio.run(search_load(service.url, args.concurrent, args.searches,
+                                              think, "POST /api/memory/search",
+                                              think=args.think_seconds))
+            n = len(think.ms["POST /api/memory/search"])
+            out["latency_think"] = {"concurrent": args.concurrent, "think_seconds":
+                                    args.think_seconds, "seconds": seconds,
+                                    "throughput_rps": n / seconds,
+                                    "errors": dict(think.errors), "endpoints": think.summary()}
 
     growth: dict[str, Any] = {}
     have = 0
     gro = Recorder()
-    for size in args.sizes:
+    for size in args.sizes if "growth" in args.phases else []:
         print(f"growth: {args.grow_sessions} sessions x {size} memories", flush=True)
         asyncio.run(grow(service.url, args.grow_sessions, size, have, gro))
         have = size
@@ -327,13 +350,14 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                                 "search", session_of=lambda s: f"g{s}"))
         growth[str(size)] = probe.summary().get("search", {})
         growth[str(size)]["errors"] = sum(probe.errors.values())
-    out["growth"] = growth
-    out["growth_store_errors"] = dict(gro.errors)
-    first, last = growth[str(args.sizes[0])]["p95"], growth[str(args.sizes[-1])]["p95"]
-    out["growth_ratio"] = last / first
+    if growth:
+        out["growth"] = growth
+        out["growth_store_errors"] = dict(gro.errors)
+        first, last = growth[str(args.sizes[0])]["p95"], growth[str(args.sizes[-1])]["p95"]
+        out["growth_ratio"] = last / first
 
     fault_rec = Recorder()
-    if args.fault:
+    if args.fault and "fault" in args.phases:
         print(f"fault: the database locked by another process for {args.lock_seconds:.0f} s",
               flush=True)
         out["fault"] = asyncio.run(fault(service.url, store / DB_FILE, fault_rec,
@@ -349,68 +373,15 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     return out
 
 
-def report(out: dict[str, Any], command: str) -> str:
-    c, lat = out["concurrency"], out["latency"]
-    rows = []
-    for phase, data in (("concurrency", c), ("latency", lat)):
-        for ep, s in data["endpoints"].items():
-            rows.append(f"| {phase} | {ep} | {s['n']} | {s['p50']:.1f} | {s['p95']:.1f} | "
-                        f"{s['p99']:.1f} |")
-    g = out["growth"]
-    grow_rows = [f"| {size} | {s['n']} | {s['p50']:.1f} | {s['p95']:.1f} | {s['errors']} |"
-                 for size, s in g.items()]
-    errors = sum(c["errors"].values()) + sum(lat["errors"].values())
-    p95 = lat["endpoints"]["POST /api/memory/search"]["p95"]
-    lines = [
-        "`deepresearch-memory serve` (embedded store, one worker) in its own process; the load "
-        "from one asyncio + httpx process on the same machine. Times in milliseconds.",
-        "",
-        f"- Served with `memory.service.tool_timeout_seconds={out['service_timeout']:g}`.",
-        f"- **{out['sessions']} concurrent sessions** ({out['stores_per_session']} stores, one "
-        f"search, one read each): {c['requests']} requests in {c['seconds']:.1f} s "
-        f"({c['throughput_rps']:.0f} requests/s), errors: {errors} "
-        f"{c['errors'] or ''}; goal 0.",
-        f"- **lost**: {out['lost']} of {out['acked_total']} acknowledged memories missing after "
-        f"SIGTERM (graceful shutdown completed: {out['graceful_stop']}); goal 0.",
-        f"- **plain search at {lat['concurrent']} concurrent sessions**: p95 {p95:.1f} ms "
-        f"({lat['throughput_rps']:.0f} searches/s); goal <= 100 ms.",
-        f"- **growth** ({len(g)} sizes, per-session search): p95 at the largest / smallest = "
-        f"{out['growth_ratio']:.2f}; goal <= 1.5.",
-        "",
-        f"- Machine load average (1 min) before / after: {out['load_average_before']:.1f} / "
-        f"{out['load_average_after']:.1f}"
-        + (" (other jobs share its cores)." if out["load_average_before"] > 2 else "."),
-        "",
-        "| phase | endpoint | n | p50 | p95 | p99 |",
-        "|---|---|---|---|---|---|",
-        *rows,
-        "",
-        "| memories per session | searches | p50 | p95 | errors |",
-        "|---|---|---|---|---|",
-        *grow_rows,
-    ]
-    if "fault" in out:
-        f = out["fault"]
-        lines += [
-            "",
-            f"**Fault run**: 20 sessions storing while another process held the database's "
-            f"write lock for {f['locked_seconds']:.1f} s. Answers: {f['statuses']}. During it "
-            f"`/health` answered {f['health_during']['status']} "
-            f"(`{f['health_during'].get('detail', '')[:160]}`); a refused store said: "
-            f"`{f['error_503'][:200]}`. Health was 200 again "
-            f"{f['recovered_after_s'] if f['recovered_after_s'] is None else round(f['recovered_after_s'], 1)} s "
-            f"after the lock was released; {out['fault_acked']} stores of the fault run were "
-            "acknowledged and are among those counted above.",
-        ]
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sessions", type=int, default=1000)
     p.add_argument("--stores", type=int, default=3)
     p.add_argument("--concurrent", type=int, default=100)
     p.add_argument("--searches", type=int, default=10, help="searches per session (latency)")
+    p.add_argument("--think-seconds", type=float, default=5.0,
+                   help="a second latency measurement: the same sessions with this mean pause "
+                   "before each search (0: none); the closed loop runs regardless")
     p.add_argument("--grow-sessions", type=int, default=10)
     p.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
     p.add_argument("--growth-searches", type=int, default=30)
@@ -419,6 +390,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--service-timeout", type=float, default=300.0,
                    help="memory.service.tool_timeout_seconds of the served process: on a loaded "
                    "machine 1,000 sessions queue for longer than the default 30 s")
+    p.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES),
+                   help="run only these phases (in their usual order); a partial run leaves "
+                   "docs/benchmarks.md alone. Without concurrency the store lacks its 3,000 rows")
     p.add_argument("--quick", action="store_true", help="small figures (a smoke run)")
     p.add_argument("--tag", default="", help="save as service_TAG, leave docs/benchmarks.md alone")
     args = p.parse_args(argv if argv is not None else [])
@@ -430,8 +404,10 @@ def main(argv: list[str] | None = None) -> None:
         out = run(args, Path(tmp))
     body = report(out, command)
     print(body)
-    save_result(f"service_{args.tag}" if args.tag else "service", out)
-    if not args.quick and not args.tag:
+    complete = args.phases == list(PHASES)
+    tag = args.tag or ("" if complete else "partial")
+    save_result(f"service_{tag}" if tag else "service", out)
+    if not args.quick and not tag:
         write_section("service", "Memory service under load", command.strip(), body)
 
 

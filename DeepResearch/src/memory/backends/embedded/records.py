@@ -278,10 +278,16 @@ class Records:
             if flt == MemoryFilter():
                 return self.db.conn.execute(plain, (match, k)).fetchall()
             if len(self.matching_seqs(flt, selective + 1)) <= selective:
-                where, params = filter_sql(flt, "r", use_indexes=False)
+                # The filter's few rows, as a set SQLite builds once (`+` keeps it from being
+                # handed to FTS5, which would run the MATCH once per row): a match is checked
+                # against it instead of reading its record row (a join cost ~1 us per match
+                # in the whole store, 20 ms at 13,000 rows); bm25() is computed for the
+                # matches that pass.
+                where, params = filter_sql(flt)
                 return self.db.conn.execute(
-                    "SELECT fts.rowid, -bm25(fts) FROM fts JOIN records r ON r.seq = fts.rowid "
-                    f"WHERE fts MATCH ? AND {where} ORDER BY bm25(fts) LIMIT ?",
+                    "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? AND "
+                    f"+rowid IN (SELECT seq FROM records WHERE {where}) "
+                    "ORDER BY bm25(fts) LIMIT ?",
                     [match, *params, k],
                 ).fetchall()
             fetch = 4 * k

@@ -87,6 +87,13 @@ class VectorIndex:
         else:
             self.changes += int(self.index.remove_ids(np.asarray(seqs, dtype=np.int64)))
 
+    def vectors(self, seqs: np.ndarray) -> np.ndarray:
+        """The vectors of `seqs` (each must be in the index), read from its memory: no
+        database read, cost in proportion to len(seqs) whatever the index's size."""
+        if not len(seqs):
+            return np.zeros((0, self.settings.dimension), np.float32)
+        return self.index.reconstruct_batch(np.ascontiguousarray(seqs, dtype=np.int64))
+
     def worth_rebuilding(self) -> bool:
         """An HNSW index a quarter stale is rebuilt (its searches over-fetch past the stale)."""
         return len(self.stale) > max(1000, int(self.index.ntotal) // 4)
