@@ -25,9 +25,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.bench_facts import city, messages, n_orgs, org, person_name, skill, topic
-from benchmarks.bench_service import Recorder, Service, bounded, client
 from benchmarks.report import write_section
 from benchmarks.results import save_result
+from benchmarks.service_harness import Recorder, Service, bounded, client
 
 ENDPOINT = "POST /api/memory/retrieve"
 PHASE_SECONDS = 600.0

@@ -22,8 +22,6 @@ import argparse
 import asyncio
 import os
 import random
-import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -39,9 +37,10 @@ import httpx
 
 from benchmarks.report import write_section
 from benchmarks.results import save_result
+from benchmarks.service_harness import Recorder, Service, bounded, client
+from benchmarks.service_neo4j import missing_in_neo4j, neo4j_server, serve_args
 from benchmarks.service_report import report
 
-ROOT = Path(__file__).resolve().parent.parent
 TOPICS = ["aligner", "variant caller", "cluster quota", "GPU nodes", "RNA-seq", "reference genome",
           "batch effect", "sample sheet", "QC report", "peak calling", "assembly", "primer design",
           "p-value threshold", "conda environment", "SLURM queue", "storage bucket"]
@@ -51,106 +50,10 @@ PHASE_SECONDS = 600.0  # no phase runs longer than this
 PHASES = ("concurrency", "latency", "growth", "fault")
 
 
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def sentence(rng: random.Random, session: int, i: int) -> str:
     a, b = rng.sample(TOPICS, 2)
     return (f"Session {session} step {i}: the {a} {rng.choice(VERBS)} the {b} "
             f"(run {rng.randrange(10_000)}, {rng.choice(['ok', 'retry', 'failed', 'done'])})")
-
-
-class Recorder:
-    """Latency per endpoint, errors by status, acknowledged ids."""
-
-    def __init__(self) -> None:
-        self.ms: dict[str, list[float]] = defaultdict(list)
-        self.errors: dict[str, int] = defaultdict(int)
-        self.acked: list[str] = []
-        self.messages: dict[int, str] = {}
-
-    async def call(self, http: httpx.AsyncClient, endpoint: str, method: str, url: str,
-                   **kw: Any) -> httpx.Response | None:
-        started = time.perf_counter()
-        try:
-            r = await http.request(method, url, **kw)
-        except httpx.HTTPError as exc:
-            self.errors[f"{endpoint} {type(exc).__name__}"] += 1
-            return None
-        self.ms[endpoint].append((time.perf_counter() - started) * 1000)
-        if r.status_code >= 400:
-            self.errors[f"{endpoint} {r.status_code}"] += 1
-            self.messages.setdefault(r.status_code, r.text[:300])
-        return r
-
-    def summary(self) -> dict[str, dict[str, float]]:
-        return {ep: {"n": len(v), "p50": percentile(v, .5), "p95": percentile(v, .95),
-                     "p99": percentile(v, .99)} for ep, v in self.ms.items()}
-
-
-class Service:
-    """`deepresearch-memory serve` as a subprocess on a free port."""
-
-    def __init__(self, store: Path, log: Path, *extra: str) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        self.store, self.log = store, log
-        self.extra = extra
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
-        env.pop("DEEPRESEARCH_MEMORY_API_KEYS", None)
-        args = [sys.executable, "-m", "DeepResearch.src.memory.cli", "serve",
-                f"memory.service.port={self.port}", f"memory.faiss.path={self.store}",
-                "memory.service.rate_limit.requests_per_second=0",
-                "memory.service.log_requests=false", *self.extra]
-        self.proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                     stderr=self.log.open("ab"))
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the service exited ({self.proc.returncode}); see {self.log}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-        raise RuntimeError(f"the service did not start in 120 s; see {self.log}")
-
-    def stop(self) -> int:
-        """SIGTERM (graceful: lifespan flushes and closes), waited for."""
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return -9
-
-
-def client(connections: int) -> httpx.AsyncClient:
-    return httpx.AsyncClient(timeout=120, limits=httpx.Limits(
-        max_connections=connections, max_keepalive_connections=connections))
-
-
-async def bounded(coros: list[Any], seconds: float) -> None:
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    _done, pending = await asyncio.wait(tasks, timeout=seconds)
-    for t in pending:
-        t.cancel()
-    if pending:
-        print(f"  {len(pending)} sessions cut at the {seconds:.0f} s bound", flush=True)
 
 
 # -- phases ---------------------------------------------------------------------------------
@@ -296,14 +199,17 @@ def missing_ids(db: Path, ids: list[str]) -> int:
 
 
 # -- the run --------------------------------------------------------------------------------
-def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+def run(args: argparse.Namespace, tmp: Path, neo4j_uri: str | None = None) -> dict[str, Any]:
     from DeepResearch.src.memory.backends.embedded import DB_FILE
 
     store = tmp / "store"
     service = Service(store, tmp / "service.log",
-                      f"memory.service.tool_timeout_seconds={args.service_timeout}")
+                      f"memory.service.tool_timeout_seconds={args.service_timeout}",
+                      backend_args=neo4j_uri and serve_args(neo4j_uri, args.workers, store))
     service.start()
-    out: dict[str, Any] = {"sessions": args.sessions, "stores_per_session": args.stores,
+    out: dict[str, Any] = {"backend": "neo4j" if neo4j_uri else "faiss",
+                           "workers": args.workers if neo4j_uri else 1,
+                           "sessions": args.sessions, "stores_per_session": args.stores,
                            "service_timeout": args.service_timeout,
                            "load_average_before": os.getloadavg()[0]}
     rec = Recorder()
@@ -357,7 +263,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         out["growth_ratio"] = last / first
 
     fault_rec = Recorder()
-    if args.fault and "fault" in args.phases:
+    if args.fault and "fault" in args.phases and not neo4j_uri:  # Neo4j stopped: a test
         print(f"fault: the database locked by another process for {args.lock_seconds:.0f} s",
               flush=True)
         out["fault"] = asyncio.run(fault(service.url, store / DB_FILE, fault_rec,
@@ -368,7 +274,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     acked = rec.acked + gro.acked + fault_rec.acked
     out["stop_exit_code"] = code
     out["acked_total"] = len(set(acked))
-    out["lost"] = missing_ids(store / DB_FILE, acked)
+    out["lost"] = (missing_in_neo4j(neo4j_uri, acked) if neo4j_uri
+                   else missing_ids(store / DB_FILE, acked))
     out["fault_acked"] = len(fault_rec.acked)
     return out
 
@@ -393,6 +300,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES),
                    help="run only these phases (in their usual order); a partial run leaves "
                    "docs/benchmarks.md alone. Without concurrency the store lacks its 3,000 rows")
+    p.add_argument("--backend", choices=["faiss", "neo4j"], default="faiss",
+                   help="neo4j: the test suite's Neo4j (or NEO4J_URI), several workers; saved "
+                   "as service_neo4j, without the lock fault (Neo4j stopping is a test)")
+    p.add_argument("--workers", type=int, default=2, help="service workers on neo4j")
     p.add_argument("--quick", action="store_true", help="small figures (a smoke run)")
     p.add_argument("--tag", default="", help="save as service_TAG, leave docs/benchmarks.md alone")
     args = p.parse_args(argv if argv is not None else [])
@@ -401,14 +312,20 @@ def main(argv: list[str] | None = None) -> None:
         args.grow_sessions, args.sizes, args.growth_searches, args.lock_seconds = 3, [10, 50], 5, 6
     command = "python -m benchmarks.bench_service " + " ".join(argv or [])
     with tempfile.TemporaryDirectory(prefix="bench-service-") as tmp:
-        out = run(args, Path(tmp))
+        if args.backend == "neo4j":
+            with neo4j_server() as uri:
+                out = run(args, Path(tmp), uri)
+        else:
+            out = run(args, Path(tmp))
     body = report(out, command)
     print(body)
     complete = args.phases == list(PHASES)
     tag = args.tag or ("" if complete else "partial")
-    save_result(f"service_{tag}" if tag else "service", out)
+    name = "service" if args.backend == "faiss" else "service_neo4j"
+    save_result(f"{name}_{tag}" if tag else name, out)
     if not args.quick and not tag:
-        write_section("service", "Memory service under load", command.strip(), body)
+        title = "Memory service under load" + (" (Neo4j)" if args.backend == "neo4j" else "")
+        write_section(name, title, command.strip(), body)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,11 @@ def _endpoint_rows(phase: str, data: dict[str, Any]) -> list[str]:
 def report(out: dict[str, Any], command: str) -> str:
     c, lat, g = out.get("concurrency"), out.get("latency"), out.get("growth")
     think = out.get("latency_think")
+    served = ("Neo4j 5.26 (the test suite's embedded server) on the same machine, "
+              f"{out['workers']} workers" if out.get("backend") == "neo4j"
+              else "embedded store, one worker")
     lines = [
-        "`deepresearch-memory serve` (embedded store, one worker) in its own process; the load "
+        f"`deepresearch-memory serve` ({served}) in its own process; the load "
         "from one asyncio + httpx process on the same machine. Times in milliseconds.",
         "",
         f"- Served with `memory.service.tool_timeout_seconds={out['service_timeout']:g}`.",

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_service import Recorder, missing_ids, percentile, report
+from benchmarks.bench_service import missing_ids
+from benchmarks.service_harness import Recorder, percentile
+from benchmarks.service_report import report
 
 pytestmark = pytest.mark.unit
 

@@ -1,0 +1,120 @@
+"""The pieces of a service benchmark: `deepresearch-memory serve` as a subprocess on a free
+loopback port (Service), latencies and errors per endpoint (Recorder), an httpx client sized
+for N connections, and a time bound on a phase's sessions (bounded). Used by bench_service
+and bench_agent_service."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+class Recorder:
+    """Latency per endpoint, errors by status, acknowledged ids."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, list[float]] = defaultdict(list)
+        self.errors: dict[str, int] = defaultdict(int)
+        self.acked: list[str] = []
+        self.messages: dict[int, str] = {}
+
+    async def call(self, http: httpx.AsyncClient, endpoint: str, method: str, url: str,
+                   **kw: Any) -> httpx.Response | None:
+        started = time.perf_counter()
+        try:
+            r = await http.request(method, url, **kw)
+        except httpx.HTTPError as exc:
+            self.errors[f"{endpoint} {type(exc).__name__}"] += 1
+            return None
+        self.ms[endpoint].append((time.perf_counter() - started) * 1000)
+        if r.status_code >= 400:
+            self.errors[f"{endpoint} {r.status_code}"] += 1
+            self.messages.setdefault(r.status_code, r.text[:300])
+        return r
+
+    def summary(self) -> dict[str, dict[str, float]]:
+        return {ep: {"n": len(v), "p50": percentile(v, .5), "p95": percentile(v, .95),
+                     "p99": percentile(v, .99)} for ep, v in self.ms.items()}
+
+
+class Service:
+    """`deepresearch-memory serve` as a subprocess on a free port."""
+
+    def __init__(self, store: Path, log: Path, *extra: str, backend_args: list[str] | None = None
+                 ) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.store, self.log = store, log
+        self.extra = extra
+        # the embedded store in `store` unless other backend arguments are given
+        self.backend_args = backend_args or [f"memory.faiss.path={store}"]
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+        env.pop("DEEPRESEARCH_MEMORY_API_KEYS", None)
+        args = [sys.executable, "-m", "DeepResearch.src.memory.cli", "serve",
+                f"memory.service.port={self.port}", *self.backend_args,
+                "memory.service.rate_limit.requests_per_second=0",
+                "memory.service.log_requests=false", *self.extra]
+        self.proc = subprocess.Popen(args, env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                                     stderr=self.log.open("ab"))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the service exited ({self.proc.returncode}); see {self.log}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        raise RuntimeError(f"the service did not start in 120 s; see {self.log}")
+
+    def stop(self) -> int:
+        """SIGTERM (graceful: lifespan flushes and closes), waited for."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return -9
+
+
+def client(connections: int) -> httpx.AsyncClient:
+    return httpx.AsyncClient(timeout=120, limits=httpx.Limits(
+        max_connections=connections, max_keepalive_connections=connections))
+
+
+async def bounded(coros: list[Any], seconds: float) -> None:
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    _done, pending = await asyncio.wait(tasks, timeout=seconds)
+    for t in pending:
+        t.cancel()
+    if pending:
+        print(f"  {len(pending)} sessions cut at the {seconds:.0f} s bound", flush=True)
