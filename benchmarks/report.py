@@ -1,6 +1,8 @@
-"""Writes one benchmark's section into docs/benchmarks.md, leaving the other sections alone.
+"""Writes one benchmark's section into its page of docs/, leaving the other sections alone.
 
-Each benchmark owns the text between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`.
+Each benchmark owns the text between `<!-- bench:NAME -->` and `<!-- /bench:NAME -->`. The core's
+figures and the table of every target live in docs/benchmarks.md; a feature's load and
+quality figures live on the feature's own page (SECTION_PAGES), next to what they measure.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
-BENCHMARKS_MD = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+BENCHMARKS_MD = DOCS / "benchmarks.md"
+SECTION_PAGES = {"service": "service.md", "service_neo4j": "service.md",
+                 "agent_service": "service.md", "facts": "facts.md", "sessions": "retrieval.md"}
 _HEADER = (
     "# Benchmarks\n\n"
     "Made by `make bench` (memory core, workflow overhead, large stores, Neo4j) and `make bench-locomo`\n"
@@ -47,8 +52,9 @@ def machine_line() -> str:
 
 
 def write_section(name: str, title: str, command: str, body: str) -> Path:
-    """Replace (or append) the section NAME of docs/benchmarks.md."""
-    text = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else _HEADER
+    """Replace (or append) the section NAME of its page (docs/benchmarks.md by default)."""
+    page = DOCS / SECTION_PAGES.get(name, BENCHMARKS_MD.name)
+    text = page.read_text() if page.exists() else _HEADER
     section = (
         f"<!-- bench:{name} -->\n## {title}\n\n"
         f"Command: `{command}`  \nMachine: {machine_line()}\n\n{body.strip()}\n"
@@ -59,6 +65,6 @@ def write_section(name: str, title: str, command: str, body: str) -> Path:
         text = pattern.sub(lambda _m: section, text)
     else:
         text = text.rstrip() + "\n\n" + section + "\n"
-    BENCHMARKS_MD.parent.mkdir(parents=True, exist_ok=True)
-    BENCHMARKS_MD.write_text(text if text.endswith("\n") else text + "\n")
-    return BENCHMARKS_MD
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(text if text.endswith("\n") else text + "\n")
+    return page

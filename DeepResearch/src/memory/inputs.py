@@ -344,7 +344,10 @@ def unreadable(record: MemoryRecord) -> str | None:
     if any(t not in _RELATION_TYPES for t, _ in record.relations):
         return f"unknown relation type in {_short(record.relations)}"
     if record.vector is not None:
-        norm = float(np.linalg.norm(record.vector))
+        vector = np.asarray(record.vector)
+        # sqrt(v.v): the value np.linalg.norm computes for a 1-D vector, without its argument
+        # handling (this check runs on every record a retrieve reads)
+        norm = math.sqrt(float(np.dot(vector, vector))) if vector.ndim == 1 else math.inf
         if not math.isfinite(norm) or abs(norm - 1.0) > 1e-3:
             return f"vector norm {norm:.3g} (stored vectors are unit length)"
     return None
