@@ -31,7 +31,7 @@ OFF = {"enabled": False}
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "session coverage (penalty 0.1, quota 2)": {"session_coverage": {"enabled": True}},
-    "no feedback": {"feedback": OFF},
+    "lexical feedback on": {"feedback": {"enabled": True}},
     "no time match": {"time_query": OFF},
     "no event_at, no as_of": {"_plain": True},
     "no neighbour smoothing": {"neighbour_smoothing": OFF},
