@@ -73,7 +73,8 @@ def table() -> str:
             lines.append(f"| {label} | not measured | {target} | | `{command}` |")
             continue
         met = "" if not target else ("yes" if ok(figure) else "**no**")
-        lines.append(f"| {label} | {figure:.3g} | {target} | {met} | `{command}` |")
+        shown = f"{figure:,.0f}" if abs(figure) >= 1000 else f"{figure:.3g}"
+        lines.append(f"| {label} | {shown} | {target} | {met} | `{command}` |")
     return "\n".join(lines)
 
 
