@@ -180,6 +180,7 @@ class FactsConfig(Section):
     single_valued: list[str] = Field(default_factory=lambda: list(SINGLE_VALUED))
     fuzzy_threshold: float = Field(default=90.0, ge=50.0, le=100.0)  # rapidfuzz ratio, 0..100
     fuzzy_min_length: int = Field(default=5, ge=1, le=100)  # shorter names: exact match only
+    exact_types: list[str] = Field(default_factory=lambda: ["Channel"])  # ids: never fuzzy
     default_limit: int = Field(default=20, ge=1, le=10_000)
     max_limit: int = Field(default=1000, ge=1, le=100_000)
 
@@ -196,6 +197,10 @@ class FactsConfig(Section):
                                   ("PARTICIPATED_IN", self.predicates, "predicates")):
             if needed not in pool:
                 raise ValueError(f"{key} must keep {needed!r} (ingest writes it)")
+        unknown_types = sorted(set(self.exact_types) - set(self.entity_types))
+        if unknown_types:
+            raise ValueError(f"exact_types names unknown entity types {unknown_types}; "
+                             f"choices: {self.entity_types}")
         unknown = sorted(set(self.single_valued) - set(self.predicates))
         if unknown:
             raise ValueError(f"single_valued names unknown predicates {unknown}; "

@@ -43,6 +43,43 @@ async def test_fuzzy_matches_typos_but_not_short_names(graph: FactGraph) -> None
     assert bo is not None and bob is not None and bo.id != bob.id
 
 
+async def test_names_that_differ_by_a_number_or_name_a_channel_never_match_fuzzily(
+    graph: FactGraph,
+) -> None:
+    await graph.add_fact("Chris Evans", "HAS_SKILL", "Python 2", confidence=0.9, evidence="m1")
+    await graph.add_fact("Chris Evans", "HAS_SKILL", "Python 3", confidence=0.9, evidence="m2")
+    skills = {f.object for f in await graph.facts(subject="Chris Evans")}
+    assert skills == {"Python 2", "Python 3"}
+    # channel ids are ids: one letter off is another channel, not a typo
+    for i, channel in enumerate(["channel-80", "channel-89", "general-chat", "general-chats"]):
+        await graph.add_fact("Chris Evans", "PARTICIPATED_IN", channel, confidence=1.0,
+                             evidence=f"c{i}")
+    channels = {f.object for f in await graph.facts(subject="Chris Evans",
+                                                   predicate="PARTICIPATED_IN")}
+    assert channels == {"channel-80", "channel-89", "general-chat", "general-chats"}
+    # a typo with the same numbers still meets its entity
+    await graph.add_fact("Chris Evans", "WORKS_AT", "Area 51 Labs", confidence=0.9, evidence="m3")
+    await graph.add_fact("Dana", "WORKS_AT", "Area 51 Lab", confidence=0.9, evidence="m4")
+    labs = {f.object_id for f in await graph.facts(predicate="WORKS_AT")}
+    assert len(labs) == 1
+
+
+async def test_ingest_reports_an_ambiguous_name_and_keeps_the_rest(graph: FactGraph) -> None:
+    await graph.add_fact("Alice Johnson", "WORKS_AT", "Google", confidence=0.9, evidence="m1")
+    await graph.add_fact("Alice Smith", "WORKS_AT", "Microsoft", confidence=0.9, evidence="m2")
+    report = await graph.ingest([
+        {"message_id": "chat-1", "author_id": "u-bob", "author_name": "Bob", "timestamp": 1.7e9,
+         "content": "I live in Paris."},
+        {"message_id": "chat-2", "author_id": "u-eve", "author_name": "Eve", "timestamp": 1.7e9,
+         "content": "Alice lives in Berlin."},
+    ], channel_id="team")
+    assert report.episodes == ["chat-1", "chat-2"]
+    assert any("'Alice' is ambiguous" in p and "left out" in p for p in report.problems)
+    assert {(f.subject, f.object) for f in report.facts if f.predicate == "LIVES_IN"} == {
+        ("Bob", "Paris")}
+    assert await graph.client.get("chat-2") is not None  # the message itself is kept
+
+
 async def test_same_first_name_people_stay_apart_when_their_facts_disagree(
     graph: FactGraph,
 ) -> None:

@@ -67,6 +67,10 @@ class FactSpec:
     subject_external_id: str | None = None  # the author id, when the subject is the author
 
 
+class AmbiguousName(MemoryInputError):
+    """A name that could mean several stored entities."""
+
+
 class FactGraph:
     def __init__(self, client: MemorySystemClient, config: FactsConfig | None = None) -> None:
         self.client = client
@@ -157,9 +161,14 @@ class FactGraph:
         return await self.write(specs)
 
     async def write(
-        self, specs: Sequence[FactSpec], memories: Sequence[MemoryRecord] = ()
+        self, specs: Sequence[FactSpec], memories: Sequence[MemoryRecord] = (),
+        problems: list[str] | None = None,
     ) -> list[FactOut]:
-        """Resolve, apply the rules and put `specs` (and `memories`, e.g. episodes) at once."""
+        """Resolve, apply the rules and put `specs` (and `memories`, e.g. episodes) at once.
+
+        A name that could mean several entities fails the batch (the caller names it better),
+        unless `problems` is given: then that fact is left out and described there (ingest:
+        a chat cannot be reworded, and its messages and other facts are still worth keeping)."""
         async with self._lock:
             store = await self.store()
             await self.client.writes.drain_pending()
@@ -169,7 +178,15 @@ class FactGraph:
             # few per fact: each read is a hop to the backend's worker thread.
             await resolver.prefetch([(s.subject, s.subject_type) for s in specs] + [
                 (s.object, s.object_type) for s in specs if s.object_type is not None])
-            facts = [await self._new_fact(resolver, spec, now) for spec in specs]
+            facts = []
+            for spec in specs:
+                try:
+                    facts.append(await self._new_fact(resolver, spec, now))
+                except AmbiguousName as exc:
+                    if problems is None:
+                        raise
+                    problems.append(f"{spec.subject} {spec.predicate} {spec.object}: {exc}; "
+                                    "fact left out")
             known = await self._known(store, facts)
             changed: dict[str, Fact] = {}
             results: list[Fact] = []
@@ -241,7 +258,7 @@ class FactGraph:
             return resolver.pending.get(by_id.id, by_id)
         found = await resolver.find(name, type_, hint)
         if found.ambiguous:
-            raise MemoryInputError(ambiguity(name, type_, found))
+            raise AmbiguousName(ambiguity(name, type_, found))
         entity = found.entity or resolver.new_entity(name, type_, now)
         resolver.learn_name(entity, name)
         resolver.learn_external_id(entity, hint.external_id)

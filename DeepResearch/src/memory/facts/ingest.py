@@ -70,7 +70,7 @@ async def ingest(
             problems.append(str(exc))
     specs += _participation(graph, messages)
     episodes = await _episodes(graph, messages)
-    facts = await graph.write(specs, memories=episodes)
+    facts = await graph.write(specs, memories=episodes, problems=problems)
     return IngestReport(messages=len(messages), episodes=[e.id for e in episodes],
                         facts=facts, problems=problems)
 

@@ -6,7 +6,9 @@ In order, within one entity type:
 2. people only, a full name and a first name: "Alice Johnson" meets an "Alice" who has no
    other full name, or "Alice" meets the one person whose full name starts with Alice;
 3. fuzzy: rapidfuzz's ratio of the keys at or above `fuzzy_threshold` (90 by default), never
-   for names shorter than `fuzzy_min_length` ("Al" matches nothing fuzzily).
+   for names shorter than `fuzzy_min_length` ("Al" matches nothing fuzzily), never between
+   names whose numbers differ ("channel-80" is not "channel-89", "Python 2" not "Python 3"),
+   never for the `exact_types` (Channel: its names are ids).
 A candidate is refused when its other facts disagree with what is known of the mention: a
 different author id (messages), or a current single-valued fact with another object
 ("Alice Smith works at Microsoft" does not join the Alice who works at Google). Two or more
@@ -15,6 +17,7 @@ candidates left: ambiguous (the caller asks for the full name or the id).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import uuid4
@@ -25,6 +28,7 @@ from DeepResearch.src.memory.config import FactsConfig
 from DeepResearch.src.memory.facts.model import Entity, FactQuery
 from DeepResearch.src.memory.facts.store import FactStore, entity_name_keys, name_key
 
+_NUMBER = re.compile(r"\d+")
 EXTERNAL_IDS = "external_ids"  # Entity.attributes key: ids of the person elsewhere (authors)
 
 
@@ -109,7 +113,8 @@ class Resolver:
         strict = not found
         if not found and type_ == "Person":
             found = await self._first_name(key)
-        if not found and len(key) >= self.config.fuzzy_min_length:
+        if not found and len(key) >= self.config.fuzzy_min_length \
+                and type_ not in self.config.exact_types:
             found = await self._fuzzy(key, type_)
         kept = [e for e in found if not self._other_author(e, hint)]
         if strict or len(kept) > 1:
@@ -158,11 +163,14 @@ class Resolver:
 
     async def _fuzzy(self, key: str, type_: str) -> list[Entity]:
         pool = await self._stored_pool(type_)
-        ids = {pool.ids[idx] for _, _, idx in process.extract(
-            key, pool.keys, scorer=fuzz.ratio, score_cutoff=self.config.fuzzy_threshold, limit=10)}
+        numbers = _NUMBER.findall(key)
+        # limit=None: every near key, so ten near misses by number cannot hide the real one
+        ids = {pool.ids[idx] for near, _, idx in process.extract(
+            key, pool.keys, scorer=fuzz.ratio, score_cutoff=self.config.fuzzy_threshold,
+            limit=None) if _NUMBER.findall(near) == numbers}
         ids = {i for i in ids if i not in self.pending}
         ids |= {e.id for e in self._pending_of(type_) for k in entity_name_keys(e)
-                if len(k) >= self.config.fuzzy_min_length
+                if len(k) >= self.config.fuzzy_min_length and _NUMBER.findall(k) == numbers
                 and fuzz.ratio(key, k) >= self.config.fuzzy_threshold}
         return await self._by_ids(ids)
 
