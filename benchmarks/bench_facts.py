@@ -3,9 +3,9 @@ F facts each, and offline ingest throughput (messages/s).
 
     python -m benchmarks.bench_facts                      # 10k people, 100k facts, faiss
     python -m benchmarks.bench_facts --people 2000 --facts-per-person 10
-    python -m benchmarks.bench_facts --backend neo4j      # NEO4J_URI / NEO4J_PASSWORD
+    python -m benchmarks.bench_facts --backend neo4j      # the test suite's Neo4j, or NEO4J_URI
 
-Goals: every tool p95 <= 50 ms; ingest >= 200 messages/s.
+Goals: every tool p95 <= 50 ms embedded, <= 100 ms on Neo4j; ingest >= 200 messages/s.
 
 The graph is loaded through `FactStore.put` in batches (entities, facts and their sentence
 memories, as the graph writes them), not fact by fact through resolution: the load is set-up,
@@ -36,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.neo4j_server import neo4j_auth, neo4j_server
 from benchmarks.results import save_result
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
@@ -53,7 +54,9 @@ LAST = ["Johnson", "Smith", "Garcia", "Kim", "Nguyen", "Patel", "Muller", "Rossi
         "Silva", "Novak", "Okafor", "Larsen", "Dubois", "Cohen", "Ivanova", "Haddad", "Moreau",
         "Schmidt", "Lopez", "Wang", "Singh", "Brown", "Khan", "Costa"]
 PROFICIENCY = ["beginner", "intermediate", "advanced", "expert"]
-GOAL_P95_MS, GOAL_INGEST = 50.0, 200.0
+GOAL_P95_MS = {"faiss": 50.0, "in_memory": 50.0, "neo4j": 100.0}  # per backend (issue 24)
+GOAL_INGEST = 200.0
+NAMESPACE = "bench-facts"
 
 
 SYLLABLES = ["ka", "lo", "mi", "ra", "ven", "tor", "sil", "dan", "bre", "qua", "nix", "zel",
@@ -285,20 +288,33 @@ async def time_ingest(graph: FactGraph, n: int, n_people: int, batch: int) -> di
             "messages_per_s_without_embedding": n / max(1e-9, total - embed_seconds)}
 
 
-def config_for(backend: str, path: Path, index: str = "flat") -> MemoryConfig:
+def config_for(backend: str, path: Path, index: str = "flat", uri: str | None = None) -> MemoryConfig:
     if backend == "neo4j":
-        return MemoryConfig(backend="neo4j", namespace="bench-facts", neo4j={
-            "uri": os.environ.get("NEO4J_URI", "bolt://localhost:7687"),
-            "password": os.environ.get("NEO4J_PASSWORD")})
-    return MemoryConfig(backend=backend, namespace="bench-facts",
+        auth = neo4j_auth()
+        return MemoryConfig(backend="neo4j", namespace=NAMESPACE, neo4j={
+            "uri": uri, "username": auth[0] if auth else "neo4j",
+            "password": auth[1] if auth else None})
+    return MemoryConfig(backend=backend, namespace=NAMESPACE,
                         faiss={"path": str(path), "index_kind": index})
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+def clear_neo4j_namespace(uri: str) -> None:
+    """A server named by NEO4J_URI may hold an earlier run's graph: start from nothing."""
+    from neo4j import GraphDatabase
+
+    with GraphDatabase.driver(uri, auth=neo4j_auth()) as driver, driver.session() as session:
+        # CALL ... IN TRANSACTIONS runs only in an auto-commit transaction (session.run)
+        session.run("MATCH (n {namespace: $ns}) CALL (n) { DETACH DELETE n } "
+                    "IN TRANSACTIONS OF 10000 ROWS", ns=NAMESPACE).consume()
+
+
+async def run(args: argparse.Namespace, uri: str | None = None) -> dict[str, Any]:
     path = ROOT / "outputs" / "bench-facts"
     shutil.rmtree(path, ignore_errors=True)
+    if uri is not None:
+        clear_neo4j_namespace(uri)
     source = VectorSource(get_embedder(), args.vectors)
-    client = MemorySystemClient(config_for(args.backend, path, args.index), embedder=source)
+    client = MemorySystemClient(config_for(args.backend, path, args.index, uri), embedder=source)
     graph = FactGraph(client)
     try:
         entities, facts = make_graph_data(args.people, args.facts_per_person, client.namespace)
@@ -323,6 +339,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def report(result: dict[str, Any], argv: list[str]) -> str:
     ingest = result["ingest"]
+    goal = GOAL_P95_MS[result["backend"]]
     lines = [
         f"Graph: {result['people']:,} people, {result['facts']:,} facts on `{result['backend']}` "
         f"({result['index']} index, {result['vectors']} sentence vectors), loaded in "
@@ -330,9 +347,9 @@ def report(result: dict[str, Any], argv: list[str]) -> str:
         f"on {result['cpus']} cores"
         + (" (other jobs shared them)." if result["load_average"] > result["cpus"] / 2 else "."),
         "",
-        f"| tool | p50 ms | p95 ms | p95 <= {GOAL_P95_MS:.0f} ms |", "|---|---|---|---|",
+        f"| tool | p50 ms | p95 ms | p95 <= {goal:.0f} ms |", "|---|---|---|---|",
         *(f"| `{name}` | {t['p50_ms']:.1f} | {t['p95_ms']:.1f} | "
-          f"{'yes' if t['p95_ms'] <= GOAL_P95_MS else '**no**'} |"
+          f"{'yes' if t['p95_ms'] <= goal else '**no**'} |"
           for name, t in result["tools"].items()),
         "",
         f"Ingest ({ingest.get('messages', 0)} messages in batches of {ingest.get('batch', 0)}, "
@@ -357,17 +374,23 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--index", default="flat", choices=["flat", "hnsw"],
                    help="memory.faiss.index_kind of the store")
     args = p.parse_args([] if argv is None else argv)
-    result = asyncio.run(run(args))
+    if args.backend == "neo4j":
+        with neo4j_server() as uri:
+            result = asyncio.run(run(args, uri))
+    else:
+        result = asyncio.run(run(args))
     save_result(f"facts-{args.backend}-{args.index}" if args.index != "flat"
                 else f"facts-{args.backend}", result)
-    if args.backend == "faiss" and args.index == "flat" and not args.tools:
+    if args.backend in ("faiss", "neo4j") and args.index == "flat" and not args.tools:
         from benchmarks.report import write_section
 
-        write_section("facts", "Fact tools and ingest",
-                      "python -m benchmarks.bench_facts " + " ".join(argv or []), report(result, argv or []))
-    print(f"worst tool p95 {result['worst_p95_ms']:.1f} ms (goal <= {GOAL_P95_MS:.0f}); ingest "
-          f"{result['ingest']['messages_per_s']:.1f} messages/s (goal >= {GOAL_INGEST:.0f})")
-
+        title = "Fact tools and ingest" + (" on Neo4j" if args.backend == "neo4j" else "")
+        write_section("facts" if args.backend == "faiss" else "facts_neo4j", title,
+                      "python -m benchmarks.bench_facts " + " ".join(argv or []),
+                      report(result, argv or []))
+    print(f"worst tool p95 {result['worst_p95_ms']:.1f} ms (goal <= "
+          f"{GOAL_P95_MS[args.backend]:.0f}); ingest {result['ingest']['messages_per_s']:.1f} "
+          f"messages/s (goal >= {GOAL_INGEST:.0f})")
 
 if __name__ == "__main__":
     main(sys.argv[1:])

@@ -21,9 +21,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from benchmarks.bench_memory import ORGANISMS, TOOLS, cached_vectors, corpus, pct, raw_model  # noqa: E402
+from benchmarks.neo4j_server import neo4j_auth, neo4j_server  # noqa: E402
 from benchmarks.report import write_section  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord  # noqa: E402
@@ -151,22 +151,8 @@ async def run(uri: str, auth: tuple[str, str] | None, size: int) -> str:
 def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     size = int(os.environ.get("BENCH_NEO4J_SIZE", "10000"))
-    uri = os.environ.get("NEO4J_URI")
-    server = None
-    if not uri:
-        from neo4j_support import Neo4jTestServer
-
-        server = Neo4jTestServer()
-        print(f"  starting the embedded Neo4j test server ({server.uri})", flush=True)
-        server.start()
-        uri = server.uri
-    password = os.environ.get("NEO4J_PASSWORD")
-    auth = (os.environ.get("NEO4J_USERNAME", "neo4j"), password) if password else None
-    try:
-        body = asyncio.run(run(uri, auth, size))
-    finally:
-        if server is not None:
-            server.cleanup()
+    with neo4j_server() as uri:
+        body = asyncio.run(run(uri, neo4j_auth(), size))
     path = write_section(
         "neo4j", "Neo4j backend", "make bench  (python benchmarks/bench_neo4j.py)", body
     )

@@ -35,10 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx
 
+from benchmarks.neo4j_server import neo4j_server
 from benchmarks.report import write_section
 from benchmarks.results import save_result
 from benchmarks.service_harness import Recorder, Service, bounded, client
-from benchmarks.service_neo4j import missing_in_neo4j, neo4j_server, serve_args
+from benchmarks.service_neo4j import missing_in_neo4j, serve_args
 from benchmarks.service_report import report
 
 TOPICS = ["aligner", "variant caller", "cluster quota", "GPU nodes", "RNA-seq", "reference genome",

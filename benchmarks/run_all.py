@@ -1,5 +1,5 @@
-"""`make bench`: run every benchmark module in turn. Each module exposes `main()` and writes
-its own section of docs/benchmarks.md. Add a module by adding its name to MODULES."""
+"""`make bench`: run every benchmark module in turn. Each module exposes `main(argv)` and writes
+its own section of the docs. Add a module by adding its name (and arguments) to MODULES."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ MODULES = [
     "benchmarks.bench_checkpoint",
     "benchmarks.bench_neo4j",
     "benchmarks.bench_facts",
+    "benchmarks.bench_facts --backend neo4j",
     "benchmarks.bench_service",
     "benchmarks.bench_agent_service",
     "benchmarks.bench_sessions",
@@ -25,13 +26,15 @@ MODULES = [
 
 def main() -> int:
     failed = []
-    for name in MODULES:
-        print(f"== {name}", flush=True)
+    for entry in MODULES:
+        name, *argv = entry.split()
+        print(f"== {entry}", flush=True)
         try:
-            importlib.import_module(name).main()
+            main_of = importlib.import_module(name).main
+            main_of(argv) if argv else main_of()
         except Exception:
             traceback.print_exc()
-            failed.append(name)
+            failed.append(entry)
     if failed:
         print(f"benchmarks failed: {failed}", file=sys.stderr)
         return 1
