@@ -43,6 +43,10 @@ CLAUSES: list[tuple[str, list[Triple], list[Triple]]] = [
     ("Charlie worked at Google and now works at Meta.",
      [("Charlie", "WORKED_AT", "Google"), ("Charlie", "WORKS_AT", "Meta")],
      [("Alice", "WORKS_AT", "Meta"), ("Google", "WORKS_AT", "Meta")]),
+    ("Ann is my manager and lives in Oslo.", [("Ann", "LIVES_IN", "Oslo")],
+     [("Alice", "LIVES_IN", "Oslo")]),
+    ("Bob and I collaborate weekly and live in Paris.",
+     [("Alice", "LIVES_IN", "Paris"), ("Bob", "LIVES_IN", "Paris")], []),
     # a named person, then someone else
     ("Charlie worked at Google and I work at Meta.",
      [("Charlie", "WORKED_AT", "Google"), ("Alice", "WORKS_AT", "Meta")],
@@ -81,6 +85,9 @@ CLAUSES: list[tuple[str, list[Triple], list[Triple]]] = [
      [("Alice", "HAS_SKILL", "Rust"), ("Paris", "HAS_SKILL", "Rust")]),
     ("I know Bob and he knows Rust.", [("Alice", "KNOWS", "Bob"), ("Bob", "HAS_SKILL", "Rust")],
      [("Alice", "HAS_SKILL", "Rust")]),
+    ("I live in Paris and he knows Rust and speaks French.", [("Alice", "LIVES_IN", "Paris")],
+     [("Alice", "HAS_SKILL", "Rust"), ("Alice", "HAS_SKILL", "French"),
+      ("Paris", "HAS_SKILL", "Rust")]),
 ]
 
 
@@ -91,3 +98,8 @@ async def test_each_clause_keeps_its_own_subject(text: str, expected: list[Tripl
     assert set(expected) <= found, found
     assert not set(forbidden) & found, found
 
+
+async def test_a_name_of_unknown_kind_is_no_antecedent_of_he() -> None:
+    """"Paris", only mentioned, might be a person or a place: "he" names no one."""
+    facts = await facts_of("Alice: I visited Paris.", "Alice: He works at Google.")
+    assert not [f for f in facts if f.predicate == "WORKS_AT"]
