@@ -47,6 +47,8 @@ def test_parse_messages_reads_each_timestamp_form(timestamp: Any, expected: floa
     ({"content": 42}, ["content", "int", "42"]),
     ({"content": "   "}, ["content", "empty"]),
     ({"message_id": 7}, ["#0", "message_id", "int"]),
+    ({"author_name": "A" * 201}, ["#0", "'m1'", "author_name", "longer than 200"]),
+    ({"channel_id": ""}, ["#0", "channel_id", "empty"]),
 ])
 def test_parse_messages_names_the_message_field_and_value(change: dict, words: list[str]) -> None:
     with pytest.raises(MemoryInputError) as caught:
@@ -58,6 +60,11 @@ def test_parse_messages_names_the_message_field_and_value(change: dict, words: l
 def test_parse_messages_takes_messages_as_they_are() -> None:
     (message,) = parse_messages([_raw()])
     assert parse_messages([message]) == [message]
+
+
+def test_parse_messages_gives_the_default_channel_to_messages_naming_none() -> None:
+    named, unnamed = parse_messages([_raw(channel_id="c1"), _raw(message_id="m2")], "general")
+    assert (named.channel_id, unnamed.channel_id) == ("c1", "general")
 
 
 def test_parse_messages_names_the_index_of_a_later_bad_message() -> None:

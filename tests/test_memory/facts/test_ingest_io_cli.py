@@ -62,10 +62,14 @@ async def test_ingest_refuses_a_malformed_message_and_writes_nothing(
     graph: FactGraph
 ) -> None:
     bad = [MESSAGES[0], {**MESSAGES[1], "author_id": None}]
-    with pytest.raises(MemoryInputError, match=r"message 1 \('c2'\): missing \['author_id'\]"):
+    with pytest.raises(MemoryInputError, match=r"message #1 \(id 'c2'\): missing field\(s\) author_id"):
         await graph.ingest(bad)
-    with pytest.raises(MemoryInputError, match="timestamp"):
+    with pytest.raises(MemoryInputError, match=r"#0 \(id 'c1'\): field 'timestamp' = 'soon-ish\?'"):
         await graph.ingest([{**MESSAGES[0], "timestamp": "soon-ish?"}])
+    with pytest.raises(MemoryInputError, match=r"#1: message_id 'c1' repeats message #0's"):
+        await graph.ingest([MESSAGES[0], MESSAGES[0]])
+    with pytest.raises(MemoryInputError, match=r"#0: field 'message_id'='c 1' is not a valid id"):
+        await graph.ingest([{**MESSAGES[0], "message_id": "c 1"}])
     assert await graph.client.get("c1") is None
 
 
@@ -145,7 +149,7 @@ def test_cli_ingest(tmp_path: Path) -> None:
     assert json.loads(out)["messages"] == 4
     path.write_text("[{\"content\": 3}]")
     code, _, err = run_cli("facts", "ingest", str(path), store=tmp_path / "mem")
-    assert code == 2 and "message 0" in err
+    assert code == 2 and "message #0: missing field(s) message_id" in err
 
 
 async def test_participation_accumulates_across_batches_in_any_order(graph: FactGraph) -> None:

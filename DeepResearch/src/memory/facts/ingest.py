@@ -24,7 +24,7 @@ from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.facts.model import EPISODE_MEMORY_TYPE, ExtractedFact, Message
 from DeepResearch.src.memory.facts.store import name_key
-from DeepResearch.src.memory.facts.validation import clean_message
+from DeepResearch.src.memory.facts.validation import parse_messages
 from DeepResearch.src.memory.facts.views import FactOut
 from DeepResearch.src.memory.inputs import clean_id
 
@@ -44,16 +44,9 @@ class IngestReport(BaseModel):
 async def ingest(
     graph: FactGraph, raw: Sequence[Any], channel_id: str | None = None, *, model: Any = None
 ) -> IngestReport:
-    if isinstance(raw, dict | str) or not isinstance(raw, Sequence):
-        raise MemoryInputError("ingest takes a list of messages (dicts with author_id, "
-                               "author_name, content, timestamp, message_id)")
-    messages = [clean_message(m, i, channel_id) for i, m in enumerate(raw)]
-    seen: set[str] = set()
-    for m in messages:
-        clean_id(m.message_id, f"message_id of message {m.message_id!r}")
-        if m.message_id in seen:
-            raise MemoryInputError(f"message_id {m.message_id!r} appears twice in this batch")
-        seen.add(m.message_id)
+    messages = parse_messages(raw, channel_id)
+    for i, m in enumerate(messages):  # each becomes an episode memory of that id
+        clean_id(m.message_id, f"message #{i}: field 'message_id'")
     if not messages:
         return IngestReport(messages=0, episodes=[])
     from DeepResearch.src.memory.facts.extraction import extract  # lazy: it may load a model

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -153,28 +153,91 @@ def check_proficiency(value: Any) -> float | None:
     return level
 
 
-MESSAGE_KEYS = ("message_id", "author_id", "author_name", "content", "timestamp")
+# --- messages (graph.ingest, extraction.extract) ----------------------------------------------
+MESSAGE_FIELDS = ("message_id", "author_id", "author_name", "content", "timestamp")
+_MAX_EPOCH = 32_503_680_000  # epoch seconds beyond the year 3000 are almost surely milliseconds
 
 
-def clean_message(raw: Any, index: int, channel_id: str | None) -> Message:
-    """A Message from a dict {author_id, author_name, content, timestamp, message_id}
-    (channel_id optional), or MemoryInputError naming the message and what is wrong."""
-    if isinstance(raw, Message):
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parse_timestamp(value: Any, where: str) -> float:
+    """Epoch seconds (UTC) of a message's ISO 8601 string, datetime or epoch number (naive =
+    UTC). Stricter than parse_time: a message is stamped by a machine, so free text, partial
+    dates and numbers in the wrong unit are mistakes, not guesses to make."""
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
+    if isinstance(value, bool):  # bool is an int: refuse it explicitly
+        raise MemoryInputError(f"{where}: field 'timestamp' is a bool ({value!r}); "
+                               "give an ISO 8601 string, a datetime or epoch seconds")
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or value < 0:
+            raise MemoryInputError(f"{where}: field 'timestamp' = {value!r} is not a "
+                                   "non-negative finite number of epoch seconds")
+        if value > _MAX_EPOCH:
+            raise MemoryInputError(f"{where}: field 'timestamp' = {value!r} is after the year "
+                                   "3000: epoch milliseconds? give seconds")
+        return float(value)
+    if not isinstance(value, str):
+        raise MemoryInputError(f"{where}: field 'timestamp' is a {type(value).__name__} "
+                               f"({_short(value)}); give an ISO 8601 string, a datetime or "
+                               "epoch seconds")
+    text = value.strip()
+    try:
+        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise MemoryInputError(f"{where}: field 'timestamp' = {_short(value)} is not an ISO 8601 "
+                               "date/time (e.g. '2024-05-01T10:00:00Z')") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _text(raw: Mapping[str, Any], key: str, where: str) -> str:
+    value = raw[key]
+    if not isinstance(value, str):
+        raise MemoryInputError(f"{where}: field {key!r} must be a string, got "
+                               f"{type(value).__name__} ({_short(value)})")
+    if not value.strip():
+        raise MemoryInputError(f"{where}: field {key!r} is empty ({_short(value)})")
+    return value
+
+
+def parse_message(raw: Any, index: int, channel_id: str | None = None) -> Message:
+    """A Message from a dict {message_id, author_id, author_name, content, timestamp,
+    channel_id?} (`channel_id`: the channel of one that names none); a Message as it is."""
+    if isinstance(raw, Message):  # already validated
         return raw
     if not isinstance(raw, Mapping):
-        raise MemoryInputError(f"message {index}: expected a dict, got {type(raw).__name__}")
-    where = f"message {index} ({raw.get('message_id', 'no id')!r})"
-    missing = [k for k in MESSAGE_KEYS if raw.get(k) in (None, "")]
+        raise MemoryInputError(f"message #{index}: expected a mapping with fields "
+                               f"{', '.join(MESSAGE_FIELDS)}, got {type(raw).__name__}")
+    ident = raw.get("message_id")
+    where = f"message #{index}" + (f" (id {ident!r})" if isinstance(ident, str) else "")
+    missing = [key for key in MESSAGE_FIELDS if raw.get(key) is None]
     if missing:
-        raise MemoryInputError(f"{where}: missing {missing}; a message needs {list(MESSAGE_KEYS)}")
-    for key in ("message_id", "author_id", "author_name", "content"):
-        if not isinstance(raw[key], str) or not raw[key].strip():
-            raise MemoryInputError(f"{where}: {key}={raw[key]!r} must be non-empty text")
-    channel = raw.get("channel_id", channel_id)
-    if channel is not None and (not isinstance(channel, str) or not channel.strip()):
-        raise MemoryInputError(f"{where}: channel_id={channel!r} must be non-empty text")
-    stamp = parse_time(raw["timestamp"], f"{where} timestamp")
-    assert stamp is not None
-    return Message(message_id=raw["message_id"].strip(), author_id=raw["author_id"].strip(),
-                   author_name=check_name(raw["author_name"], f"{where} author_name"),
-                   content=raw["content"], timestamp=stamp, channel_id=channel)
+        raise MemoryInputError(f"{where}: missing field(s) {', '.join(missing)}; "
+                               f"required: {', '.join(MESSAGE_FIELDS)}")
+    channel = raw.get("channel_id")
+    return Message(
+        message_id=_text(raw, "message_id", where).strip(),
+        author_id=_text(raw, "author_id", where).strip(),
+        author_name=check_name(_text(raw, "author_name", where), f"{where}: field 'author_name'"),
+        content=_text(raw, "content", where),
+        timestamp=parse_timestamp(raw["timestamp"], where),
+        channel_id=channel_id if channel is None else _text(raw, "channel_id", where).strip(),
+    )
+
+
+def parse_messages(raw: Any, channel_id: str | None = None) -> list[Message]:
+    """Validated Messages, in the given order, or MemoryInputError naming the first bad
+    message (index and id), the field and the value; message ids must be unique."""
+    if isinstance(raw, str | bytes | Mapping) or not isinstance(raw, Sequence):
+        raise MemoryInputError(f"messages: expected a list of mappings, got {type(raw).__name__}")
+    messages = [parse_message(item, i, channel_id) for i, item in enumerate(raw)]
+    seen: dict[str, int] = {}
+    for i, message in enumerate(messages):
+        if message.message_id in seen:
+            raise MemoryInputError(f"message #{i}: message_id {message.message_id!r} repeats "
+                                   f"message #{seen[message.message_id]}'s; ids must be unique")
+        seen[message.message_id] = i
+    return messages

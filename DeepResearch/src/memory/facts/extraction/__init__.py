@@ -10,9 +10,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from DeepResearch.src.memory.facts.extraction.messages import parse_messages
 from DeepResearch.src.memory.facts.extraction.offline import OfflineExtractor
 from DeepResearch.src.memory.facts.model import ENTITY_TYPES, ExtractionResult, Message
+from DeepResearch.src.memory.facts.validation import parse_messages
 
 PARTICIPATED_IN = "PARTICIPATED_IN"
 OFF_LOOP_ABOVE = 100  # messages: a larger batch is extracted in a worker thread

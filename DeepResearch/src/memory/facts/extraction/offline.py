@@ -162,7 +162,7 @@ class OfflineExtractor:
             segment = sentence[min(seg_start, match.start()):max(seg_end, match.end())]
             seg_start = match.end()
             subjects = self._subjects(match, message, previous)
-            previous = subjects or previous
+            previous = self._carried(hit, subjects, previous, message)
             if (question or not subjects or DENIAL.search(region) or self._negated(hit)
                     or self._disagrees(match)):
                 continue
@@ -186,6 +186,21 @@ class OfflineExtractor:
             return bool(groups.get("neg")) and not groups.get("anymore")
         return bool(NEGATION.search(match.group(0)))
 
+    def _carried(self, hit: _Hit, subjects: list[tuple[str, bool]],
+                 previous: list[tuple[str, bool]], message: Message) -> list[tuple[str, bool]]:
+        """Whom a subject left out in the sentence's next clause ("... and knows Rust") means:
+        this clause's grammatical subject, even one that names no one (an unresolved "he"
+        carries no one); after a clause without one ("my friend Bob") the one before, or the
+        author."""
+        groups = hit.match.groupdict()
+        if "a" in groups:  # "Bob and I collaborate weekly and live in Paris": both
+            return subjects + self._resolve(groups["b"] or "", message)
+        if "subj" in groups:
+            return subjects
+        if hit.rule is not None and hit.rule.name == "rel_is":  # "Ann is my manager and ..."
+            return [(hit.candidates[0][1], False)]
+        return previous or subjects
+
     def _subjects(self, match: re.Match[str], message: Message,
                   previous: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
         """(name, is_pronoun) of the match's subject(s); [] when it cannot be resolved."""
@@ -195,6 +210,9 @@ class OfflineExtractor:
         raw = groups.get("subj") if "subj" in groups else groups.get("a")
         if raw is None or raw == "":
             return previous if "subj" in groups else []
+        return self._resolve(raw, message)
+
+    def _resolve(self, raw: str, message: Message) -> list[tuple[str, bool]]:
         found: list[tuple[str, bool]] = []
         for part in raw.split(" and "):
             lower = part.strip().lower()
@@ -352,10 +370,13 @@ class OfflineExtractor:
                         following and following[0].lower() in _NAME_FOLLOWERS):
                     continue
                 named.add(name.lower())
-                type_ = self.context.types.get(name.lower()) or self.mention_type or (
-                    "Location" if _PLACE_BEFORE.search(sentence, 0, match.start())
-                    else guess_type(name))
+                known = self.context.types.get(name.lower()) or self.mention_type
+                type_ = known or ("Location" if _PLACE_BEFORE.search(sentence, 0, match.start())
+                                  else guess_type(name))
                 facts[(message.author_name.lower(), "MENTIONED", name.lower(), None)] = self._fact(
                     message.author_name, "MENTIONED", name, type_, MENTION_CONFIDENCE,
                     {"rule": "mention"}, message, message.timestamp, None)
-                self.context.saw(name, type_)
+                if known or type_ != "Person":
+                    self.context.saw(name, type_)
+                else:  # a guess ("I visited Paris"): no "he" / "she" after it, not even Paris
+                    self.context.last_person = None

@@ -1,8 +1,12 @@
 """The phrasings the offline extractor knows: one `Rule` per phrasing, in priority order.
 
-Coverage (S = a subject: I / we (-> the author), he / she (-> the last person named), a
-capitalised name, "Bob and I"; a subject left out after "and" / "then" / "but" is the
-previous one's; "there" -> the organisation (or place) last named in the conversation).
+Coverage (S = a subject: I / we (-> the author), he / she (-> the last person a fact named,
+never the author nor a name only mentioned; with none the clause states nothing), a
+capitalised name, "Bob and I" (only where a clause starts: "I live in New York and I ..." is
+no "New York and I"); a subject left out after "and" / "then" / "but" / "so" is the previous
+clause's, and none after an unresolved "he"; a list of objects ends where a clause starts
+("I know Python and Bob knows Rust"); "there" -> the organisation (or place) last named in
+the conversation).
 Confidence is the rule's base times 0.8 after a belief ("I think", "probably") or 0.6 after
 a guess ("maybe", "might"), times 0.95 for what one person says about another, times 0.9
 for a pronoun subject. A negated verb ("do not work", "never worked"), a denial ("I don't
@@ -74,7 +78,9 @@ MENTIONED  the author named P (a capitalised name that no other  0.30
 
 Not covered (on purpose or not yet): lower-case names ("i work at google"), origin ("I'm from
 Spain" is not LIVES_IN), plans ("I might join X"), possessive subjects ("my wife works at
-X"), pronouns other than he / she, and facts spread over several sentences beyond "there".
+X"), pronouns other than he / she (which are not told apart: "Bob ... and she" is Bob), a
+subject left out after a comma or semicolon ("I work at Google; know Go": Go is not read), and
+facts spread over several sentences beyond "there".
 """
 
 from __future__ import annotations
@@ -88,10 +94,6 @@ _W = r"[A-Z][\w&'.+-]*"
 CAP = rf"{_W}(?: (?:of (?:the )?|for |de |& )?{_W}){{0,4}}"  # an organisation or place name
 PERSON = r"[A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?"
 _ELIDED = r"(?<=\band)|(?<=\bthen)|(?<=\bbut)|(?<=\bso)"  # "... and worked there"
-SUBJ = (
-    rf"(?P<subj>(?<![\w'])(?:(?:{PERSON}|I) and (?:I|me|{PERSON})|I|i|[Ww]e|[Hh]e|[Ss]he"
-    rf"|{PERSON})|{_ELIDED})"
-)
 ADVERBS = (
     "also", "now", "currently", "still", "recently", "just", "really", "actually", "already",
     "finally", "both", "mostly", "probably", "definitely", "even", "previously", "once", "all",
@@ -99,6 +101,24 @@ ADVERBS = (
     "then", "first", "happily", "briefly", "always", "long", "truly",
 )
 ADV = r"(?: (?:" + "|".join(ADVERBS) + r"))*"
+# Words a clause can start after. "A and B" is one compound subject only where a clause starts
+# (or after punctuation / the sentence's start): elsewhere A ends the previous clause ("I live
+# in New York and I know Python" has no subject "New York and I").
+_OPENERS = (
+    *ADVERBS, "and", "but", "or", "so", "because", "since", "while", "when", "that", "though",
+    "although", "if", "as", "where", "after", "before", "until", "think", "thinks", "thought",
+    "guess", "believe", "believes", "hope", "said", "says", "heard", "suppose", "sure", "bet",
+    "today", "yesterday", "tonight", "week", "month", "year", "weekend", "morning", "night",
+)
+_BY_LENGTH: dict[int, list[str]] = {}
+for _word in sorted(set(_OPENERS)):
+    _BY_LENGTH.setdefault(len(_word), []).append(_word)
+CLAUSE_START = "(?:^|(?<=[,;:(\"\u2014-])|(?<=[,;:(\"\u2014-] )|" + "|".join(
+    rf"(?<=\b(?:{'|'.join(words)}) )" for words in _BY_LENGTH.values()) + ")"
+SUBJ = (
+    rf"(?P<subj>(?<![\w'])(?:(?=[A-Z]){CLAUSE_START}(?:{PERSON}|I) and (?:I|me|{PERSON})|I|i"
+    rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON})|{_ELIDED})"
+)
 # Verbs in the form that does not go with one named person or he / she: "Sounds like a plan"
 # is no "Sounds" who likes a plan.
 BASE_FORMS = frozenset({
@@ -113,12 +133,25 @@ ROLE = (
 _GROUP_ALT = "|".join(GROUP_WORDS)
 GROUP = rf"(?:(?!(?:the|a|an|of)\b)[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
 _SKILL_W = r"(?!I\b)[A-Za-z][\w+#.]*(?<![.])(?: [A-Z][\w+#.]*(?<![.]))*"  # "Mario Kart"
-SKILLS = rf"{_SKILL_W}(?:(?:, and |, | and | or ){_SKILL_W}){{0,5}}"
-PERSONS = rf"{PERSON}(?:(?:, and |, | and ){PERSON}){{0,3}}"
+# Verbs a clause starts with (after its subject, if any): a list ends before them, and before
+# a pronoun ("I know Python and Bob knows Rust", "... and he knows Rust", "... and speaks
+# French" list Python only).
+_VERBS = "|".join(sorted(BASE_FORMS | {
+    "is", "was", "has", "had", "did", "does", "will", "would", "can", "could", "works",
+    "worked", "lives", "lived", "knows", "knew", "likes", "liked", "loves", "loved", "enjoys",
+    "speaks", "spoke", "uses", "used", "writes", "wrote", "builds", "built", "studies",
+    "studied", "attends", "attended", "belongs", "collaborates", "meets", "met", "talks",
+    "plays", "joined", "left", "moved", "relocated", "graduated", "went", "got", "quit",
+    "said", "says", "thinks",
+}))
+NEXT_CLAUSE = rf"(?:I|[Hh]e|[Ss]he|[Ww]e|[Tt]hey|[Yy]ou)\b|(?:{PERSON}{ADV} )?(?:{_VERBS})\b"
+_NOT_NEXT = rf"(?!{NEXT_CLAUSE})"
+SKILLS = rf"{_SKILL_W}(?:(?:, and |, | and | or ){_NOT_NEXT}{_SKILL_W}){{0,5}}"
+PERSONS = rf"{PERSON}(?:(?:, and |, | and ){_NOT_NEXT}{PERSON}){{0,3}}"
 _TOPIC_END = (
     r"(?=$|[,;:.!?)]| (?:but|because|since|when|so|which|though|although|for|at|with|on|"
-    r"from|like|lately|these days|recently|right now|nowadays|as well|too|a lot|now|and (?:I|we|"
-    r"he|she|they|my|our|then)|these|this)\b)"
+    r"from|like|lately|these days|recently|right now|nowadays|as well|too|a lot|now|and (?:my|"
+    rf"our|then|{NEXT_CLAUSE})|these|this)\b)"
 )
 TOPICS = rf"[\w+#'-]+(?: [\w+#'-]+){{0,6}}?{_TOPIC_END}"
 _REL_ALT = "|".join(sorted(RELATIONS, key=len, reverse=True))
@@ -263,7 +296,7 @@ RULES: tuple[Rule, ...] = (
           rf" (?:the )?(?P<obj>{CAP})"),
     # --- people
     _rule("pair", (' and ',), "KNOWS", 0.85, "state", "pair",
-          rf"(?<![\w'])(?P<a>{PERSON}|I|[Ww]e) and (?P<b>{PERSON}|I|me)(?: both)?{ADV} "
+          rf"(?<![\w']){CLAUSE_START}(?P<a>{PERSON}|I|[Ww]e) and (?P<b>{PERSON}|I|me)(?: both)?{ADV} "
           rf"(?P<how>collaborate|work together|worked together|have worked together|pair|"
           rf"pair program|hang out|meet up|meet|talk|chat|grab lunch|play \w+|go \w+ing|met|"
           rf"are (?:close |best |good |old )?friends|are close|are colleagues|are coworkers|"
