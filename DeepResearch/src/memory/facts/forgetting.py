@@ -65,9 +65,6 @@ class Plan:
     # sentence memories of deleted facts that the delete itself did not select
     delete_memories: list[str] = field(default_factory=list)
 
-    def __bool__(self) -> bool:
-        return bool(self.delete_facts or self.update_facts or self.delete_memories)
-
 
 class Cascade:
     """The plan, computed without I/O: `lookups()` says what to read, `found()` takes the
