@@ -1,8 +1,13 @@
 """Fixtures of the memory service tests: the app over the real embedded store (SQLite +
-FAISS) and the real embedding model, loaded once."""
+FAISS) and the real embedding model, loaded once; in process (`service`, a TestClient) or
+as a real uvicorn server (`http_service`, with `http_client` for its MCP endpoint)."""
 
 from __future__ import annotations
 
+import json
+import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -53,3 +58,49 @@ def service(make_service: Callable[..., TestClient]) -> TestClient:
 
 def h(key: str) -> dict[str, str]:
     return {"X-API-Key": key}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_service(tmp_path: Path, embedder: Embedder) -> Iterator[str]:
+    """A real uvicorn server on 127.0.0.1 (in a thread); yields its base URL."""
+    import uvicorn
+
+    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "http-store")},
+                          service={"log_requests": False})
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(config, keys=KEYS, embedder=embedder),
+                                           host="127.0.0.1", port=port, log_config=None))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "the service did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(30)
+
+
+def http_client(base: str, key: str | None) -> Any:
+    """An MCP client of the service at `base` (streamable HTTP), with `key` if given."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"X-API-Key": key} if key else {}
+    return Client(streamable_http_client(f"{base}/mcp", http_client=httpx2.AsyncClient(
+        headers=headers, timeout=60)))
+
+
+def data(result: Any) -> Any:
+    """The structured answer of an MCP tool call that must have succeeded."""
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return result.structured_content
+    return json.loads(result.content[0].text)

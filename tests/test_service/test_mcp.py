@@ -6,31 +6,20 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
-import httpx2
 import pytest
-import uvicorn
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from DeepResearch.src.memory.config import MemoryConfig
-from DeepResearch.src.memory.embeddings import Embedder
-from DeepResearch.src.memory.service import create_app
-from tests.test_service.conftest import ALICE, BOB, KEYS
+from tests.test_service.conftest import ALICE, BOB, data, http_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,48 +30,10 @@ FACT_TOOLS = {"add_fact", "ingest_messages", "retrieve_context", "get_person_pro
               "get_conversation_participants", "find_experts", "semantic_search_facts"}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def http_service(tmp_path: Path, embedder: Embedder) -> Iterator[str]:
-    """A real uvicorn server on 127.0.0.1 (in a thread); yields its base URL."""
-    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "http-store")},
-                          service={"log_requests": False})
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(config, keys=KEYS, embedder=embedder),
-                                           host="127.0.0.1", port=port, log_config=None))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the service did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(30)
-
-
 def stdio_args(store: Path) -> tuple[str, list[str], dict[str, str]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
     return sys.executable, ["-m", "DeepResearch.src.memory.cli", "mcp",
                             f"memory.faiss.path={store}"], env
-
-
-def http_client(base: str, key: str | None) -> Client:
-    headers = {"X-API-Key": key} if key else {}
-    return Client(streamable_http_client(f"{base}/mcp", http_client=httpx2.AsyncClient(
-        headers=headers, timeout=60)))
-
-
-def data(result: Any) -> Any:
-    assert not result.is_error, result.content
-    if result.structured_content is not None:
-        return result.structured_content
-    return json.loads(result.content[0].text)
 
 
 async def exercise(client: Client) -> str:

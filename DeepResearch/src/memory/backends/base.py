@@ -135,7 +135,9 @@ class MemoryBackend(ABC):
 
     @abstractmethod
     async def delete(self, flt: MemoryFilter) -> int:
-        """Delete every record matching the filter; return how many."""
+        """Delete every record matching the filter; return how many. A backend with a fact
+        store also forgets, in the same transaction, the facts built on them (the plan of
+        facts/forgetting.py), and counts the facts' sentence memories deleted with them."""
 
     @abstractmethod
     async def vector_search(

@@ -23,9 +23,10 @@ from DeepResearch.src.memory.backends.base import (
 from DeepResearch.src.memory.backends.embedded.records import fts_query, indexed_text
 from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.facts.forgetting import Forgotten
 
 if TYPE_CHECKING:
-    from DeepResearch.src.memory.facts.store import FactStore
+    from DeepResearch.src.memory.backends.in_memory_facts import InMemoryFactStore
 
 
 class InMemoryBackend(MemoryBackend):
@@ -42,9 +43,9 @@ class InMemoryBackend(MemoryBackend):
         self._matrix: np.ndarray | None = None  # rebuilt lazily after writes
         self._matrix_ids: list[str] = []
         self._open = False
-        self._fact_store: FactStore | None = None
+        self._fact_store: InMemoryFactStore | None = None
 
-    def fact_store(self) -> FactStore:
+    def fact_store(self) -> InMemoryFactStore:
         if self._fact_store is None:
             from DeepResearch.src.memory.backends.in_memory_facts import InMemoryFactStore
 
@@ -88,8 +89,15 @@ class InMemoryBackend(MemoryBackend):
         return [copy.deepcopy(self._records[i]) for i in ids if i in self._records]
 
     async def delete(self, flt: MemoryFilter) -> int:
+        """The matching records, and what forgetting them does to the facts (the plan of
+        facts/forgetting.py applied to the fact store's dicts: nothing in between can fail)."""
         self._check_open()
         doomed = [r.id for r in self._records.values() if record_matches(r, flt)]
+        if doomed and self._fact_store is not None:  # the facts built on them (forgetting.py)
+            cascaded = self._fact_store.forget([
+                Forgotten.of(r.id, r.namespace, r.memory_type, r.metadata.get("message_id"))
+                for r in map(self._records.__getitem__, doomed)])
+            doomed += [i for i in cascaded if i in self._records]
         for record_id in doomed:
             del self._records[record_id]
             self._unindex(record_id)

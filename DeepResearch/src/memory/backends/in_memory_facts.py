@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from DeepResearch.src.memory.backends.base import MemoryRecord
+from DeepResearch.src.memory.facts.forgetting import Forgotten, matches, plan_sync
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.store import (
     FactStore,
@@ -56,6 +57,17 @@ class InMemoryFactStore(FactStore):
                 self._keys.setdefault((stored.namespace, key), set()).add(stored.id)
         for fact in facts:
             self._facts[fact.id] = copy.deepcopy(fact)
+
+    def forget(self, forgotten: Sequence[Forgotten]) -> list[str]:
+        """The fact side of the backend's delete of `forgotten`: facts deleted or their
+        evidence cut (facts/forgetting.py); returns the sentence memories to delete too."""
+        plan = plan_sync(forgotten, lambda lookup: [
+            copy.deepcopy(f) for f in self._facts.values() if matches(f, lookup)])
+        for _, fact_id in plan.delete_facts:
+            self._facts.pop(fact_id, None)
+        for fact in plan.update_facts:
+            self._facts[fact.id] = fact
+        return plan.delete_memories
 
     def _unkey(self, entity_id: str) -> None:
         old = self._entities.get(entity_id)

@@ -33,6 +33,8 @@ from DeepResearch.src.memory.errors import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# `run(query, params)` inside a transaction: the statement's records (see in_transaction)
+Run = Callable[[str, dict[str, Any]], Awaitable[list[Any]]]
 # Server error classes that mean "this data cannot be stored or matched", not "try later".
 DATA_REFUSALS = ("Neo.ClientError.Statement.", "Neo.ClientError.Schema.")
 
@@ -310,18 +312,37 @@ class Neo4jConnection:
         statement's records. `stop(i, records)` may return an exception after statement i:
         the transaction is rolled back and that exception raised. `timeout`: seconds the
         server gives the transaction (None: its own limit). Not retried."""
+
+        async def work(run: Run) -> list[Any]:
+            records: list[Any] = []
+            for i, (query, params) in enumerate(statements):
+                records = await run(query, params)
+                refusal = stop(i, records) if stop is not None else None
+                if refusal is not None:
+                    raise refusal
+            return records
+
+        return await self.in_transaction(work, commit=commit, timeout=timeout)
+
+    async def in_transaction(
+        self, work: Callable[[Run], Awaitable[T]], *, commit: bool = True,
+        timeout: float | None = None,
+    ) -> T:
+        """`await work(run)` inside one write transaction, where `run(query, params)` gives
+        a statement's records (so a statement may depend on what an earlier one returned);
+        committed (or, `commit=False`, rolled back) when `work` returns, rolled back when it
+        raises. Not retried: wrap it in `retrying` (`write_work` does)."""
         from neo4j import WRITE_ACCESS
 
         async with self._session(WRITE_ACCESS) as session:
             tx = await session.begin_transaction(timeout=timeout)
+
+            async def run(query: str, params: dict[str, Any]) -> list[Any]:
+                result = await tx.run(query, params)
+                return [record async for record in result]
+
             try:
-                records: list[Any] = []
-                for i, (query, params) in enumerate(statements):
-                    result = await tx.run(query, params)
-                    records = [record async for record in result]
-                    refusal = stop(i, records) if stop is not None else None
-                    if refusal is not None:
-                        raise refusal
+                out = await work(run)
             except BaseException:
                 if not tx.closed():
                     try:
@@ -330,4 +351,12 @@ class Neo4jConnection:
                         log.debug("rolling back a Neo4j transaction failed: %s", exc)
                 raise
             await (tx.commit() if commit else tx.rollback())
-            return records
+            return out
+
+    async def write_work(
+        self, what: str, work: Callable[[Run], Awaitable[T]], timeout: float | None = None
+    ) -> T:
+        """`in_transaction(work)`, committed, with the retries of `write` (a retry runs the
+        whole of `work` again, in a new transaction)."""
+        return await self.retrying(
+            what, lambda: self.in_transaction(work, commit=True, timeout=timeout))

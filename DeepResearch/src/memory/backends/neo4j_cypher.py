@@ -253,17 +253,20 @@ class Queries:
         return f"MATCH (m:{self._label_sql}) WHERE {where}{cap} RETURN count(m) AS n"
 
     def delete_batch(self, where: str) -> str:
-        """Delete up to $batch matching memories. One still referenced by another memory
-        becomes a placeholder again, so re-writing it restores the incoming relations."""
+        """Delete up to $batch matching memories; one record: `gone`, the [id, namespace,
+        memory_type, metadata message_id] of each (what the fact cascade reads). One still
+        referenced by another memory becomes a placeholder again, so re-writing it restores
+        the incoming relations."""
         L, P = self._label_sql, self._pending_sql
         return (
             f"MATCH (m:{L}) WHERE {where} WITH m LIMIT $batch "
+            f"WITH m, [m.id, m.namespace, m.memory_type, m.`{META_PREFIX}message_id`] AS gone "
             "CALL (m) { MATCH (m)-[r]->() DELETE r } "
-            "WITH m, EXISTS { (m)<--() } AS referenced "
+            "WITH m, gone, EXISTS { (m)<--() } AS referenced "
             f"CALL (m, referenced) {{ WITH * WHERE referenced REMOVE m:{L} "
             f"SET m = {{id: m.id}} SET m:{P} }} "
             "CALL (m, referenced) { WITH * WHERE NOT referenced DELETE m } "
-            "RETURN count(*) AS n"
+            "RETURN collect(gone) AS gone"
         )
 
     def drop_orphan_pending(self) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from DeepResearch.src.memory.backends.base import MemoryRecord
-from DeepResearch.src.memory.backends.neo4j_connection import Neo4jConnection, Neo4jSettings
+from DeepResearch.src.memory.backends.neo4j_connection import Neo4jConnection, Neo4jSettings, Run
 from DeepResearch.src.memory.backends.neo4j_facts_cypher import (
     FactQueries,
     entity_from,
@@ -40,6 +40,7 @@ from DeepResearch.src.memory.backends.neo4j_writes import (
     similar_to_statement,
 )
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
+from DeepResearch.src.memory.facts.forgetting import Forgotten, Lookup, plan_async
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.store import FactStore, fact_order
 
@@ -163,6 +164,26 @@ class Neo4jFactStore(FactStore):
         )
         if similar is not None:  # after the commit, as the memory backend does
             await self.conn.write("linking SIMILAR_TO", [similar], timeout=self.timeout)
+
+    async def forget(self, run: Run, forgotten: Sequence[Forgotten]) -> list[str]:
+        """Inside the memory backend's delete transaction (`run`: its statements): the facts
+        built on the deleted memories are deleted or their evidence cut, as
+        facts/forgetting.py plans; returns the sentence memories to delete with them."""
+
+        async def touching(lookup: Lookup) -> list[Fact]:
+            params = {"namespace": lookup.namespace, "ids": list(lookup.ids),
+                      "evidence": list(lookup.evidence)}
+            return [fact_from(f) for f in _rows(await run(self.fq.touching_facts, params))]
+
+        plan = await plan_async(forgotten, touching)
+        if plan.delete_facts:
+            await run(self.fq.delete_facts, {"rows": [
+                {"id": i, "namespace": ns} for ns, i in plan.delete_facts]})
+        if plan.update_facts:
+            await run(self.fq.set_evidence, {"rows": [
+                {"id": f.id, "namespace": f.namespace, "evidence": list(f.evidence)}
+                for f in plan.update_facts]})
+        return plan.delete_memories
 
     # --- reads -----------------------------------------------------------------------------
     async def entities_by_key(

@@ -151,6 +151,24 @@ class FactQueries:
             f"UNWIND $types AS t MATCH (k:{K} {{namespace: $namespace, type: t}}) {pool}",
         )
         self.fact_projection = "f {" + ", ".join(f".{p}" for p in FACT_FIELDS) + "}"
+        # The forgetting cascade (facts/forgetting.py), inside a memory delete's transaction:
+        # facts by id, and those citing evidence ids (a scan of the namespace's facts: a
+        # list property has no index; deletes are rare).
+        self.touching_facts = (
+            f"CALL () {{ UNWIND $ids AS x MATCH (f:{F} {{id: x}}) USING INDEX f:{F}(id) "
+            "WHERE f.namespace = $namespace RETURN f "
+            f"UNION MATCH (f:{F} {{namespace: $namespace}}) USING INDEX f:{F}(namespace) "
+            "WHERE any(e IN f.evidence WHERE e IN $evidence) RETURN f } "
+            f"RETURN collect({self.fact_projection}) AS rows"
+        )
+        self.delete_facts = (
+            f"UNWIND $rows AS r MATCH (f:{F} {{id: r.id}}) USING INDEX f:{F}(id) "
+            "WHERE f.namespace = r.namespace DETACH DELETE f"
+        )
+        self.set_evidence = (
+            f"UNWIND $rows AS r MATCH (f:{F} {{id: r.id}}) USING INDEX f:{F}(id) "
+            "WHERE f.namespace = r.namespace SET f.evidence = r.evidence"
+        )
 
     @staticmethod
     def _claim(label: str) -> str:

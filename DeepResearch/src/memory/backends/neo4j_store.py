@@ -38,6 +38,7 @@ from DeepResearch.src.memory.backends.neo4j_connection import (
     DataRefused,
     Neo4jConnection,
     Neo4jSettings,
+    Run,
 )
 from DeepResearch.src.memory.backends.neo4j_cypher import (
     ALL_REL_TYPES,
@@ -61,6 +62,7 @@ from DeepResearch.src.memory.errors import (
     MemoryConfigError,
     MemoryInputError,
 )
+from DeepResearch.src.memory.facts.forgetting import Forgotten
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.backends.neo4j_facts import Neo4jFactStore
@@ -184,16 +186,28 @@ class Neo4jBackend(MemoryBackend):
         return None
 
     async def delete(self, flt: MemoryFilter) -> int:
+        """Batches of matching memories, each in one transaction with what forgetting them
+        does to the facts built on them (facts/forgetting.py, neo4j_facts.py)."""
         where, params = filter_clause(flt)
         batch = self.settings.batch_size
+        facts = self.fact_store()
+        await facts.ensure_schema()  # before the transactions: the cascade's index hints
+
+        async def one_batch(run: Run) -> tuple[int, int]:
+            rows = await run(self.q.delete_batch(where), {**params, "batch": batch})
+            gone = [Forgotten.of(*g) for g in rows[0]["gone"]] if rows else []
+            more = await facts.forget(run, gone) if gone else []
+            if not more:
+                return len(gone), 0
+            by_id, ids = filter_clause(MemoryFilter(ids=tuple(more)))
+            rows = await run(self.q.delete_batch(by_id), {**ids, "batch": len(more)})
+            return len(gone), len(rows[0]["gone"]) if rows else 0
+
         total = 0
         while True:
-            rows = await self.conn.write(
-                "deleting memories", [(self.q.delete_batch(where), {**params, "batch": batch})]
-            )
-            deleted = int(rows[0]["n"]) if rows else 0
-            total += deleted
-            if deleted < batch:
+            selected, cascaded = await self.conn.write_work("deleting memories", one_batch)
+            total += selected + cascaded
+            if selected < batch:
                 break
         if total:
             await self.conn.write("dropping placeholders", [(self.q.drop_orphan_pending(), {})])

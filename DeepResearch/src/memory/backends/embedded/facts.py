@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.backends.embedded.records import chunks, indexed_text
+from DeepResearch.src.memory.facts.forgetting import Forgotten, Lookup, plan_sync
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.store import (
     FactStore,
@@ -122,6 +123,18 @@ class EmbeddedFactStore(FactStore):
 
         await self.backend._run("storing facts", write)
 
+    def forget(self, forgotten: list[Forgotten]) -> list[str]:
+        """Called by `Records.delete` inside its transaction, holding the database lock: the
+        facts built on the deleted memories are deleted or their evidence cut, as
+        facts/forgetting.py plans; returns the sentence memories to delete with them."""
+        conn = self.backend._require().db.conn
+        plan = plan_sync(forgotten, lambda lookup: _touching(conn, lookup))
+        for chunk in chunks([fact_id for _, fact_id in plan.delete_facts]):
+            conn.execute(f"DELETE FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        conn.executemany("UPDATE facts SET evidence = ? WHERE id = ?",
+                         [(json.dumps(list(f.evidence)), f.id) for f in plan.update_facts])
+        return plan.delete_memories
+
     # -- reads ----------------------------------------------------------------------------
     async def _query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         def read() -> list[tuple[Any, ...]]:
@@ -208,6 +221,25 @@ def _refuse_other_namespaces(
             f"SELECT id, namespace FROM {table} WHERE id IN ({','.join('?' * len(chunk))})",
             chunk).fetchall())
     refuse_foreign_ids(items, owner)
+
+
+def _touching(conn: sqlite3.Connection, lookup: Lookup) -> list[Fact]:
+    """The facts of `lookup` (history too): by id, and those citing one of its evidence ids
+    (a scan of the namespace's facts: evidence is a JSON list, not indexed; deletes are rare,
+    and the store's ~100k facts take ~0.1 s)."""
+    found: dict[str, Fact] = {}
+    for chunk in chunks(list(lookup.ids)):
+        rows = conn.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE id IN "
+                            f"({','.join('?' * len(chunk))}) AND +namespace = ?",
+                            [*chunk, lookup.namespace]).fetchall()
+        found.update((r[0], _fact(r)) for r in rows)
+    for chunk in chunks(list(lookup.evidence)):
+        rows = conn.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE namespace = ? AND EXISTS "
+                            "(SELECT 1 FROM json_each(facts.evidence) WHERE value IN "
+                            f"({','.join('?' * len(chunk))}))",
+                            [lookup.namespace, *chunk]).fetchall()
+        found.update((r[0], _fact(r)) for r in rows)
+    return list(found.values())
 
 
 def _one_of(column: str, values: Sequence[str] | None) -> tuple[str, list[str]]:

@@ -5,7 +5,7 @@ them into MemoryBackendError with their cause)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,12 +18,17 @@ from DeepResearch.src.memory.backends.base import (
 from DeepResearch.src.memory.backends.embedded.database import Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
 from DeepResearch.src.memory.compression import full_content
+from DeepResearch.src.memory.facts.forgetting import Forgotten
 from DeepResearch.src.memory.text import token_string, tokenize
 
 COLUMNS = (
     "seq, id, namespace, session_id, memory_type, agent_type, content, created_at, importance, "
     "temporal_weight, expires_at, content_codec, content_blob, metadata, vector, event_at"
 )
+# What a delete returns of each row: its seq, and what the fact cascade reads (Forgotten.of).
+DELETED = ("RETURNING seq, id, namespace, memory_type, CASE json_type(metadata, '$.message_id') "
+           "WHEN 'text' THEN json_extract(metadata, '$.message_id') END")
+Cascade = Callable[[list[Forgotten]], Sequence[str]]
 CHUNK = 500  # ids or seqs per IN (...) list (SQLite bounds the number of parameters)
 # In a store of COMMON_TERM_MIN_ROWS+ rows, query terms found in more than COMMON_TERM_SHARE
 # of them are left out (unless all are): their BM25 weight is ~0, and FTS5 scores every row a
@@ -108,15 +113,22 @@ class Records:
         self.db.conn.execute("DELETE FROM fts WHERE rowid = ?", (seq,))
         self.db.conn.execute("INSERT INTO deleted (seq) VALUES (?)", (seq,))
 
-    def delete(self, flt: MemoryFilter) -> int:
+    def delete(self, flt: MemoryFilter, cascade: Cascade | None = None) -> int:
+        """Delete the matching records in one transaction; `cascade(forgotten)`, called
+        inside it, writes what their loss does elsewhere (the fact store) and returns more
+        ids to delete with them. Returns how many records were deleted in all."""
         where, params = filter_sql(flt)
         with self.db.transaction() as conn:
-            rows = conn.execute(
-                f"DELETE FROM records WHERE {where} RETURNING seq, id", params
-            ).fetchall()
-            for seq, _ in rows:
+            rows = conn.execute(f"DELETE FROM records WHERE {where} {DELETED}", params).fetchall()
+            if rows and cascade is not None:
+                more = cascade([Forgotten.of(*row[1:]) for row in rows])
+                for chunk in chunks(list(more)):
+                    rows += conn.execute(
+                        f"DELETE FROM records WHERE id IN ({','.join('?' * len(chunk))}) "
+                        f"{DELETED}", chunk).fetchall()
+            for seq, *_ in rows:
                 self._forget_seq(seq)
-            conn.executemany("DELETE FROM relations WHERE src = ?", [(i,) for _, i in rows])
+            conn.executemany("DELETE FROM relations WHERE src = ?", [(r[1],) for r in rows])
         return len(rows)
 
     def set_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> None:

@@ -56,7 +56,7 @@ from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendErro
 from DeepResearch.src.memory.faiss_pool import run_faiss
 
 if TYPE_CHECKING:
-    from DeepResearch.src.memory.facts.store import FactStore
+    from DeepResearch.src.memory.backends.embedded.facts import EmbeddedFactStore
 
 __all__ = ["DB_FILE", "INDEX_FILE", "EmbeddedBackend"]
 
@@ -94,7 +94,7 @@ class EmbeddedBackend(MemoryBackend):
         self._records: Records | None = None
         self._index: VectorIndex | None = None
         self._seen: tuple[int, int] | None = None  # database state the index last caught up with
-        self._fact_store: FactStore | None = None
+        self._fact_store: EmbeddedFactStore | None = None
 
     @property
     def index_path(self) -> Path:
@@ -296,7 +296,7 @@ class EmbeddedBackend(MemoryBackend):
         self.check_vectors(records)
         await self._run("storing memories", self._require().upsert, records)
 
-    def fact_store(self) -> FactStore:
+    def fact_store(self) -> EmbeddedFactStore:
         if self._fact_store is None:
             from DeepResearch.src.memory.backends.embedded.facts import EmbeddedFactStore
 
@@ -307,7 +307,9 @@ class EmbeddedBackend(MemoryBackend):
         return await self._run("reading memories", self._require().get, list(ids))
 
     async def delete(self, flt: MemoryFilter) -> int:
-        return await self._run("deleting memories", self._require().delete, flt)
+        """The records and, in the same transaction, the facts built on them (facts.py)."""
+        return await self._run("deleting memories", self._require().delete, flt,
+                               self.fact_store().forget)
 
     async def vector_search(
         self, vector: np.ndarray, k: int, flt: MemoryFilter
