@@ -262,7 +262,8 @@ async def test_a_lock_lost_before_the_put_writes_nothing(make_graph: Any) -> Non
     embedder = GatedEmbedder()
     graph = await make_graph(embedder=embedder, hold_timeout=1.0)
     embedder.gate = threading.Event()
-    threading.Timer(2.5, embedder.gate.set).start()  # the batch takes longer than 1 s
+    # the batch takes 5 s: past the 1 s limit and the server's next check of it (every 2 s)
+    threading.Timer(5.0, embedder.gate.set).start()
     with pytest.raises(MemoryBackendError,
                        match=r"holding the fact write lock of 'shared-team'.*TransactionTimedOut"):
         await graph.add_facts([job("ann")])
