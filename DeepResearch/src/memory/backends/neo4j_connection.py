@@ -211,8 +211,12 @@ class Neo4jConnection:
 
 
     # --- retries -------------------------------------------------------------------------
-    async def retrying(self, what: str, op: Callable[[], Awaitable[T]]) -> T:
-        """`op()`, retried as the module docstring says; MemoryBackendError or DataRefused."""
+    async def retrying(
+        self, what: str, op: Callable[[], Awaitable[T]], *, retry: bool = True
+    ) -> T:
+        """`op()`, retried as the module docstring says; MemoryBackendError or DataRefused.
+        `retry=False`: the same errors, but a failure worth retrying is raised at once (for
+        an op that cannot be repeated, e.g. statements in a transaction opened before)."""
         from neo4j.exceptions import ClientError, DriverError, Neo4jError
 
         if self.driver is None:
@@ -235,7 +239,7 @@ class Neo4jConnection:
                 ) from exc
             except (Neo4jError, DriverError, OSError) as exc:
                 retryable = isinstance(exc, OSError) or exc.is_retryable()
-                if not retryable:
+                if not retryable or not retry:
                     raise MemoryBackendError(
                         f"{self.where()} failed {what}: {type(exc).__name__}: {exc}"
                     ) from exc
@@ -266,7 +270,7 @@ class Neo4jConnection:
         self.down_since = None
         log.info("%s is reachable again", self.where())
 
-    def _session(self, access_mode: str) -> Any:
+    def session(self, access_mode: str) -> Any:
         return self.driver.session(
             database=self.settings.database,
             default_access_mode=access_mode,
@@ -275,14 +279,17 @@ class Neo4jConnection:
         )
 
     async def read(
-        self, what: str, query: str, params: dict[str, Any], timeout: float | None = None
+        self, what: str, query: str, params: dict[str, Any], timeout: float | None = None,
+        *, leader: bool = False,
     ) -> list[Any]:
         """An auto-commit read; `timeout`: seconds the server may spend on it (None: its
-        own limit), past which it is stopped and MemoryBackendError raised (not retried)."""
-        from neo4j import READ_ACCESS, Query
+        own limit), past which it is stopped and MemoryBackendError raised (not retried).
+        `leader`: routed as a write is (in a cluster, to the leader, which has every
+        committed transaction, not only this driver's), for reads that must see them all."""
+        from neo4j import READ_ACCESS, WRITE_ACCESS, Query
 
         async def op() -> list[Any]:
-            async with self._session(READ_ACCESS) as session:
+            async with self.session(WRITE_ACCESS if leader else READ_ACCESS) as session:
                 result = await session.run(Query(query, timeout=timeout), params)
                 return [record async for record in result]
 
@@ -313,16 +320,8 @@ class Neo4jConnection:
         the transaction is rolled back and that exception raised. `timeout`: seconds the
         server gives the transaction (None: its own limit). Not retried."""
 
-        async def work(run: Run) -> list[Any]:
-            records: list[Any] = []
-            for i, (query, params) in enumerate(statements):
-                records = await run(query, params)
-                refusal = stop(i, records) if stop is not None else None
-                if refusal is not None:
-                    raise refusal
-            return records
-
-        return await self.in_transaction(work, commit=commit, timeout=timeout)
+        return await self.in_transaction(
+            lambda run: run_statements(run, statements, stop), commit=commit, timeout=timeout)
 
     async def in_transaction(
         self, work: Callable[[Run], Awaitable[T]], *, commit: bool = True,
@@ -334,15 +333,11 @@ class Neo4jConnection:
         raises. Not retried: wrap it in `retrying` (`write_work` does)."""
         from neo4j import WRITE_ACCESS
 
-        async with self._session(WRITE_ACCESS) as session:
+        async with self.session(WRITE_ACCESS) as session:
             tx = await session.begin_transaction(timeout=timeout)
 
-            async def run(query: str, params: dict[str, Any]) -> list[Any]:
-                result = await tx.run(query, params)
-                return [record async for record in result]
-
             try:
-                out = await work(run)
+                out = await work(tx_runner(tx))
             except BaseException:
                 if not tx.closed():
                     try:
@@ -360,3 +355,30 @@ class Neo4jConnection:
         whole of `work` again, in a new transaction)."""
         return await self.retrying(
             what, lambda: self.in_transaction(work, commit=True, timeout=timeout))
+
+
+async def run_statements(
+    run: Run,
+    statements: list[tuple[str, dict[str, Any]]],
+    stop: Callable[[int, list[Any]], BaseException | None] | None = None,
+) -> list[Any]:
+    """Run the statements through `run` (one open transaction, see `in_transaction` and
+    `tx_runner`); the last one's records. `stop(i, records)` may return an exception after
+    statement i, which is raised (the caller rolls back)."""
+    records: list[Any] = []
+    for i, (query, params) in enumerate(statements):
+        records = await run(query, params)
+        refusal = stop(i, records) if stop is not None else None
+        if refusal is not None:
+            raise refusal
+    return records
+
+
+def tx_runner(tx: Any) -> Run:
+    """`run(query, params)` in the open transaction `tx`: the statement's records."""
+
+    async def run(query: str, params: dict[str, Any]) -> list[Any]:
+        result = await tx.run(query, params)
+        return [record async for record in result]
+
+    return run

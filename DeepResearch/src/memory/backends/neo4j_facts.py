@@ -13,17 +13,21 @@ nodes beside the memories, on the backend's own connection (driver, retries, fai
   more per WRITE_ITEMS_PER_TIMEOUT items), on top of the connection's bounded retries, so no
   call can hang on a runaway query; a timed-out call raises MemoryBackendError, not retried.
 - Namespaces: every query names one; edges link only nodes of one namespace.
+- `write_lock(namespace)`: the namespace's write lock across processes (neo4j_fact_lock.py);
+  a put inside it runs in the lock's transaction, reads inside it go to the leader.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.backends.neo4j_connection import Neo4jConnection, Neo4jSettings, Run
+from DeepResearch.src.memory.backends.neo4j_fact_lock import commit_in, held_by, namespace_lock
 from DeepResearch.src.memory.backends.neo4j_facts_cypher import (
     FactQueries,
     entity_from,
@@ -46,6 +50,7 @@ from DeepResearch.src.memory.facts.store import FactStore, fact_order
 
 DEFAULT_TIMEOUT = 30.0  # seconds the server gives one call of the fact store ...
 WRITE_ITEMS_PER_TIMEOUT = 500  # ... and a put once more per this many items it writes
+HOLD_TIMEOUT = 3600.0  # seconds the server lets one write_lock block hold the lock at most
 
 
 def _claim_row(row: dict[str, Any]) -> dict[str, str]:
@@ -64,12 +69,18 @@ class Neo4jFactStore(FactStore):
         settings: Neo4jSettings,
         *,
         timeout: float = DEFAULT_TIMEOUT,
+        lock_timeout: float = DEFAULT_TIMEOUT,
+        hold_timeout: float = HOLD_TIMEOUT,
     ) -> None:
-        if not timeout > 0:
-            raise ValueError(f"timeout={timeout!r}: must be a positive number of seconds")
+        for name, value in (("timeout", timeout), ("lock_timeout", lock_timeout),
+                            ("hold_timeout", hold_timeout)):
+            if not value > 0:
+                raise ValueError(f"{name}={value!r}: must be a positive number of seconds")
         self.conn = connection
         self.settings = settings
         self.timeout = float(timeout)
+        self.lock_timeout = float(lock_timeout)  # seconds write_lock waits for the lock
+        self.hold_timeout = float(hold_timeout)
         self.fq = FactQueries(settings.node_label)
         self._schema_ready = False
         self._schema_lock = asyncio.Lock()
@@ -95,9 +106,18 @@ class Neo4jFactStore(FactStore):
 
     async def _read(self, what: str, query: str, params: dict[str, Any]) -> list[Any]:
         await self.ensure_schema()
-        return await self.conn.read(what, query, params, timeout=self.timeout)
+        return await self.conn.read(what, query, params, timeout=self.timeout,
+                                    leader=held_by(self) is not None)
 
     # --- writes ----------------------------------------------------------------------------
+    @asynccontextmanager
+    async def write_lock(self, namespace: str) -> AsyncIterator[None]:
+        await self.ensure_schema()  # the lock node's uniqueness constraint
+        async with namespace_lock(self.conn, self, self.fq.write_lock, namespace,
+                                  lock_timeout=self.lock_timeout,
+                                  hold_timeout=self.hold_timeout):
+            yield
+
     async def put(
         self,
         entities: Sequence[Entity] = (),
@@ -158,12 +178,29 @@ class Neo4jFactStore(FactStore):
         )
         items = len(entity_rows) + len(fact_rows) + len(rows) + len(deletes)
         timeout = self.timeout * (1 + items / WRITE_ITEMS_PER_TIMEOUT)
-        await self.conn.write(what, statements, stop=stop, timeout=timeout)
+        lock = held_by(self)
+        if lock is None:
+            await self.conn.write(what, statements, stop=stop, timeout=timeout)
+        else:
+            foreign = sorted({x.namespace for x in (*entities, *facts, *records)}
+                             - {lock.namespace})
+            if foreign:
+                raise MemoryBackendError(
+                    f"a put under the fact write lock of namespace {lock.namespace!r} "
+                    f"cannot write namespace(s) {foreign}; nothing of this batch was written")
+            await commit_in(lock, self.conn, what, statements, stop, timeout)
         similar = similar_to_statement(
             self.conn.q, rows, self.settings.similarity_to_threshold, self.conn.similarity
         )
         if similar is not None:  # after the commit, as the memory backend does
             await self.conn.write("linking SIMILAR_TO", [similar], timeout=self.timeout)
+
+    async def lock_namespaces(self, run: Run, namespaces: Iterable[str]) -> None:
+        """Inside another write transaction (`run`): take these namespaces' fact write locks,
+        in sorted order, until it ends (a delete: its cascade and `write_lock` writers go
+        one after the other)."""
+        for namespace in sorted(set(namespaces)):
+            await run(self.fq.write_lock, {"namespace": namespace})
 
     async def forget(self, run: Run, forgotten: Sequence[Forgotten]) -> list[str]:
         """Inside the memory backend's delete transaction (`run`: its statements): the facts

@@ -1,11 +1,12 @@
 """The Cypher and the node properties of the Neo4j fact store (neo4j_facts.py).
 
-Graph model (labels derived from `memory.neo4j.node_label`: `Entity`, `EntityKey` and `Fact`
-for the default `Memory`, `<label>Entity`, ... for another label):
+Graph model (labels derived from `memory.neo4j.node_label`: `Entity`, `EntityKey`, `Fact`
+and `FactWriteLock` for the default `Memory`, `<label>Entity`, ... for another label):
 
     (:EntityKey {namespace, key, type, entity_id})<-[:NAMED]-(:Entity {namespace, id, ...})
     (:Entity)-[:SUBJECT_OF]->(:Fact {namespace, id, predicate, ...})-[:OBJECT]->(:Entity)
     (:Memory {id})-[:STATES]->(:Fact {id})      the memory carrying the fact's sentence
+    (:FactWriteLock {namespace, taken_at})      the namespace's write lock (neo4j_fact_lock.py)
 
 An entity or fact id belongs to one namespace, as a memory id does (the FactStore interface
 names them by id alone: `delete_entity_ids`): a uniqueness constraint on `id` per label (a
@@ -49,21 +50,22 @@ FACT_FIELDS = (
 ENTITY_FIELDS = "id namespace type name created_at real_name aliases attributes_json".split()
 
 
-def labels_for(memory_label: str) -> tuple[str, str, str]:
-    """(entity, entity key, fact) labels for the memory label (validated)."""
+def labels_for(memory_label: str) -> tuple[str, str, str, str]:
+    """(entity, entity key, fact, fact write lock) labels for the memory label (validated)."""
     base = "" if memory_label == "Memory" else memory_label
     return tuple(  # type: ignore[return-value]
-        check_name(base + name, "node_label") for name in ("Entity", "EntityKey", "Fact")
+        check_name(base + name, "node_label")
+        for name in ("Entity", "EntityKey", "Fact", "FactWriteLock")
     )
 
 
 class FactQueries:
     def __init__(self, memory_label: str) -> None:
         M = f"`{check_name(memory_label, 'node_label')}`"
-        self.entity, self.key, self.fact = labels_for(memory_label)
+        self.entity, self.key, self.fact, self.lock = labels_for(memory_label)
         E, K, F = f"`{self.entity}`", f"`{self.key}`", f"`{self.fact}`"
         self._fact_sql = F
-        e, k, f = self.entity, self.key, self.fact
+        e, k, f, lock = self.entity, self.key, self.fact, self.lock
         self.schema = [
             # An id belongs to one namespace (as a memory's does): unique per label, and the
             # claim below refuses it from another namespace. See the module docstring.
@@ -79,7 +81,16 @@ class FactQueries:
                 f"CREATE INDEX `{f}_{prop}` IF NOT EXISTS FOR (f:{F}) ON (f.namespace, f.{prop})"
                 for _, prop in ANCHORS[1:]
             ),
+            # one lock node per namespace (neo4j_fact_lock.py); unique, so that two first
+            # MERGEs at once make one node
+            f"CREATE CONSTRAINT `{lock}_namespace_unique` IF NOT EXISTS "
+            f"FOR (l:`{lock}`) REQUIRE l.namespace IS UNIQUE",
         ]
+        # Writing a property of the node takes its exclusive lock, held until the
+        # transaction ends; another transaction doing the same waits for it.
+        self.write_lock = (
+            f"MERGE (l:`{lock}` {{namespace: $namespace}}) SET l.taken_at = timestamp()"
+        )
         # Only entities of the batch's namespaces ($namespaces; null: the ids' own).
         self.delete_entities = (
             f"UNWIND $ids AS id MATCH (e:{E} {{id: id}}) USING INDEX e:{E}(id) "

@@ -194,8 +194,13 @@ class Neo4jBackend(MemoryBackend):
         await facts.ensure_schema()  # before the transactions: the cascade's index hints
 
         async def one_batch(run: Run) -> tuple[int, int]:
+            # The namespaces' fact write locks first (another worker's ingest must not write
+            # back a fact this cascade edits); those of a delete naming none, once known.
+            await facts.lock_namespaces(run, flt.namespaces or ())
             rows = await run(self.q.delete_batch(where), {**params, "batch": batch})
             gone = [Forgotten.of(*g) for g in rows[0]["gone"]] if rows else []
+            if gone and not flt.namespaces:
+                await facts.lock_namespaces(run, {g.namespace for g in gone})
             more = await facts.forget(run, gone) if gone else []
             if not more:
                 return len(gone), 0

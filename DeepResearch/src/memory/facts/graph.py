@@ -7,15 +7,19 @@
 
 Bound to the client: its namespace, its embedder (for the facts' sentences) and its backend's
 FactStore. A batch (`add_facts`, `ingest`) is validated whole before anything is resolved,
-then written in one `FactStore.put`: all of it or nothing. Writes of one graph are serialised
-(an asyncio lock); resolution (resolution.py) and the time rules (rules.py) run before the put.
+then written in one `FactStore.put`: all of it or nothing. Writes are serialised: in one
+process by the client's `graph_lock` (which its deletes take too: a delete's cascade edits
+facts), across processes by the store's `write_lock(namespace)` (Neo4j, which a Neo4j delete
+takes too), both held from before resolution (resolution.py) and the time rules (rules.py) until the put
+has committed, so each batch sees every batch committed before it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
@@ -75,7 +79,6 @@ class FactGraph:
     def __init__(self, client: MemorySystemClient, config: FactsConfig | None = None) -> None:
         self.client = client
         self.config = config or client.config.facts
-        self._lock = asyncio.Lock()
 
     @property
     def namespace(self) -> str:
@@ -86,6 +89,15 @@ class FactGraph:
         if not self.client.available:
             raise MemoryBackendError(f"memory backend unavailable: {self.client.writes.cause()}")
         return self.client.backend.fact_store()
+
+    @asynccontextmanager
+    async def writing(self) -> AsyncIterator[FactStore]:
+        """The graph's write lock, in this process and across processes (the store's
+        `write_lock`); yields the store. Every read-then-put of the graph runs inside it."""
+        async with self.client.graph_lock:  # shared with the client's deletes
+            store = await self.store()
+            async with store.write_lock(self.namespace):
+                yield store
 
     # -- validation -----------------------------------------------------------------------
     def spec(self, item: Mapping[str, Any] | ExtractedFact, index: int = 0) -> FactSpec:
@@ -169,8 +181,7 @@ class FactGraph:
         A name that could mean several entities fails the batch (the caller names it better),
         unless `problems` is given: then that fact is left out and described there (ingest:
         a chat cannot be reworded, and its messages and other facts are still worth keeping)."""
-        async with self._lock:
-            store = await self.store()
+        async with self.writing() as store:
             await self.client.writes.drain_pending()
             resolver = Resolver(store, self.namespace, self.config)
             now = time.time()
@@ -213,8 +224,7 @@ class FactGraph:
         check_choice(type, "type", self.config.entity_types)
         extra = [check_name(n, "alias") for n in ([real_name] if real_name else []) + list(aliases)]
         attrs = check_attributes(attributes)
-        async with self._lock:
-            store = await self.store()
+        async with self.writing() as store:
             resolver = Resolver(store, self.namespace, self.config)
             entity = await self._resolve(resolver, name, type, Hint(), time.time())
             if real_name and not entity.real_name:
@@ -231,7 +241,7 @@ class FactGraph:
         fact of it (history too) moves over with its evidence; `other` is deleted."""
         from DeepResearch.src.memory.facts.merge import merge_entities
 
-        async with self._lock:
+        async with self.writing():
             return await merge_entities(self, keep, other)
 
     async def _new_fact(self, resolver: Resolver, spec: FactSpec, now: float) -> Fact:

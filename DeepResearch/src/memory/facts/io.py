@@ -87,8 +87,7 @@ def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
 
 async def import_lines(graph: FactGraph, lines: Iterable[str]) -> dict[str, Any]:
     entities, facts = parse_lines(lines, graph.namespace)
-    async with graph._lock:
-        store = await graph.store()
+    async with graph.writing() as store:
         names = {e.id: e.name for e in entities}
         records = await graph.fact_records(facts, names)
         await store.put(entities=entities, facts=facts, memories=records)

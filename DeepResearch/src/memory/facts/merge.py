@@ -22,7 +22,7 @@ MAX_FACTS = 100_000
 
 
 async def merge_entities(graph: FactGraph, keep_ref: str, other_ref: str) -> EntityOut:
-    """Call with the graph's write lock held (FactGraph.merge_entities)."""
+    """Call inside the graph's `writing()` block (FactGraph.merge_entities)."""
     from DeepResearch.src.memory.facts.graph import ambiguity
 
     found = []

@@ -2,13 +2,15 @@
 
 Resolution, contradiction rules, ingestion and the fact tools live above it and are written
 once. A backend keeps entities and facts beside its memories: `put` writes entities, facts
-and the memories that carry the facts' sentences in one transaction.
+and the memories that carry the facts' sentences in one transaction. `write_lock` serialises
+the writers of a namespace that one process's own lock cannot see (other processes).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 
 from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.errors import MemoryBackendError
@@ -73,6 +75,15 @@ def fact_order(fact: Fact) -> tuple[bool, float, float, str]:
 
 
 class FactStore(ABC):
+    @asynccontextmanager
+    async def write_lock(self, namespace: str) -> AsyncIterator[None]:
+        """Held around the reads, the rules and the one `put` of a batch of `namespace`
+        (FactGraph): a block entered after another has committed its put sees that put.
+        Here nothing: FactGraph's own lock serialises one process's writers, which is what
+        in_memory has and what the embedded store's service runs (one worker). Neo4j, which
+        any number of workers write, overrides it (backends/neo4j_fact_lock.py)."""
+        yield
+
     @abstractmethod
     async def put(
         self,
