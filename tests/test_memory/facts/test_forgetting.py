@@ -169,3 +169,35 @@ def test_the_cascade_runs_until_nothing_changes() -> None:
     assert plan.delete_memories == ["f1", "f2"]
     assert reads == 3
     assert stored[2].evidence == ("f2", "m2")  # the cascade changed its own copy
+
+
+async def test_a_forget_during_an_ingest_is_not_undone_by_it(
+    graph: FactGraph, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ingest reads Bo's Python fact (evidence g2), the forget of g2 lands while the
+    ingest is still embedding and writing: the fact must not come back citing g2."""
+    import asyncio
+
+    await graph.ingest(GENERAL, channel_id="general")
+    store = await graph.store()
+    real_put = store.put
+    reached_put = asyncio.Event()
+
+    async def slow_put(*args: Any, **kwargs: Any) -> None:
+        reached_put.set()
+        await asyncio.sleep(0.3)  # the window in which a forget would land
+        await real_put(*args, **kwargs)
+
+    monkeypatch.setattr(store, "put", slow_put)
+
+    async def forget_when_the_ingest_writes() -> int:
+        await reached_put.wait()
+        return await graph.client.forget("g2")
+
+    _, removed = await asyncio.gather(graph.ingest(DEV, channel_id="dev"),
+                                      forget_when_the_ingest_writes())
+    assert removed >= 1
+    for fact in await all_facts(graph):
+        assert "g2" not in fact.evidence, fact
+    seen = triples(await graph.views(await all_facts(graph)))
+    assert seen[("Bo", "HAS_SKILL", "Python")] == ["d1"]
