@@ -317,7 +317,7 @@ async def test_every_statement_seeks_an_index(
         "link statements": fq.link_statements, "delete entities": fq.delete_entities,
         "entities by key": fq.entities_by_key, "get entities": fq.get_entities,
         "entity keys": fq.entity_keys[0], "entity keys by type": fq.entity_keys[1],
-        "write lock": fq.write_lock,
+        "write lock": fq.write_lock, "existing lock": fq.existing_lock,
     }
     for name, query in {
         "ids": FactQuery(NS, ids=("a",), predicates=("P",)),

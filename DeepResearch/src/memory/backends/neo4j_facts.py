@@ -196,11 +196,12 @@ class Neo4jFactStore(FactStore):
             await self.conn.write("linking SIMILAR_TO", [similar], timeout=self.timeout)
 
     async def lock_namespaces(self, run: Run, namespaces: Iterable[str]) -> None:
-        """Inside another write transaction (`run`): take these namespaces' fact write locks,
-        in sorted order, until it ends (a delete: its cascade and `write_lock` writers go
-        one after the other)."""
+        """Inside another write transaction (`run`): take these namespaces' fact write locks
+        (those that exist: a namespace never written to has no facts to protect), in sorted
+        order, until it ends (a delete: its cascade and `write_lock` writers go one after
+        the other)."""
         for namespace in sorted(set(namespaces)):
-            await run(self.fq.write_lock, {"namespace": namespace})
+            await run(self.fq.existing_lock, {"namespace": namespace})
 
     async def forget(self, run: Run, forgotten: Sequence[Forgotten]) -> list[str]:
         """Inside the memory backend's delete transaction (`run`: its statements): the facts

@@ -91,6 +91,11 @@ class FactQueries:
         self.write_lock = (
             f"MERGE (l:`{lock}` {{namespace: $namespace}}) SET l.taken_at = timestamp()"
         )
+        # A delete takes the lock only where facts were ever written (it exists): deleting
+        # memories of a namespace without facts leaves no lock node behind.
+        self.existing_lock = (
+            f"MATCH (l:`{lock}` {{namespace: $namespace}}) SET l.taken_at = timestamp()"
+        )
         # Only entities of the batch's namespaces ($namespaces; null: the ids' own).
         self.delete_entities = (
             f"UNWIND $ids AS id MATCH (e:{E} {{id: id}}) USING INDEX e:{E}(id) "
