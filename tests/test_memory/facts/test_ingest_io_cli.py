@@ -123,6 +123,8 @@ def test_cli_add_list_tool_export_import_and_one_line_errors(tmp_path: Path) -> 
     assert code == 0 and "Microsoft" in out
     code, out, _ = run_cli("facts", "list", "--history", store=store)
     assert code == 0 and "(closed)" in out and out.count("\n") == 2
+    code, out, err = run_cli("facts", "list", "--person", "Bob", store=store)
+    assert code == 0 and out == "" and "no current facts about 'Bob'" in err  # not silence
     code, out, _ = run_cli("facts", "tool", "find_people_by_organization",
                            "organization=Google", "current_only=false", store=store)
     assert code == 0 and json.loads(out)["people"][0]["person"]["name"] == "Alice"

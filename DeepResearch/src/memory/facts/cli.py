@@ -20,6 +20,7 @@ import argparse
 import inspect
 import json
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -122,9 +123,15 @@ async def dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int:
         print(_fact_line(fact))
         return 0
     if cmd == "list":
-        for fact in await graph.facts(subject=args.person, predicate=args.predicate,
-                                      include_history=args.history, limit=args.limit):
+        facts = await graph.facts(subject=args.person, predicate=args.predicate,
+                                  include_history=args.history, limit=args.limit)
+        for fact in facts:
             print(_fact_line(fact))
+        if not facts:  # on stderr: stdout stays the list (empty) for scripts
+            about = f" about {args.person!r}" if args.person else ""
+            kind = "" if args.history else " current"
+            print(f"no{kind} facts{about}" + ("" if args.history else " (--history: all)"),
+                  file=sys.stderr)
         return 0
     if cmd == "tool":
         if args.name not in TOOLS:
