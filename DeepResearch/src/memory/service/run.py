@@ -38,7 +38,8 @@ def configure_logging(level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    for noisy in ("uvicorn.access", "httpx", "mcp"):
+    # faiss.loader says at INFO that it fell back from AVX2, in words that read like a fault
+    for noisy in ("uvicorn.access", "httpx", "mcp", "faiss.loader"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
