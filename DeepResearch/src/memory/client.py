@@ -69,9 +69,6 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         # makes in it: their first memory follows none, with no lookup (two reads per session).
         self._new_root: str | None = None if given else self.session_id
         self._links = SessionLinks()
-        # Held by every read-then-write of the knowledge graph (FactGraph.writing) and by
-        # every delete (whose cascade edits facts): in this process, neither undoes the other.
-        self.graph_lock = asyncio.Lock()
         self._embedder = embedder
         self._backend = backend
         self.steps: list[RankingStep] = list(steps) if steps is not None else default_steps()

@@ -53,7 +53,7 @@ class Maintenance:
                     f"of namespace {self.namespace!r} (a None value also matches a missing key); "
                     "check the key, or pass everything=True (CLI: --all)"
                 )
-        async with self.graph_lock:  # a fact write in flight cannot undo the cascade
+        async with self.backend.graph_lock:  # a fact write in flight cannot undo the cascade
             removed = await self.backend.delete(flt)
         self._forget_session_tails()
         return removed
@@ -78,7 +78,7 @@ class Maintenance:
             offset += page
         removed = 0
         for start in range(0, len(doomed), page):
-            async with self.graph_lock:
+            async with self.backend.graph_lock:
                 removed += await self.backend.delete(
                     self._bounded(ids=tuple(doomed[start : start + page])))
         if removed:

@@ -118,6 +118,16 @@ class MemoryBackend(ABC):
     # embedding for the GIL; the candidate stage orders the two accordingly).
     lexical_in_process: ClassVar[bool] = True
 
+    @property
+    def graph_lock(self) -> asyncio.Lock:
+        """Held by every read-then-write of the knowledge graph (FactGraph.writing) and by
+        every delete through a client (its cascade edits facts): in one process neither
+        undoes the other, however many clients share this store."""
+        lock = self.__dict__.get("_graph_lock")
+        if lock is None:
+            lock = self.__dict__["_graph_lock"] = asyncio.Lock()
+        return lock
+
     @abstractmethod
     async def open(self) -> None:
         """Connect / load; raise MemoryBackendError with a clear message if impossible."""

@@ -8,7 +8,7 @@
 Bound to the client: its namespace, its embedder (for the facts' sentences) and its backend's
 FactStore. A batch (`add_facts`, `ingest`) is validated whole before anything is resolved,
 then written in one `FactStore.put`: all of it or nothing. Writes are serialised: in one
-process by the client's `graph_lock` (which its deletes take too: a delete's cascade edits
+process by the backend's `graph_lock` (which deletes take too: a delete's cascade edits
 facts), across processes by the store's `write_lock(namespace)` (Neo4j, which a Neo4j delete
 takes too), both held from before resolution (resolution.py) and the time rules (rules.py) until the put
 has committed, so each batch sees every batch committed before it.
@@ -94,8 +94,8 @@ class FactGraph:
     async def writing(self) -> AsyncIterator[FactStore]:
         """The graph's write lock, in this process and across processes (the store's
         `write_lock`); yields the store. Every read-then-put of the graph runs inside it."""
-        async with self.client.graph_lock:  # shared with the client's deletes
-            store = await self.store()
+        store = await self.store()
+        async with self.client.backend.graph_lock:  # shared with the store's deletes
             async with store.write_lock(self.namespace):
                 yield store
 

@@ -79,8 +79,9 @@ class FactStore(ABC):
     async def write_lock(self, namespace: str) -> AsyncIterator[None]:
         """Held around the reads, the rules and the one `put` of a batch of `namespace`
         (FactGraph): a block entered after another has committed its put sees that put.
-        Here nothing: FactGraph's own lock serialises one process's writers, which is what
-        in_memory has and what the embedded store's service runs (one worker). Neo4j, which
+        Here nothing: the backend's `graph_lock` (FactGraph.writing) serialises one
+        process's writers, which is what in_memory has and what the embedded store's service
+        runs (one worker). Neo4j, which
         any number of workers write, overrides it (backends/neo4j_fact_lock.py)."""
         yield
 
