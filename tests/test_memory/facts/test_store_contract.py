@@ -129,6 +129,7 @@ def test_a_backend_without_a_fact_store_says_so() -> None:
 
 @pytest.mark.parametrize(("facts", "fragment"), [
     ({"single_valued": ["NOPE"]}, "single_valued names unknown predicates ['NOPE']"),
+    ({"exact_types": ["Ticket"]}, "exact_types names unknown entity types ['Ticket']"),
     ({"object_types": {"WORKS_AT": "Planet"}}, "object_types.WORKS_AT='Planet'"),
     ({"predicates": ["works_at", "PARTICIPATED_IN"]}, "'works_at' must be UPPER_SNAKE_CASE"),
     ({"entity_types": ["Person"]}, "entity_types must keep 'Channel'"),
