@@ -105,6 +105,14 @@ def test_keys_and_namespaces(service: TestClient) -> None:
     ("/api/memory/facts", {"facts": []}, 422, "validation_error", "facts"),
     ("/api/memory/ingest", {"messages": [MSG], "channel_id": "bad channel"}, 422,
      "validation_error", "channel_id"),
+    # the timestamp rules of ingest in Python and the CLI: milliseconds are refused, not divided
+    ("/api/memory/ingest", {"messages": [{**MSG, "timestamp": 1709287300000}], "channel_id": "c"},
+     422, "validation_error", "messages.0.timestamp: Value error, message: field 'timestamp' = "
+     "1709287300000 is after the year 3000"),
+    ("/api/memory/retrieve", {"messages": [{**MSG, "timestamp": "yesterday"}], "channel_id": "c"},
+     422, "validation_error", "'yesterday' is not an ISO 8601"),
+    ("/api/memory/ingest", {"messages": [{**MSG, "timestamp": True}], "channel_id": "c"},
+     422, "validation_error", "is a bool"),
 ])
 def test_bad_input(service: TestClient, path: str, body: dict, status: int, error: str,
                    says: str) -> None:

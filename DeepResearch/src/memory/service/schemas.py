@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+
+from DeepResearch.src.memory.facts.validation import parse_timestamp
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
 MAX_BATCH = 1000
@@ -131,24 +133,34 @@ class HealthResponse(BaseModel):
 
 
 # -- facts and the retrieval agent ----------------------------------------------------------
+# The same rules as `ingest` in Python, the CLI and MCP (facts/validation.py): an ISO 8601
+# string or epoch seconds; epoch milliseconds are refused, not silently divided.
+MessageTime = Annotated[
+    float,
+    BeforeValidator(lambda value: parse_timestamp(value, "message")),
+    WithJsonSchema({"anyOf": [{"type": "string", "format": "date-time"}, {"type": "number"}],
+                    "description": "ISO 8601 (naive = UTC) or epoch seconds"}),
+]
+
+
 class ChatMessage(_Body):
     author_id: str = Field(min_length=1, max_length=200)
     author_name: str = Field(min_length=1, max_length=200)
     content: str = Field(min_length=1)
-    timestamp: datetime
+    timestamp: MessageTime
     message_id: str | None = Field(
         default=None, pattern=ID_PATTERN,
         description="default: derived from channel, author, time and content (so sending a "
         "message again ingests nothing new)")
 
     def as_dict(self, channel_id: str) -> dict[str, Any]:
-        stamp = self.timestamp if self.timestamp.tzinfo else self.timestamp.replace(tzinfo=UTC)
+        stamp = datetime.fromtimestamp(self.timestamp, tz=UTC)
         message_id = self.message_id or "msg-" + hashlib.sha1(
             f"{channel_id}\0{self.author_id}\0{stamp.isoformat()}\0{self.content}".encode()
         ).hexdigest()[:20]
         return {"message_id": message_id, "author_id": self.author_id,
                 "author_name": self.author_name, "content": self.content,
-                "timestamp": stamp.timestamp(), "channel_id": channel_id}
+                "timestamp": self.timestamp, "channel_id": channel_id}
 
 
 class RetrieveRequest(_Scoped):
