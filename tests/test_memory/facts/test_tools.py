@@ -36,7 +36,8 @@ async def test_an_unknown_person_is_an_empty_answer_with_a_message(team: FactGra
 async def test_people_by_skill_with_min_proficiency(team: FactGraph) -> None:
     assert people(await TOOLS["find_people_by_skill"](team, "python")) == ["Alice", "Charlie", "Bob"]
     assert people(await TOOLS["find_people_by_skill"](team, "Python", "advanced")) == ["Alice", "Charlie"]
-    assert people(await TOOLS["find_people_by_skill"](team, "Python", 0.9)) == ["Alice"]
+    one = await TOOLS["find_people_by_skill"](team, "Python", 0.9)
+    assert people(one) == ["Alice"] and one.message == "1 person with skill 'Python'"
     assert people(await TOOLS["find_people_by_skill"](team, "Cobol")) == []
 
 

@@ -9,7 +9,7 @@ validity. `TOOLS` maps each name to its function (the toolset and the CLI use it
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from typing import Any
 
 from DeepResearch.src.memory.facts.graph import FactGraph, ambiguity
@@ -79,6 +79,12 @@ async def _people(
                       facts=[views[f.id] for f in fs]) for sid, fs, s in ranked[:limit]]
 
 
+def _count(items: Sized, noun: str, plural: str | None = None) -> str:
+    """'1 fact', '3 facts', '1 person', '2 people'."""
+    n = len(items)
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def _answer(tool: str, message: str, **fields: Any) -> ToolAnswer:
     return ToolAnswer(tool=tool, message=message, **fields)
 
@@ -92,7 +98,7 @@ async def get_person_profile(graph: FactGraph, person: str, limit: int | None = 
     facts = await _find(graph, subject_ids=(who.id,), limit=n)
     facts += await _find(graph, object_ids=(who.id,), limit=max(0, n - len(facts)) or 1)
     out = await graph.views(facts[:n])
-    return _answer("get_person_profile", f"{len(out)} current facts about {who.name}",
+    return _answer("get_person_profile", f"{_count(out, 'current fact')} about {who.name}",
                    person=entity_out(who), facts=out)
 
 
@@ -107,7 +113,7 @@ async def find_people_by_skill(
         facts = [f for f in facts if (proficiency(f.attributes.get("proficiency")) or 0) >= floor]
     hits = await _people(graph, facts, graph.clean_limit(limit),
                          lambda fs: max(proficiency(f.attributes.get("proficiency")) or 0 for f in fs))
-    return _answer("find_people_by_skill", f"{len(hits)} people with skill {skill!r}", people=hits)
+    return _answer("find_people_by_skill", f"{_count(hits, 'person', 'people')} with skill {skill!r}", people=hits)
 
 
 async def find_people_by_organization(
@@ -120,7 +126,7 @@ async def find_people_by_organization(
     hits = await _people(graph, facts, graph.clean_limit(limit))
     when = "now" if current_only else "ever"
     return _answer("find_people_by_organization",
-                   f"{len(hits)} people linked to {organization!r} ({when})", people=hits)
+                   f"{_count(hits, 'person', 'people')} linked to {organization!r} ({when})", people=hits)
 
 
 async def get_relationships_between(
@@ -147,7 +153,7 @@ async def get_relationships_between(
                          facts=[views[f.id] for f in linking if f.object_id == oid])
               for oid in common if oid in entities]
     return _answer("get_relationships_between",
-                   f"{len(direct[:n])} direct facts, {len(shared)} shared links between "
+                   f"{_count(direct[:n], 'direct fact')}, {_count(shared, 'shared link')} between "
                    f"{a.name} and {b.name}", person=entity_out(a), other_person=entity_out(b),
                    facts=[views[f.id] for f in direct[:n]], shared=shared)
 
@@ -158,7 +164,7 @@ async def find_people_by_topic(graph: FactGraph, topic: str, limit: int | None =
                         **await _objects(graph, topic, ["Topic", "Skill"]))
     hits = await _people(graph, facts, graph.clean_limit(limit),
                          lambda fs: max(f.confidence for f in fs))
-    return _answer("find_people_by_topic", f"{len(hits)} people linked to topic {topic!r}",
+    return _answer("find_people_by_topic", f"{_count(hits, 'person', 'people')} linked to topic {topic!r}",
                    people=hits)
 
 
@@ -178,7 +184,7 @@ async def get_person_timeline(
              and (high is None or f.valid_at is None or f.valid_at <= high)]
     facts.sort(key=lambda f: (f.valid_at if f.valid_at is not None else f.created_at, f.id))
     out = await graph.views(facts[: graph.clean_limit(limit)])
-    return _answer("get_person_timeline", f"{len(out)} facts in {who.name}'s timeline",
+    return _answer("get_person_timeline", f"{_count(out, 'fact')} in {who.name}'s timeline",
                    person=entity_out(who), facts=out)
 
 
@@ -189,7 +195,7 @@ async def find_people_by_location(
     facts = await _find(graph, predicates=("LIVES_IN",),
                         **await _objects(graph, location, ["Location"]))
     hits = await _people(graph, facts, graph.clean_limit(limit))
-    return _answer("find_people_by_location", f"{len(hits)} people in {location!r}", people=hits)
+    return _answer("find_people_by_location", f"{_count(hits, 'person', 'people')} in {location!r}", people=hits)
 
 
 async def get_conversation_participants(
@@ -206,7 +212,7 @@ async def get_conversation_participants(
         facts = [f for f in facts if _last_seen(f) >= low]
     hits = await _people(graph, facts, graph.clean_limit(limit), lambda fs: max(map(_last_seen, fs)))
     return _answer("get_conversation_participants",
-                   f"{len(hits)} participants in channel {channel.name!r}", people=hits)
+                   f"{_count(hits, 'participant')} in channel {channel.name!r}", people=hits)
 
 
 def _last_seen(fact: Fact) -> float:
@@ -235,7 +241,7 @@ async def find_experts(graph: FactGraph, topic: str, limit: int = 5) -> ToolAnsw
     facts = await _find(graph, predicates=TOPIC_PREDICATES,
                         **await _objects(graph, topic, ["Skill", "Topic"]))
     hits = await _people(graph, facts, graph.clean_limit(limit), expertise)
-    return _answer("find_experts", f"{len(hits)} experts on {topic!r}", people=hits)
+    return _answer("find_experts", f"{_count(hits, 'expert')} on {topic!r}", people=hits)
 
 
 async def semantic_search_facts(
@@ -248,7 +254,7 @@ async def semantic_search_facts(
     floor = check_confidence(min_confidence)
     facts = await search_facts(graph, check_name(query, "query"), n, floor, include_history)
     out: list[FactOut] = await graph.views(facts)
-    return _answer("semantic_search_facts", f"{len(out)} facts matching {query!r}", facts=out)
+    return _answer("semantic_search_facts", f"{_count(out, 'fact')} matching {query!r}", facts=out)
 
 
 TOOLS: dict[str, Callable[..., Any]] = {
