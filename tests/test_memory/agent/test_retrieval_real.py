@@ -206,3 +206,22 @@ async def test_from_ingested_messages_to_the_answer(graph: FactGraph) -> None:
     assert result.facts[0].endswith("evidence: msg_1)")
     timeline = await retrieve_context(graph, None, ["Where did Charlie work?"])
     assert timeline.facts[0].startswith("Charlie previously worked at Google from 2019 to 2022")
+
+
+async def test_nothing_on_topic_returns_no_noise(team: FactGraph) -> None:
+    """No one in the team knows TypeScript: the nearest fact sentences ("Alice works at
+    Google", similarity ~0.2) are not returned as if they answered; what does come back is
+    close to the words (similarity >= 0.3) and the grade says low."""
+    result = await retrieve_context(team, None, ["Who should I ask about TypeScript?"])
+    searched = [e.call for e in result.trace if e.call and e.call.tool == "semantic_search_facts"]
+    assert searched and searched[0].output_size > 0  # the search did find nearest facts...
+    assert result.facts == []  # ...none close enough to be context
+    assert result.confidence == "low"
+
+
+async def test_an_off_topic_hit_close_to_the_words_is_kept_as_context(team: FactGraph) -> None:
+    await team.add_facts([dict(subject="Erin", predicate="INTERESTED_IN", object="deep learning",
+                               confidence=0.8, evidence="m9")])
+    result = await retrieve_context(team, None, ["Anyone here into neural networks?"])
+    assert any(f.startswith("Erin is interested in deep learning") for f in result.facts), result.facts
+    assert not any(f.startswith("Dana previously worked") for f in result.facts)

@@ -84,6 +84,10 @@ async def test_experts_rank_by_proficiency_years_evidence_confidence(team: FactG
 async def test_semantic_search_over_fact_sentences(team: FactGraph) -> None:
     answer = await TOOLS["semantic_search_facts"](team, "who lives in New York", limit=3)
     assert answer.facts[0].subject == "Bob" and answer.facts[0].object == "New York"
+    # each hit says how close its sentence is to the query (cosine, the same on every backend)
+    assert 0.5 < answer.facts[0].similarity <= 1.0
+    assert all(f.similarity < answer.facts[0].similarity for f in answer.facts[1:])
+    assert (await TOOLS["find_people_by_location"](team, "New York")).people[0].facts[0].similarity is None
     current = await TOOLS["semantic_search_facts"](team, "Alice Microsoft engineer", limit=10)
     assert "Microsoft" not in [f.object for f in current.facts]  # closed: history only
     history = await TOOLS["semantic_search_facts"](team, "Alice Microsoft engineer", limit=10,

@@ -49,9 +49,10 @@ def lexical_query(query: str, predicates: Sequence[str]) -> str:
 
 async def search_facts(
     graph: FactGraph, query: str, limit: int, min_confidence: float, include_history: bool
-) -> list[Fact]:
-    """Up to `limit` facts whose sentence matches `query`, best first: dense on the whole
-    query, lexical on `lexical_query` (the whole query when that leaves nothing)."""
+) -> list[tuple[Fact, float | None]]:
+    """Up to `limit` facts whose sentence matches `query`, best first, each with the cosine
+    similarity of its sentence and the query: dense on the whole query, lexical on
+    `lexical_query` (the whole query when that leaves nothing)."""
     store = await graph.store()
     client = graph.client
     await client.writes.drain_pending()  # read-your-writes, as retrieve
@@ -69,6 +70,9 @@ async def search_facts(
             pool = await gather_candidates(client.backend, lexical, embedding, flt, size, retrieval)
             scores = {m.record.id: m.score + retrieval.importance_weight * (m.record.importance - 0.5)
                       for m in pool.items}
+            # None: a lexical hit whose vector the backend did not return (similarity unknown)
+            similarity = {m.record.id: m.similarity if "dense_rank" in m.signals
+                          or m.record.vector is not None else None for m in pool.items}
             facts = await store.find_facts(FactQuery(
                 graph.namespace, ids=tuple(scores), include_history=include_history,
                 min_confidence=min_confidence, limit=len(scores) or 1))
@@ -79,4 +83,4 @@ async def search_facts(
         if not embedding.done():
             embedding.cancel()
     facts.sort(key=lambda f: (-scores[f.id], f.id))
-    return facts[:limit]
+    return [(f, similarity[f.id]) for f in facts[:limit]]

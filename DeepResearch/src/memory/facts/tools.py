@@ -252,8 +252,10 @@ async def semantic_search_facts(
     memories, see search.py), current ones unless include_history."""
     n = graph.clean_limit(limit)
     floor = check_confidence(min_confidence)
-    facts = await search_facts(graph, check_name(query, "query"), n, floor, include_history)
-    out: list[FactOut] = await graph.views(facts)
+    found = await search_facts(graph, check_name(query, "query"), n, floor, include_history)
+    out: list[FactOut] = await graph.views([fact for fact, _ in found])
+    for view, (_, similarity) in zip(out, found, strict=True):
+        view.similarity = None if similarity is None else round(similarity, 4)
     return _answer("semantic_search_facts", f"{_count(out, 'fact')} matching {query!r}", facts=out)
 
 

@@ -42,6 +42,8 @@ class FactOut(BaseModel):
     current: bool  # true now (valid, not closed, not retired)
     attributes: dict[str, Any] = Field(default_factory=dict)
     learned_at: str  # when the memory learned it
+    # semantic_search_facts only: cosine similarity of the query and the fact's sentence
+    similarity: float | None = None
 
 
 class PersonHit(BaseModel):

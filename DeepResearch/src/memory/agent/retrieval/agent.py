@@ -10,6 +10,7 @@ from uuid import uuid4
 from DeepResearch.src.memory.agent.retrieval.graph import AnalyzeConversation, retrieval_graph
 from DeepResearch.src.memory.agent.retrieval.planner import ModelPlanner, Planner, RulesPlanner
 from DeepResearch.src.memory.agent.retrieval.state import RetrievalDeps, RetrievalState
+from DeepResearch.src.memory.agent.retrieval.synthesis import MIN_SIMILARITY
 from DeepResearch.src.memory.agent.retrieval.tools import ToolRunner
 from DeepResearch.src.memory.agent.retrieval.trace import TRACES, TraceStore
 from DeepResearch.src.memory.agent.retrieval.types import RetrievalResult
@@ -28,6 +29,7 @@ async def retrieve_context(
     request_id: str | None = None,
     trace_store: TraceStore | None = None,
     planner: Planner | None = None,
+    min_similarity: float = MIN_SIMILARITY,
 ) -> RetrievalResult:
     """The facts worth knowing for a conversation, found by a planned series of tool calls.
 
@@ -35,7 +37,8 @@ async def retrieve_context(
     MemorySystemClient for hybrid memory retrieval (None: the graph's own client); `messages`: strings,
     {"content", "author_name"} mappings or objects with `.content`, oldest first; `model`: a
     pydantic-ai model (name or instance) for planning and evaluation, None for the rules;
-    `tool_timeout`: seconds per tool call. The result is also kept in `trace_store` (default
+    `tool_timeout`: seconds per tool call; `min_similarity`: the similarity to its query from
+    which a hit that names nothing asked about is returned as context (synthesis.py). The result is also kept in `trace_store` (default
     the process-wide one) under `metadata.request_id` (`request_id`, or a new one).
     """
     if not isinstance(max_facts, int) or max_facts < 1:
@@ -44,6 +47,8 @@ async def retrieve_context(
         raise ValueError(f"max_iterations must be an integer >= 1, got {max_iterations!r}")
     if not isinstance(tool_timeout, (int, float)) or not math.isfinite(tool_timeout) or tool_timeout <= 0:
         raise ValueError(f"tool_timeout must be a number of seconds > 0, got {tool_timeout!r}")
+    if not isinstance(min_similarity, int | float) or not -1.0 <= min_similarity <= 1.0:
+        raise ValueError(f"min_similarity must be a number in [-1, 1], got {min_similarity!r}")
     if graph is None and client is None:
         raise ValueError("retrieve_context needs a fact graph, a memory client, or both; got neither")
     if client is None:
@@ -57,6 +62,7 @@ async def retrieve_context(
         planner=planner,
         max_facts=max_facts,
         max_iterations=max_iterations,
+        min_similarity=float(min_similarity),
     )
     result: RetrievalResult = await retrieval_graph().run(state=state, deps=deps, inputs=AnalyzeConversation())
     result.trace = list(state.trace)

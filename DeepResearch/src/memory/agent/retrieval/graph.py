@@ -31,6 +31,7 @@ from DeepResearch.src.memory.agent.retrieval.synthesis import (
     mentions,
     rank,
     score_relevance,
+    worth_returning,
 )
 from DeepResearch.src.memory.agent.retrieval.types import (
     MEMORY_TOOL,
@@ -190,7 +191,8 @@ class Synthesize(RetrievalNode):
         facts = list(state.facts.values())
         for fact in facts:
             fact.relevance = score_relevance(fact, state.analysis)
-        chosen = rank(deduplicate(facts))[: deps.max_facts]
+        kept = [f for f in deduplicate(facts) if worth_returning(f, deps.min_similarity)]
+        chosen = rank(kept)[: deps.max_facts]
         successes = sum(1 for c in state.calls if c.success)
         confidence = grade(chosen, len(state.calls), successes)
         result = RetrievalResult(

@@ -7,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from DeepResearch.src.memory.agent.retrieval.synthesis import MIN_SIMILARITY
 from DeepResearch.src.memory.agent.retrieval.tools import ToolRunner
 from DeepResearch.src.memory.agent.retrieval.types import (
     ConversationAnalysis,
@@ -66,3 +67,4 @@ class RetrievalDeps:
     planner: Planner
     max_facts: int
     max_iterations: int
+    min_similarity: float = MIN_SIMILARITY

@@ -10,8 +10,11 @@ Relevance of a fact, in [0, 1], is the sum of
 capped at 1. Facts are ranked by 0.6 * relevance + 0.4 * confidence (ties: the more
 confident, the newer, then the tool's own order, e.g. find_experts' expertise).
 A semantic or memory hit that names nothing the conversation asks about (relevance < 0.4)
-is kept, ranked after the others, but is not on topic; so are the channel's participants
-when no question asked for them (their relevance is capped at 0.35: context).
+is not on topic: it is returned, ranked after the others, only if its similarity to the
+search's query is at least `min_similarity` (default 0.3; with all-MiniLM-L6-v2 unrelated
+short sentences score 0 to 0.25, so "Alice works at Google" is not returned as context for
+"who should I ask about TypeScript?"). The channel's participants, when no question asked
+for them, are context too (their relevance is capped at 0.35) and are kept.
 
 Overall confidence (`grade`), over the on-topic facts returned: with H the number of facts of
 confidence >= 0.8, m their mean confidence and s the share of tool calls that succeeded,
@@ -36,6 +39,7 @@ from DeepResearch.src.memory.agent.retrieval.types import (
 HIGH_CONFIDENCE = 0.8
 ON_TOPIC = 0.4  # the relevance from which a fact counts towards the overall confidence
 CONTEXT = 0.35  # the relevance of what only the implicit channel need found
+MIN_SIMILARITY = 0.3  # an off-topic similarity hit below it is noise, not context
 
 _KIND_PREDICATES: dict[str, set[str]] = {
     "experts": {"HAS_SKILL", "INTERESTED_IN"},
@@ -80,6 +84,11 @@ def score_relevance(fact: FoundFact, analysis: ConversationAnalysis) -> float:
     return min(1.0, score)
 
 
+def worth_returning(fact: FoundFact, min_similarity: float = MIN_SIMILARITY) -> bool:
+    """On topic, or found by similarity and close enough to its query to be context."""
+    return fact.relevance >= ON_TOPIC or fact.similarity is None or fact.similarity >= min_similarity
+
+
 def deduplicate(facts: list[FoundFact]) -> list[FoundFact]:
     """One fact per (person, predicate, object): the most confident, with every evidence id
     and the highest relevance of its copies."""
@@ -93,6 +102,8 @@ def deduplicate(facts: list[FoundFact]) -> list[FoundFact]:
         best, worse = (fact, other) if fact.confidence > other.confidence else (other, fact)
         best.evidence = tuple(dict.fromkeys(best.evidence + worse.evidence))
         best.relevance = max(best.relevance, worse.relevance)
+        if worse.similarity is not None:
+            best.similarity = max(best.similarity or worse.similarity, worse.similarity)
         kept[key] = best
     return list(kept.values())
 

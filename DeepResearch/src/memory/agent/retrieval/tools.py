@@ -108,6 +108,7 @@ def read_facts(result: Any, tool: str) -> list[FoundFact]:
         confidence = _get(item, "confidence")
         sentence = _get(item, "sentence") or _get(item, "text")
         attributes = _get(item, "attributes")
+        similarity = _get(item, "similarity")
         facts.append(FoundFact(
             subject=str(subject),
             predicate=predicate,
@@ -120,6 +121,7 @@ def read_facts(result: Any, tool: str) -> list[FoundFact]:
             sentence=sentence if isinstance(sentence, str) else None,
             fact_id=_get(item, "id") if isinstance(_get(item, "id"), str) else None,
             tool=tool,
+            similarity=float(similarity) if isinstance(similarity, int | float) else None,
             order=len(facts),
         ))
         return "stop"
@@ -213,6 +215,7 @@ def read_memories(memories: Any) -> list[FoundFact]:
             sentence=content,
             fact_id=memory.id,
             tool=MEMORY_TOOL,
+            similarity=getattr(memory, "similarity", None),
             order=len(found),
         ))
     return found

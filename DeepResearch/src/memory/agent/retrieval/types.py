@@ -109,6 +109,7 @@ class FoundFact:
     tool: str = ""
     need: int | None = None
     relevance: float = 0.0
+    similarity: float | None = None  # to the query, for what a similarity search found
     order: int = 0  # its position in the tool's answer (the tool's own ranking)
 
     def key(self) -> tuple[str, ...]:
