@@ -69,7 +69,5 @@ def times(tense: str, predicate: str, t: TimeInfo, ts: float) -> tuple[float | N
     if tense == "end":
         end = t.at_end if t.at_end is not None else t.end
         return t.start, ts if end is None else end
-    if tense == "future":
-        return (t.at if t.at is not None else t.start), None
     start = t.start if t.start is not None else (ts - t.years * YEAR if t.years else ts)
     return start, t.end if t.end is not None and t.end > start else None

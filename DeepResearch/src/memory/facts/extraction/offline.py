@@ -234,8 +234,6 @@ class OfflineExtractor:
         tense = rule.tense
         if groups.get("past"):
             tense = "past"
-        elif groups.get("future"):
-            tense = "future"
         elif groups.get("now"):
             tense = "present"
         frequency = m[0] if (m := FREQUENCY.search(segment.lower())) else None
@@ -265,8 +263,6 @@ class OfflineExtractor:
                 continue  # "joined Slack", "left Excel open": a tool, not an employer
             if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
                 pred, obj_type, confidence = "LIVES_IN", "Location", 0.8
-            if p_tense == "future":
-                confidence = 0.55
             if pred == "HAS_SKILL":
                 years = t.years
                 if years is None and t.start is not None:
