@@ -22,6 +22,33 @@ def _rows(*rows: tuple[str | tuple[str, ...], set[Triple]]) -> list[Row]:
             for lines, triples in rows]
 
 
+CONDITIONS_AND_WISHES = _rows(
+    ("If I worked at Google I would be happy.", set()),
+    ("I would be happy if I worked at Google.", set()),
+    ("If I worked at Google and lived in Paris, I would be happy.", set()),
+    ("If I worked at Google, and lived in Paris, I would be happy.", set()),
+    ("If Bob knows Rust he can help.", set()),
+    ("Unless Bob lives in Oslo we meet in Paris.", set()),
+    ("I don't know if Bob works at Google.", set()),
+    ("I wonder whether Bob still lives in Oslo.", set()),
+    ("I wish I lived in Paris.", set()),
+    ("I'd like to work at Apple.", set()),
+    ("I'd love to live in Paris and work at Google.", set()),
+    ("I know Python and would like to work at Apple and live in Cupertino.",
+     {("Carol", "HAS_SKILL", "Python")}),
+    ("I want to learn Rust.", set()),
+    ("I was hoping to work at Apple.", set()),
+    ("I could move to Berlin.", set()),
+    ("Would you work at Google?", set()),
+    ("Maybe I'll join Stripe.", set()),
+    ("I doubt Bob works at Google and lives in Paris.", set()),  # the doubt covers both
+    # what follows a condition, past its comma, is said
+    ("Even if Bob works at Google, I live in Paris and know Python.",
+     {("Carol", "LIVES_IN", "Paris"), ("Carol", "HAS_SKILL", "Python")}),
+    ("If you need help, Bob knows Rust.", {("Bob", "HAS_SKILL", "Rust")}),
+    ("Bob works at Google if you need a contact.", {("Bob", "WORKS_AT", "Google")}),
+)
+
 PLANS = _rows(
     ("I will move to Berlin next year.", set()),
     ("I'm going to join Google next month.", set()),
@@ -31,6 +58,7 @@ PLANS = _rows(
     ("I plan to work at Meta.", set()),
     ("I'll start at Stripe on Monday.", set()),
     ("I will move to Berlin and work at SAP.", set()),
+    ("I know Go and plan to move to Berlin and work at SAP.", {("Carol", "HAS_SKILL", "Go")}),
     # present progressive and past moves are current facts
     ("I'm working at Google.", {("Carol", "WORKS_AT", "Google")}),
     ("I'm living in Berlin now.", {("Carol", "LIVES_IN", "Berlin")}),
@@ -38,7 +66,7 @@ PLANS = _rows(
     ("I moved to Berlin last year.", {("Carol", "LIVES_IN", "Berlin")}),
 )
 
-ROWS = PLANS
+ROWS = CONDITIONS_AND_WISHES + PLANS
 
 
 @pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])

@@ -24,6 +24,7 @@ from DeepResearch.src.memory.facts.extraction.clauses import (
     times,
 )
 from DeepResearch.src.memory.facts.extraction.dates import find_time
+from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
     THERE,
     Candidate,
@@ -146,7 +147,7 @@ class OfflineExtractor:
         facts: list[ExtractedFact] = []
         previous: list[tuple[str, bool]] = []
         starts = [hit.match.start() for hit in hits if hit.rule] + [len(sentence)]
-        seg_start = 0
+        seg_start = clause_start = 0
         for hit in hits:
             if hit.rule is None:
                 name = hit.candidates[0][1]
@@ -160,11 +161,12 @@ class OfflineExtractor:
             if seg_end == len(sentence) and AFTERTHOUGHT.match(tail):
                 region += tail.lower()  # "Bob knows Rust, I think."
             segment = sentence[min(seg_start, match.start()):max(seg_end, match.end())]
-            seg_start = match.end()
+            said = asserted(match, clause_start) and not DENIAL.search(region)
+            seg_start, clause_start = match.end(), match.start()
             subjects = self._subjects(match, message, previous)
-            previous = self._carried(hit, subjects, previous, message)
-            if (question or not subjects or DENIAL.search(region) or self._negated(hit)
-                    or self._disagrees(match)):
+            # a supposed or denied clause lends its subject to none after it
+            previous = self._carried(hit, subjects, previous, message) if said else []
+            if question or not said or not subjects or self._negated(hit) or self._disagrees(match):
                 continue
             facts.extend(self._facts(hit, subjects, segment, region, message, problems))
         return facts
