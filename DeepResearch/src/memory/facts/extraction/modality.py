@@ -36,9 +36,7 @@ def asserted(match: re.Match[str], since: int) -> bool:
     # up to the verb: a subject's name may have taken the condition ("If Bob knows Rust")
     key = next((k for k in ("subj", "a") if groups.get(k) is not None), None)
     before = match.string[:match.end(key) if key else match.start()]
-    condition = None
-    for condition in _CONDITION.finditer(before):
-        pass
-    if condition is not None and not _CONDITION_END.search(before, condition.end()):
+    conditions = list(_CONDITION.finditer(before))
+    if conditions and not _CONDITION_END.search(before, conditions[-1].end()):
         return False
     return not (groups.get("subj") == "" and _INTENT.search(before, since))
