@@ -66,7 +66,21 @@ PLANS = _rows(
     ("I moved to Berlin last year.", {("Carol", "LIVES_IN", "Berlin")}),
 )
 
-ROWS = CONDITIONS_AND_WISHES + PLANS
+NEGATIONS = _rows(
+    ("I've never worked at IBM.", set()),
+    ("I haven't lived in Paris.", set()),
+    ("Bob doesn't work at Google.", set()),
+    ("I didn't study at MIT.", set()),
+    ("Not sure I know Kubernetes.", set()),
+    ("I'm not sure Bob knows Rust.", set()),
+    ("I don't know Python.", set()),
+    ("I don't work at Google anymore.", {("Carol", "WORKED_AT", "Google")}),
+    ("I no longer live in Paris.", {("Carol", "LIVES_IN", "Paris")}),
+    # a doubt set apart by a comma and "but" is a hedge: the clause after it is said, weakly
+    ("I'm not sure, but Bob knows Rust.", {("Bob", "HAS_SKILL", "Rust")}),
+)
+
+ROWS = CONDITIONS_AND_WISHES + PLANS + NEGATIONS
 
 
 @pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])

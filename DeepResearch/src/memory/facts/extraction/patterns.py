@@ -10,7 +10,7 @@ the conversation).
 Confidence is the rule's base times 0.8 after a belief ("I think", "probably") or 0.6 after
 a guess ("maybe", "might"), times 0.95 for what one person says about another, times 0.9
 for a pronoun subject. A negated verb ("do not work", "never worked"), a denial ("I don't
-think", "I doubt") or a question states nothing; nor does a clause inside a condition ("if",
+think", "I doubt", "not sure I know X") or a question states nothing; nor does a clause inside a condition ("if",
 "unless", "whether": "If I worked at Google ...") or one whose left-out subject follows a modal
 or an intention ("I know Go and plan to move to Berlin and work at SAP"): see `modality`.
 
