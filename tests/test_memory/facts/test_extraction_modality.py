@@ -66,6 +66,31 @@ PLANS = _rows(
     ("I moved to Berlin last year.", {("Carol", "LIVES_IN", "Berlin")}),
 )
 
+PRONOUNS = _rows(
+    ("Alice and Bob met yesterday. She works at Stripe.", {("Alice", "KNOWS", "Bob")}),
+    (("Carol: Alice and Bob met yesterday.", "Carol: He works at Stripe."),
+     {("Alice", "KNOWS", "Bob")}),
+    ("Alice met Bob and she works at Stripe.", {("Alice", "KNOWS", "Bob")}),
+    ("I met Bob at Google. I met Alice too. She works at Stripe.",
+     {("Carol", "KNOWS", "Bob"), ("Carol", "KNOWS", "Alice")}),
+    # a name only mentioned may be the one meant: no guess
+    (("Carol: My colleague Dave lives in Lisbon.", "Carol: Erin called me. She works at Stripe."),
+     {("Carol", "KNOWS", "Dave"), ("Dave", "LIVES_IN", "Lisbon")}),
+    # the speaker is no "he" of their own
+    (("Carol: My colleague Dave lives in Lisbon.", "Dave: He works at Airbnb."),
+     {("Carol", "KNOWS", "Dave"), ("Dave", "LIVES_IN", "Lisbon")}),
+    # "they" is not resolved (mostly a group or an organisation)
+    (("Carol: My colleague Dave lives in Lisbon.", "Carol: They work at Airbnb."),
+     {("Carol", "KNOWS", "Dave"), ("Dave", "LIVES_IN", "Lisbon")}),
+    # one person: he / she is that person, along a chain of sentences
+    (("Carol: My colleague Dave lives in Lisbon.", "Carol: He works at Airbnb.",
+      "Carol: He knows Rust. He speaks Spanish."),
+     {("Carol", "KNOWS", "Dave"), ("Dave", "LIVES_IN", "Lisbon"), ("Dave", "WORKS_AT", "Airbnb"),
+      ("Dave", "HAS_SKILL", "Rust"), ("Dave", "HAS_SKILL", "Spanish")}),
+    ("Bob lives in Paris and he knows Rust.",
+     {("Bob", "LIVES_IN", "Paris"), ("Bob", "HAS_SKILL", "Rust")}),
+)
+
 NEGATIONS = _rows(
     ("I've never worked at IBM.", set()),
     ("I haven't lived in Paris.", set()),
@@ -80,7 +105,7 @@ NEGATIONS = _rows(
     ("I'm not sure, but Bob knows Rust.", {("Bob", "HAS_SKILL", "Rust")}),
 )
 
-ROWS = CONDITIONS_AND_WISHES + PLANS + NEGATIONS
+ROWS = CONDITIONS_AND_WISHES + PLANS + PRONOUNS + NEGATIONS
 
 
 @pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])

@@ -1,18 +1,19 @@
 """The phrasings the offline extractor knows: one `Rule` per phrasing, in priority order.
 
-Coverage (S = a subject: I / we (-> the author), he / she (-> the last person a fact named,
-never the author nor a name only mentioned; with none the clause states nothing), a
-capitalised name, "Bob and I" (only where a clause starts: "I live in New York and I ..." is
-no "New York and I"); a subject left out after "and" / "then" / "but" / "so" is the previous
-clause's, and none after an unresolved "he"; a list of objects ends where a clause starts
-("I know Python and Bob knows Rust"); "there" -> the organisation (or place) last named in
-the conversation).
-Confidence is the rule's base times 0.8 after a belief ("I think", "probably") or 0.6 after
-a guess ("maybe", "might"), times 0.95 for what one person says about another, times 0.9
-for a pronoun subject. A negated verb ("do not work", "never worked"), a denial ("I don't
-think", "I doubt", "not sure I know X") or a question states nothing; nor does a clause inside a condition ("if",
-"unless", "whether": "If I worked at Google ...") or one whose left-out subject follows a modal
-or an intention ("I know Go and plan to move to Berlin and work at SAP"): see `modality`.
+Coverage (S = a subject: I / we (-> the author), he / she (-> the one person named in this
+sentence or the two before, never the speaker; with none, two or more, or a name of unknown
+kind among them, the clause states nothing: see `antecedents`), a capitalised name, "Bob and I"
+(only where a clause starts: "I live in New York and I ..." is no "New York and I"); a subject
+left out after "and" / "then" / "but" / "so" is the previous clause's, and none after an
+unresolved "he"; a list of objects ends where a clause starts ("I know Python and Bob knows
+Rust"); "there" -> the organisation (or place) last named in the conversation).
+Confidence is the rule's base times 0.8 after a belief ("I think", "probably") or 0.6 after a
+guess ("maybe", "might"), times 0.95 for what one person says about another, times 0.9 for a
+pronoun subject. A negated verb ("do not work", "never worked"), a denial ("I don't think", "I
+doubt", "not sure I know X") or a question states nothing; nor does a clause inside a condition
+("if", "unless", "whether": "If I worked at Google ...") or one whose left-out subject follows
+a modal or an intention ("I know Go and plan to move to Berlin and work at SAP"): see
+`modality`.
 
 =========  ====================================================  =====  ====================
 predicate  phrasing (example)                                    conf.  time
@@ -80,9 +81,10 @@ MENTIONED  the author named P (a capitalised name that no other  0.30
 Not covered (on purpose or not yet): lower-case names ("i work at google"), origin ("I'm from
 Spain" is not LIVES_IN), plans ("I will move to X", "I'm moving to X", "I might join X": no
 fact, a MENTIONED at most; `dates` reads no future phrase such as "next year" or "in June"
-to date them by), possessive subjects ("my wife works at X"), pronouns other than he / she (which are not told apart: "Bob ... and she" is Bob), a
-subject left out after a comma or semicolon ("I work at Google; know Go": Go is not read), and
-facts spread over several sentences beyond "there".
+to date them by), possessive subjects ("my wife works at X"), pronouns other than he / she
+("they" names no one), he vs she (not told apart: with Alice and Bob named, "she" names no
+one), a subject left out after a comma or semicolon ("I work at Google; know Go": Go is not
+read), and facts spread over several sentences beyond "there" and he / she.
 """
 
 from __future__ import annotations
