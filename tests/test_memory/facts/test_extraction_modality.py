@@ -89,6 +89,15 @@ PRONOUNS = _rows(
       ("Dave", "HAS_SKILL", "Rust"), ("Dave", "HAS_SKILL", "Spanish")}),
     ("Bob lives in Paris and he knows Rust.",
      {("Bob", "LIVES_IN", "Paris"), ("Bob", "HAS_SKILL", "Rust")}),
+    ("Alice works at Acme. Bob worked at IBM. She lives in Boston.",
+     {("Alice", "WORKS_AT", "Acme"), ("Bob", "WORKED_AT", "IBM")}),
+    # what the text showed: a person once "she" is no "he", and the reverse
+    ("Alice works at Acme. She lives in Boston. Bob worked at IBM. He studied at MIT.",
+     {("Alice", "WORKS_AT", "Acme"), ("Alice", "LIVES_IN", "Boston"),
+      ("Bob", "WORKED_AT", "IBM"), ("Bob", "STUDIED_AT", "MIT")}),
+    ("Bob lives in Paris and he knows Rust. Alice met Bob. She works at Stripe.",
+     {("Bob", "LIVES_IN", "Paris"), ("Bob", "HAS_SKILL", "Rust"), ("Alice", "KNOWS", "Bob"),
+      ("Alice", "WORKS_AT", "Stripe")}),
 )
 
 NEGATIONS = _rows(

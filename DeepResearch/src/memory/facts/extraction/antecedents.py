@@ -1,13 +1,15 @@
 """Whom "he" / "she" means: the one person who can be meant, or no one.
 
-The extractor knows no one's gender, so it never chooses between people: every name in the
-pronoun's sentence before it and in the WINDOW sentences before that (any author's) is a
+The extractor takes no name for a gender, so it never chooses between people: every name in
+the pronoun's sentence before it and in the WINDOW sentences before that (any author's) is a
 candidate, except the speaker's own; a pronoun resolved counts as its person named again (so
 "Dave ... He ... He ..." goes on meaning Dave). A name of another kind (a place, an
-organisation, a skill) is no candidate. The pronoun names someone only when one candidate is
-left and a fact (or a typed mention) has made that name a person; a name of unknown kind
-("I visited Paris", "Erin called") may be the one meant, so it leaves the pronoun unresolved.
-"they" is never resolved: in chat it is mostly a group or an organisation.
+organisation, a skill) is no candidate, nor is a person the other pronoun has named before
+("Alice works at Acme. She ... Bob worked at IBM. He ...": Alice, once "she", is no "he").
+The pronoun names someone only when one candidate is left and a fact (or a typed mention) has
+made that name a person; a name of unknown kind ("I visited Paris", "Erin called me") may be
+the one meant, so it leaves the pronoun unresolved. "they" is never resolved: in chat it is
+mostly a group or an organisation.
 
 `names` (the capitalised names of a sentence) also serves MENTIONED.
 """
@@ -60,13 +62,16 @@ class Antecedents:
         # each sentence with the people its pronouns were resolved to
         self._recent: deque[tuple[str, list[str]]] = deque(maxlen=WINDOW)
         self._resolved: list[str] = []
+        self._pronouns: dict[str, str] = {}  # lower-case name -> the he / she that named it
 
     def sentence_done(self, sentence: str) -> None:
         self._recent.append((sentence, self._resolved))
         self._resolved = []
 
-    def resolve(self, before: str, speaker: str, types: dict[str, str]) -> str | None:
-        """The person meant by a he / she that follows `before` in its sentence, or None."""
+    def resolve(self, pronoun: str, before: str, speaker: str,
+                types: dict[str, str]) -> str | None:
+        """The person meant by `pronoun` (he / she, lower case) following `before` in its
+        sentence, or None."""
         candidates: dict[str, tuple[str, str]] = {}  # lower-case name -> (name, type)
         for sentence, resolved in (*self._recent, (before, self._resolved)):
             candidates.update((name.lower(), (name, "Person")) for name in resolved)
@@ -74,8 +79,10 @@ class Antecedents:
                 candidates.setdefault(name.lower(), (
                     name, types.get(name.lower()) or guessed_type(sentence, start, name)))
         candidates.pop(speaker.lower(), None)
-        people = [name for name, type_ in candidates.values() if type_ == "Person"]
+        people = [name for name, type_ in candidates.values() if type_ == "Person"
+                  and self._pronouns.get(name.lower(), pronoun) == pronoun]
         if len(people) != 1 or types.get(people[0].lower()) != "Person":
             return None  # no one, a choice, or a name not known to be a person's
         self._resolved.append(people[0])
+        self._pronouns[people[0].lower()] = pronoun
         return people[0]

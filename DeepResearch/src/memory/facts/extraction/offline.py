@@ -213,7 +213,8 @@ class OfflineExtractor:
                 found.append((message.author_name, False))
             elif lower in ("he", "she"):
                 if person := self.context.people.resolve(
-                        match.string[:match.start(key)], message.author_name, self.context.types):
+                        lower, match.string[:match.start(key)], message.author_name,
+                        self.context.types):
                     found.append((person, True))
             elif name := clean_name(part):
                 found.append((message.author_name if name.lower() == "i" else name, False))

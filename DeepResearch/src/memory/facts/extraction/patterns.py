@@ -1,12 +1,13 @@
 """The phrasings the offline extractor knows: one `Rule` per phrasing, in priority order.
 
 Coverage (S = a subject: I / we (-> the author), he / she (-> the one person named in this
-sentence or the two before, never the speaker; with none, two or more, or a name of unknown
-kind among them, the clause states nothing: see `antecedents`), a capitalised name, "Bob and I"
-(only where a clause starts: "I live in New York and I ..." is no "New York and I"); a subject
-left out after "and" / "then" / "but" / "so" is the previous clause's, and none after an
-unresolved "he"; a list of objects ends where a clause starts ("I know Python and Bob knows
-Rust"); "there" -> the organisation (or place) last named in the conversation).
+sentence or the two before, never the speaker nor one the other pronoun has named ("she" Alice
+is no "he"); with none, two or more, or a name of unknown kind among them, the clause states
+nothing: see `antecedents`), a capitalised name, "Bob and I" (only where a clause starts: "I
+live in New York and I ..." is no "New York and I"); a subject left out after "and" / "then" /
+"but" / "so" is the previous clause's, and none after an unresolved "he"; a list of objects
+ends where a clause starts ("I know Python and Bob knows Rust"); "there" -> the organisation
+(or place) last named in the conversation).
 Confidence is the rule's base times 0.8 after a belief ("I think", "probably") or 0.6 after a
 guess ("maybe", "might"), times 0.95 for what one person says about another, times 0.9 for a
 pronoun subject. A negated verb ("do not work", "never worked"), a denial ("I don't think", "I
