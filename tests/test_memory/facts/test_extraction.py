@@ -183,7 +183,7 @@ async def test_negations_denials_and_questions_state_nothing(line: str) -> None:
     assert [f for f in facts if f.predicate != "MENTIONED"] == []
 
 
-async def test_pronouns_resolve_to_the_last_person_named() -> None:
+async def test_a_pronoun_resolves_to_the_one_person_named() -> None:
     facts = await facts_of("Carol: My friend Dave lives in Lisbon.", "Carol: He works at Airbnb.")
     fact = find(facts, "WORKS_AT", "Airbnb", "Dave")
     assert fact.confidence < 0.9  # a pronoun and hearsay

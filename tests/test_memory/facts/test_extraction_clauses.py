@@ -79,7 +79,7 @@ CLAUSES: list[tuple[str, list[Triple], list[Triple]]] = [
      [("Alice", "WORKS_AT", "Meta"), ("Charlie", "WORKS_AT", "Meta")], []),
     ("I think Bob and I collaborate weekly.", [("Alice", "KNOWS", "Bob")], []),
     ("Last week Bob and I met.", [("Alice", "KNOWS", "Bob")], []),
-    # he / she: the last person named, or no one (then the clause, and one continuing it
+    # he / she: the one person named, or no one (then the clause, and one continuing it
     # without a subject, say nothing)
     ("Bob lives in Paris and he knows Rust.", [("Bob", "HAS_SKILL", "Rust")],
      [("Alice", "HAS_SKILL", "Rust"), ("Paris", "HAS_SKILL", "Rust")]),

@@ -29,7 +29,10 @@ _CONTRACTIONS = tuple((re.compile(a), b) for a, b in (
 ))
 SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 NEGATION = re.compile(r"\b(?:not|never|no longer|cannot)\b")
-DENIAL = re.compile(r"\b(?:" + "|".join(map(re.escape, DENIALS)) + r")\b")
+# "not sure" doubts the clause it governs ("Not sure I know Kubernetes"); set apart ("I'm not
+# sure, but Bob knows Rust", "Bob knows Rust, not sure.") it is a hedge (STRONG_HEDGES).
+DENIAL = re.compile(
+    r"\b(?:" + "|".join(map(re.escape, DENIALS)) + r")\b|\bnot sure (?!but\b)(?=\w)")
 FREQUENCY = re.compile(r"\b(?:" + "|".join(map(re.escape, FREQUENCIES)) + r")\b")
 _STRONG = re.compile(r"\b(?:" + "|".join(map(re.escape, STRONG_HEDGES)) + r")\b")
 _WEAK = re.compile(r"\b(?:" + "|".join(map(re.escape, WEAK_HEDGES)) + r")\b")
@@ -69,7 +72,5 @@ def times(tense: str, predicate: str, t: TimeInfo, ts: float) -> tuple[float | N
     if tense == "end":
         end = t.at_end if t.at_end is not None else t.end
         return t.start, ts if end is None else end
-    if tense == "future":
-        return (t.at if t.at is not None else t.start), None
     start = t.start if t.start is not None else (ts - t.years * YEAR if t.years else ts)
     return start, t.end if t.end is not None and t.end > start else None

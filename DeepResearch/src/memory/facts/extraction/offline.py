@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from DeepResearch.src.memory.facts.extraction.antecedents import Antecedents, guessed_type, names
 from DeepResearch.src.memory.facts.extraction.clauses import (
     AFTERTHOUGHT,
     DENIAL,
@@ -24,17 +25,16 @@ from DeepResearch.src.memory.facts.extraction.clauses import (
     times,
 )
 from DeepResearch.src.memory.facts.extraction.dates import find_time
+from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
     THERE,
     Candidate,
     clean_name,
-    guess_type,
     read_object,
 )
 from DeepResearch.src.memory.facts.extraction.patterns import ADVERBS, BASE_FORMS, CAP, RULES, Rule
 from DeepResearch.src.memory.facts.extraction.vocab import (
     CLOSE_RELATIONS,
-    NOT_NAMES,
     PROFICIENCY_WORDS,
     SKILLS,
     proficiency_for_years,
@@ -45,14 +45,6 @@ MENTION_CONFIDENCE = 0.3
 _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
 _ORG_HINT = re.compile(rf"\bat (?:the )?(?P<obj>{CAP})")
-_MENTION = re.compile(r"(?<![\w'])[A-Z][\w'&-]*(?: (?:of (?:the )?|de |& )?[A-Z][\w'&-]*)*")
-_PLACE_BEFORE = re.compile(r"\b(?:in|to|from|near) $")
-# A sentence's first word is only a name when one of these follows it ("Bob said ...").
-# ("Life is ..." and "Dance and ..." are too common to count.)
-_NAME_FOLLOWERS = frozenset({
-    "has", "had", "will", "said", "says", "thinks", "told", "asked", "mentioned", "wants",
-    "did", "does", "got", "just", "also", "called", "wrote", "sent", "replied", "agrees",
-})
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
@@ -65,8 +57,8 @@ class _Context:
 
     last_org: str | None = None
     last_place: str | None = None
-    last_person: str | None = None
     types: dict[str, str] = field(default_factory=dict)
+    people: Antecedents = field(default_factory=Antecedents)
 
     def saw(self, name: str, type_: str | None) -> None:
         if type_ is None:
@@ -76,8 +68,6 @@ class _Context:
             self.last_org = name
         elif type_ == "Location":
             self.last_place = name
-        elif type_ == "Person":
-            self.last_person = name
 
 
 @dataclass(slots=True)
@@ -111,6 +101,7 @@ class OfflineExtractor:
                            fact.invalid_at)
                     if key not in facts or facts[key].confidence < fact.confidence:
                         facts[key] = fact
+                self.context.people.sentence_done(sentence)
             if self.mentions:
                 self._mentions(message, parts, facts)
             result.facts.extend(facts.values())
@@ -146,7 +137,7 @@ class OfflineExtractor:
         facts: list[ExtractedFact] = []
         previous: list[tuple[str, bool]] = []
         starts = [hit.match.start() for hit in hits if hit.rule] + [len(sentence)]
-        seg_start = 0
+        seg_start = clause_start = 0
         for hit in hits:
             if hit.rule is None:
                 name = hit.candidates[0][1]
@@ -160,11 +151,12 @@ class OfflineExtractor:
             if seg_end == len(sentence) and AFTERTHOUGHT.match(tail):
                 region += tail.lower()  # "Bob knows Rust, I think."
             segment = sentence[min(seg_start, match.start()):max(seg_end, match.end())]
-            seg_start = match.end()
+            said = asserted(match, clause_start) and not DENIAL.search(region)
+            seg_start, clause_start = match.end(), match.start()
             subjects = self._subjects(match, message, previous)
-            previous = self._carried(hit, subjects, previous, message)
-            if (question or not subjects or DENIAL.search(region) or self._negated(hit)
-                    or self._disagrees(match)):
+            # a supposed or denied clause lends its subject to none after it
+            previous = self._carried(hit, subjects, previous, message) if said else []
+            if question or not said or not subjects or self._negated(hit) or self._disagrees(match):
                 continue
             facts.extend(self._facts(hit, subjects, segment, region, message, problems))
         return facts
@@ -194,7 +186,7 @@ class OfflineExtractor:
         author."""
         groups = hit.match.groupdict()
         if "a" in groups:  # "Bob and I collaborate weekly and live in Paris": both
-            return subjects + self._resolve(groups["b"] or "", message)
+            return subjects + self._resolve(hit.match, "b", message)
         if "subj" in groups:
             return subjects
         if hit.rule is not None and hit.rule.name == "rel_is":  # "Ann is my manager and ..."
@@ -207,20 +199,23 @@ class OfflineExtractor:
         groups = match.groupdict()
         if "subj" not in groups and "a" not in groups:
             return [(message.author_name, False)]  # "my friend Bob", "my hobby is ..."
-        raw = groups.get("subj") if "subj" in groups else groups.get("a")
-        if raw is None or raw == "":
-            return previous if "subj" in groups else []
-        return self._resolve(raw, message)
+        key = "subj" if "subj" in groups else "a"
+        if not groups.get(key):
+            return previous if key == "subj" else []
+        return self._resolve(match, key, message)
 
-    def _resolve(self, raw: str, message: Message) -> list[tuple[str, bool]]:
+    def _resolve(self, match: re.Match[str], key: str, message: Message) -> list[tuple[str, bool]]:
+        """(name, is_pronoun) of the subject in the match's group `key`."""
         found: list[tuple[str, bool]] = []
-        for part in raw.split(" and "):
+        for part in (match[key] or "").split(" and "):
             lower = part.strip().lower()
             if lower in ("i", "me", "we", "us"):
                 found.append((message.author_name, False))
             elif lower in ("he", "she"):
-                if self.context.last_person:
-                    found.append((self.context.last_person, True))
+                if person := self.context.people.resolve(
+                        lower, match.string[:match.start(key)], message.author_name,
+                        self.context.types):
+                    found.append((person, True))
             elif name := clean_name(part):
                 found.append((message.author_name if name.lower() == "i" else name, False))
         return found
@@ -234,8 +229,6 @@ class OfflineExtractor:
         tense = rule.tense
         if groups.get("past"):
             tense = "past"
-        elif groups.get("future"):
-            tense = "future"
         elif groups.get("now"):
             tense = "present"
         frequency = m[0] if (m := FREQUENCY.search(segment.lower())) else None
@@ -265,8 +258,6 @@ class OfflineExtractor:
                 continue  # "joined Slack", "left Excel open": a tool, not an employer
             if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
                 pred, obj_type, confidence = "LIVES_IN", "Location", 0.8
-            if p_tense == "future":
-                confidence = 0.55
             if pred == "HAS_SKILL":
                 years = t.years
                 if years is None and t.start is not None:
@@ -357,26 +348,15 @@ class OfflineExtractor:
             named.update(str(v).lower() for v in fact.attributes.values())
             named.update(w for v in fact.attributes.values() for w in str(v).lower().split())
         for sentence in sentences:
-            for match in _MENTION.finditer(sentence):
-                name = clean_name(match[0])
+            for name, start in names(sentence, self.context.types):
                 lower = name.lower()
-                if len(name) < 2 or lower in NOT_NAMES or any(lower in n for n in named):
+                if any(lower in n for n in named):
                     continue  # "Rome" of the topic "history of Rome" is named already
-                first = match.start() == 0 and name == match[0].rstrip(".")
-                if first and name.endswith("ing"):  # "Dancing is ...": a gerund, no name
-                    continue
-                following = sentence[match.end():].split(maxsplit=1)
-                if first and name.lower() not in self.context.types and not (
-                        following and following[0].lower() in _NAME_FOLLOWERS):
-                    continue
-                named.add(name.lower())
-                known = self.context.types.get(name.lower()) or self.mention_type
-                type_ = known or ("Location" if _PLACE_BEFORE.search(sentence, 0, match.start())
-                                  else guess_type(name))
+                named.add(lower)
+                known = self.context.types.get(lower) or self.mention_type
+                type_ = known or guessed_type(sentence, start, name)
                 facts[(message.author_name.lower(), "MENTIONED", name.lower(), None)] = self._fact(
                     message.author_name, "MENTIONED", name, type_, MENTION_CONFIDENCE,
                     {"rule": "mention"}, message, message.timestamp, None)
-                if known or type_ != "Person":
+                if known or type_ != "Person":  # a guessed person stays a guess (antecedents)
                     self.context.saw(name, type_)
-                else:  # a guess ("I visited Paris"): no "he" / "she" after it, not even Paris
-                    self.context.last_person = None

@@ -1,16 +1,20 @@
 """The phrasings the offline extractor knows: one `Rule` per phrasing, in priority order.
 
-Coverage (S = a subject: I / we (-> the author), he / she (-> the last person a fact named,
-never the author nor a name only mentioned; with none the clause states nothing), a
-capitalised name, "Bob and I" (only where a clause starts: "I live in New York and I ..." is
-no "New York and I"); a subject left out after "and" / "then" / "but" / "so" is the previous
-clause's, and none after an unresolved "he"; a list of objects ends where a clause starts
-("I know Python and Bob knows Rust"); "there" -> the organisation (or place) last named in
-the conversation).
-Confidence is the rule's base times 0.8 after a belief ("I think", "probably") or 0.6 after
-a guess ("maybe", "might"), times 0.95 for what one person says about another, times 0.9
-for a pronoun subject. A negated verb ("do not work", "never worked"), a denial ("I don't
-think", "I doubt") or a question states nothing.
+Coverage (S = a subject: I / we (-> the author), he / she (-> the one person named in this
+sentence or the two before, never the speaker nor one the other pronoun has named ("she" Alice
+is no "he"); with none, two or more, or a name of unknown kind among them, the clause states
+nothing: see `antecedents`), a capitalised name, "Bob and I" (only where a clause starts: "I
+live in New York and I ..." is no "New York and I"); a subject left out after "and" / "then" /
+"but" / "so" is the previous clause's, and none after an unresolved "he"; a list of objects
+ends where a clause starts ("I know Python and Bob knows Rust"); "there" -> the organisation
+(or place) last named in the conversation).
+Confidence is the rule's base times 0.8 after a belief ("I think", "probably") or 0.6 after a
+guess ("maybe", "might"), times 0.95 for what one person says about another, times 0.9 for a
+pronoun subject. A negated verb ("do not work", "never worked"), a denial ("I don't think", "I
+doubt", "not sure I know X") or a question states nothing; nor does a clause inside a condition
+("if", "unless", "whether": "If I worked at Google ...") or one whose left-out subject follows
+a modal or an intention ("I know Go and plan to move to Berlin and work at SAP"): see
+`modality`.
 
 =========  ====================================================  =====  ====================
 predicate  phrasing (example)                                    conf.  time
@@ -49,7 +53,6 @@ LIVES_IN   S moved / relocated [back] to X                       0.85   valid_at
                                                                         message
 LIVES_IN   S lived / used to live in X                           0.85   invalid_at = end or
                                                                         message
-LIVES_IN   S am moving / will move to X (future)                 0.55   valid_at = date only
 LIVES_IN   S no longer live(s) in X; S do not live in X anymore  0.85   invalid_at = message
 STUDIED_AT S studied [F] at X; S am studying at X; S did my PhD  0.90   field F; dates
            at X
@@ -77,10 +80,12 @@ MENTIONED  the author named P (a capitalised name that no other  0.30
 =========  ====================================================  =====  ====================
 
 Not covered (on purpose or not yet): lower-case names ("i work at google"), origin ("I'm from
-Spain" is not LIVES_IN), plans ("I might join X"), possessive subjects ("my wife works at
-X"), pronouns other than he / she (which are not told apart: "Bob ... and she" is Bob), a
-subject left out after a comma or semicolon ("I work at Google; know Go": Go is not read), and
-facts spread over several sentences beyond "there".
+Spain" is not LIVES_IN), plans ("I will move to X", "I'm moving to X", "I might join X": no
+fact, a MENTIONED at most; `dates` reads no future phrase such as "next year" or "in June"
+to date them by), possessive subjects ("my wife works at X"), pronouns other than he / she
+("they" names no one), he vs she (not told apart: with Alice and Bob named, "she" names no
+one), a subject left out after a comma or semicolon ("I work at Google; know Go": Go is not
+read), and facts spread over several sentences beyond "there" and he / she.
 """
 
 from __future__ import annotations
@@ -165,7 +170,7 @@ _AS_ROLE2 = rf"(?: as (?:an? |the |our |their )?(?P<role2>{ROLE}))?"
 @dataclass(frozen=True, slots=True)
 class Rule:
     """One phrasing. `obj` names how the `obj` group is read (see offline.OBJECT_KINDS);
-    `tense` how times apply: present, past, start (joined), end (left), future, state (KNOWS)."""
+    `tense` how times apply: present, past, start (joined), end (left), state (KNOWS)."""
 
     name: str
     predicate: str
@@ -264,7 +269,7 @@ RULES: tuple[Rule, ...] = (
           rf"(?<![\w'])[Mm]y (?:favou?rite )?(?:hobby is|hobbies are|hobbies include|"
           rf"passion is) (?P<obj>{TOPICS})"),
     # --- places
-    _rule("live", ('live', 'resid'), "LIVES_IN", 0.9, "present", "place",
+    _rule("live", ('liv', 'resid'), "LIVES_IN", 0.9, "present", "place",
           rf"{SUBJ}{ADV} (?:live|lives|am living|is living|are living|have been living|"
           rf"has been living|have lived|has lived|reside|resides|(?P<past>lived|used to live|"
           rf"was living|were living))(?: (?:in|near|outside|outside of) (?:the )?"
@@ -273,9 +278,8 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} {_BE} (?:now |currently )?(?:based|located) (?:in|out of) "
           rf"(?P<obj>{CAP})"),
     _rule("move", ('mov', 'relocat'), "LIVES_IN", 0.85, "start", "place",
-          rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved|(?P<future>am moving|is moving|"
-          rf"are moving|will move|will be moving|plan to move|are planning to move))(?: back)? "
-          rf"to (?:the )?(?P<obj>{CAP})"),
+          rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: back)? to (?:the )?"
+          rf"(?P<obj>{CAP})"),
     # --- schools
     _rule("study", ('stud', 'did '), "STUDIED_AT", 0.9, "past", "org",
           rf"{SUBJ}{ADV} (?:studied|was studying|were studying|(?P<now>study|studies|"
