@@ -225,3 +225,14 @@ async def test_an_off_topic_hit_close_to_the_words_is_kept_as_context(team: Fact
     result = await retrieve_context(team, None, ["Anyone here into neural networks?"])
     assert any(f.startswith("Erin is interested in deep learning") for f in result.facts), result.facts
     assert not any(f.startswith("Dana previously worked") for f in result.facts)
+
+
+async def test_noise_does_not_use_up_max_facts(team: FactGraph) -> None:
+    """The latest question is about an unknown Zed: its semantic search brings back nearest
+    facts that answer nothing. They must not count towards max_facts and stop the run
+    before the Python question is asked of find_experts."""
+    result = await retrieve_context(team, None, ["Who should I ask about Python?",
+                                                 "Where does Zed work?"], max_facts=5)
+    tools = [e.call.tool for e in result.trace if e.call]
+    assert "find_experts" in tools, (result.metadata.stop_reason, tools)
+    assert any(f.startswith("Alice has expert-level Python skills") for f in result.facts)

@@ -6,7 +6,7 @@
 PlanQueries stops the loop at max_iterations (tool calls made), when the planner has nothing
 left or finishes, and when the planned call (same tool, same arguments) was already made
 twice (the loop guard: a third identical call is never made). EvaluateProgress stops it at
-max_facts (distinct facts found), when the goal is met, or when the run is stuck. A tool that
+max_facts (distinct facts found that the answer would return: synthesis.worth_returning), when the goal is met, or when the run is stuck. A tool that
 fails or times out is recorded (trace, success rate) and the loop goes on.
 
 Every node subclasses RetrievalNode, which times its `run` into the trace (written here, not
@@ -163,12 +163,22 @@ class ExecuteTool(RetrievalNode):
         return f"{record.tool}: " + ("ok" if record.success else f"failed ({record.error})")
 
 
+def _returnable(state: RetrievalState, deps: RetrievalDeps) -> int:
+    """The facts found so far that the answer would return: nearest neighbours that answer
+    nothing must not use up max_facts before the other needs are asked."""
+    count = 0
+    for fact in state.facts.values():
+        fact.relevance = score_relevance(fact, state.analysis)
+        count += worth_returning(fact, deps.min_similarity)
+    return count
+
+
 class EvaluateProgress(RetrievalNode):
     name = "evaluate_progress"
 
     async def run(self, ctx: Ctx) -> PlanQueries | Synthesize:
         state, deps = ctx.state, ctx.deps
-        if len(state.facts) >= deps.max_facts:
+        if _returnable(state, deps) >= deps.max_facts:
             state.stop_reason = "max_facts"
             return Synthesize()
         evaluation = await deps.planner.evaluate(state, deps)
