@@ -26,6 +26,28 @@ def test_serve_refuses(overrides: list[str], says: str, tmp_path, capsys, monkey
     assert says in capsys.readouterr().err
 
 
+def test_serve_refuses_a_port_another_process_listens_on(tmp_path, capsys, monkeypatch) -> None:
+    """A real listener in another process holds the port: one line naming it, exit 2, and
+    nothing loaded (uvicorn alone would log the bind error after start-up and exit 3)."""
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("DEEPRESEARCH_MEMORY_API_KEYS", raising=False)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import socket,sys,time; s=socket.socket(); s.bind(('127.0.0.1',0)); "
+         "s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(holder.stdout.readline())
+        assert main(["serve", f"memory.faiss.path={tmp_path}", f"memory.service.port={port}"]) == 2
+        err = capsys.readouterr().err
+        assert f"cannot listen on 127.0.0.1:{port}" in err and "memory.service.port=N" in err
+        assert not (tmp_path / "memory.sqlite3").exists()  # refused before the store opened
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_keys_from_config_and_env() -> None:
     cfg = MemoryConfig(service={"api_keys": {"k" * 16: "alice"}})
     env = {"DEEPRESEARCH_MEMORY_API_KEYS": "b0123456789abcdefg=bob, c0123456789abcdefg=carol"}

@@ -7,10 +7,12 @@ import asyncio
 import json
 import logging
 import os
+import socket
 import sys
 from typing import Any
 
 from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.errors import MemoryConfigError
 from DeepResearch.src.memory.service.namespaces import check_binding, load_api_keys
 from DeepResearch.src.memory.store_folder import check_store_folder
 
@@ -50,14 +52,37 @@ def checked_keys(config: MemoryConfig) -> dict[str, str]:
     return keys
 
 
+def check_port_free(host: str, port: int) -> None:
+    """MemoryConfigError naming the address when another process listens on it, before
+    the model and the store are loaded (uvicorn would say so after, in a log line, and exit 3).
+    Port 0 (any free port) is always free."""
+    if port == 0:
+        return
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise MemoryConfigError(f"memory.service.host={host!r}: not an address: {exc}") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise MemoryConfigError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc} (another server "
+                "there?); choose another port with memory.service.port=N"
+            ) from None
+
+
 def serve(config: MemoryConfig) -> int:
     import uvicorn
 
     from DeepResearch.src.memory.service.app import create_app
 
     keys = checked_keys(config)
-    configure_logging()
     svc = config.service
+    check_port_free(svc.host, svc.port)
+    configure_logging()
     mode = ("local single-user: no API key configured, bound to 127.0.0.1 only, namespace "
             f"{config.namespace!r}" if not keys else
             f"{len(keys)} API keys, {len(set(keys.values()))} namespaces")
