@@ -3,10 +3,8 @@
 Layout of `memory.faiss.path`: `memory.sqlite3` (+ its WAL files) and `index.faiss`.
 
 - A write is one SQLite transaction, committed before the call returns; nothing of a failed
-  batch is written. Every read first asks SQLite whether any connection committed since the
-  last one (`PRAGMA data_version`) and, if so, catches the FAISS index up: rows added since
-  (seq above the index's), rows deleted since (the deletion log). FTS5 lives in the database,
-  so it is always current.
+  batch is written. Every read first catches the FAISS index up with what any connection
+  committed since (index_cache.py). FTS5 lives in the database, so it is always current.
 - The database remembers model, dimension and metric; opening it with other settings raises
   IndexMismatchError; `rebuild()` (`deepresearch-memory rebuild`) re-indexes (re-embeds).
 - Filtered vector search: a selective filter (few matching rows) is answered exactly over
@@ -38,17 +36,17 @@ from DeepResearch.src.memory.backends.embedded.database import (
 )
 from DeepResearch.src.memory.backends.embedded.facts import ensure_schema as ensure_fact_schema
 from DeepResearch.src.memory.backends.embedded.graph import walk
+from DeepResearch.src.memory.backends.embedded.index_cache import IndexCache
 from DeepResearch.src.memory.backends.embedded.maintenance import (
     Reembed,
     check_meta,
     reembed_records,
     verify_index,
 )
-from DeepResearch.src.memory.backends.embedded.records import Records, stack
+from DeepResearch.src.memory.backends.embedded.records import Records
 from DeepResearch.src.memory.backends.embedded.vectors import (
     INDEX_FILE,
     IndexSettings,
-    UnusableIndexFile,
     VectorIndex,
 )
 from DeepResearch.src.memory.config import FaissConfig
@@ -66,11 +64,6 @@ OLD_FILES = ("index.flat", "lexical.npz")  # caches of an older layout: removed,
 # searched exactly over those rows' vectors; a broader one over-fetches from FAISS.
 SELECTIVE_ROWS = 2048
 SELECTIVE_SHARE = 0.05
-CATCH_UP_BATCH = 10_000
-# The index file is rewritten at close once the rows changed since it was written pass this
-# (catching up on open reads them from SQLite; rewriting costs the whole index).
-SAVE_MIN_CHANGES = 64
-SAVE_SHARE = 16
 log = logging.getLogger(__name__)
 
 
@@ -92,13 +85,16 @@ class EmbeddedBackend(MemoryBackend):
         )
         self._db: Database | None = None
         self._records: Records | None = None
-        self._index: VectorIndex | None = None
-        self._seen: tuple[int, int] | None = None  # database state the index last caught up with
+        self._cache: IndexCache | None = None
         self._fact_store: EmbeddedFactStore | None = None
 
     @property
     def index_path(self) -> Path:
         return self.root / INDEX_FILE
+
+    @property
+    def _index(self) -> VectorIndex | None:
+        return self._cache.index if self._cache is not None else None
 
     # -- lifecycle ------------------------------------------------------------------------
     async def open(self) -> None:
@@ -130,7 +126,8 @@ class EmbeddedBackend(MemoryBackend):
             ensure_fact_schema(records.db)
             for name in OLD_FILES:
                 (self.root / name).unlink(missing_ok=True)
-            self._load_index(records)
+            self._cache = IndexCache(self.settings, self.index_path)
+            self._cache.load(records)
         except (sqlite3.Error, OSError) as exc:
             self._close_db()
             raise backend_error(exc, self.root / DB_FILE, "opening the store") from exc
@@ -141,41 +138,6 @@ class EmbeddedBackend(MemoryBackend):
     def _expected_meta(self) -> dict[str, str]:
         return {"model": self.model, "dimension": str(self.dimension), "metric": self.metric}
 
-    def _load_index(self, records: Records) -> None:
-        """The saved index, caught up with the records; rebuilt (one warning) when its file is
-        damaged or does not agree with them."""
-        index = VectorIndex(self.settings)
-        if self.index_path.exists():
-            try:
-                index.load(self.index_path)
-                last_seq, last_pos = records.positions()
-                if index.seq > last_seq or index.deleted_pos > last_pos:
-                    raise UnusableIndexFile(
-                        f"reflects changes up to record {index.seq} / deletion {index.deleted_pos}, "
-                        f"the records end at {last_seq} / {last_pos}"
-                    )
-            except (UnusableIndexFile, RuntimeError, OSError) as exc:
-                log.warning("memory index %s is unusable (%s); rebuilding it from the records",
-                            self.index_path, exc)
-                self._rebuild_index()
-                self._save_index()
-                return
-        self._index = index
-        self._seen = None
-        self._catch_up()
-        total = records.count(MemoryFilter())
-        if self._index.live != total:
-            log.warning("memory index %s holds %d vectors for %d records; rebuilding it from "
-                        "the records", self.index_path, self._index.live, total)
-            self._rebuild_index()
-            self._save_index()
-
-    def _rebuild_index(self) -> None:
-        self._index = VectorIndex(self.settings)
-        self._seen = None
-        self._catch_up()
-        self._index.changes = max(self._index.changes, 1)  # saved at close even when empty
-
     async def close(self) -> None:
         await run_faiss(self._close_sync)
 
@@ -184,31 +146,18 @@ class EmbeddedBackend(MemoryBackend):
             return
         try:
             with self._db.lock:
-                self._catch_up()
-                index = self._index
-                assert index is not None
-                if (not self.index_path.exists()
-                        or index.changes >= SAVE_MIN_CHANGES + index.index.ntotal // SAVE_SHARE):
-                    self._save_index()
+                if self._cache is not None:
+                    self._catch_up()
+                    self._cache.save_if_worth()
         except (sqlite3.Error, OSError) as exc:
             raise backend_error(exc, self._db.path, "closing the store") from exc
         finally:
             self._close_db()
 
-    def _save_index(self) -> None:
-        """Write the index file; a failure is one warning (it is a cache: the records are
-        safe, and the next open catches up or rebuilds)."""
-        assert self._index is not None
-        try:
-            self._index.save(self.index_path)
-        except OSError as exc:
-            log.warning("memory index not saved: %s; the next open rebuilds it from the records",
-                        backend_error(exc, self.index_path, "saving the index"))
-
     def _close_db(self) -> None:
         if self._db is not None:
             self._db.close()
-        self._db = self._records = self._index = None
+        self._db = self._records = self._cache = None
 
     def rebuild(self, reembed: Reembed | None = None, batch_size: int = 256) -> int:
         """Rebuild the FTS5 rows and the index (and, with `reembed`, every vector) from the
@@ -227,10 +176,10 @@ class EmbeddedBackend(MemoryBackend):
                     )
             records.refill_fts()
             records.db.set_meta(self._expected_meta())
-            self._rebuild_index()
-            assert self._index is not None
-            self._index.save(self.index_path)
-            return self._index.live
+            cache = IndexCache(self.settings, self.index_path)
+            cache.rebuild(records)
+            cache.index.save(self.index_path)  # unlike a cache's save, a failure is the rebuild's
+            return cache.index.live
         except (sqlite3.Error, OSError) as exc:
             raise backend_error(exc, self.root, "rebuilding the store") from exc
         finally:
@@ -258,28 +207,8 @@ class EmbeddedBackend(MemoryBackend):
 
     def _catch_up(self) -> None:
         """Bring the index up to every committed write (call holding the database lock)."""
-        records, index = self._require(), self._index
-        assert index is not None
-        now = records.db.changed_since(self._seen)
-        if now is None:
-            return
-        deleted_pos = index.deleted_pos
-        while True:
-            rows, gone = records.changes_after(index.seq, deleted_pos, CATCH_UP_BATCH)
-            seqs, vectors = stack(rows)
-            index.add(seqs, vectors)
-            if len(seqs):
-                index.seq = int(seqs[-1])
-            if gone:
-                index.remove([seq for _, seq in gone])
-                index.deleted_pos = gone[-1][0]
-            deleted_pos = -1
-            if len(rows) < CATCH_UP_BATCH:
-                break
-        if index.worth_rebuilding():
-            self._rebuild_index()
-            return
-        self._seen = now
+        assert self._cache is not None
+        self._cache.catch_up(self._require())
 
     # -- MemoryBackend --------------------------------------------------------------------
     def check_vectors(self, records: Sequence[MemoryRecord]) -> None:

@@ -1,0 +1,110 @@
+"""The FAISS index kept in step with the SQLite records it caches.
+
+The records are the truth; the index is rebuilt from them whenever it cannot be trusted, so
+nothing here can lose a memory:
+
+- `load`: the index file, caught up with the records; rebuilt (one warning) when the file is
+  damaged, reflects changes the records do not have, or holds another number of vectors.
+- `catch_up`: before every read, rows committed since (by any connection or process: SQLite's
+  `data_version` says whether there are any) are added and deletions applied.
+- `save_if_worth`: at close, the file is rewritten only once catching up on the next open
+  would cost more than rewriting (SAVE_MIN_CHANGES + 1/SAVE_SHARE of the index).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from DeepResearch.src.memory.backends.base import MemoryFilter
+from DeepResearch.src.memory.backends.embedded.database import backend_error
+from DeepResearch.src.memory.backends.embedded.records import Records, stack
+from DeepResearch.src.memory.backends.embedded.vectors import (
+    IndexSettings,
+    UnusableIndexFile,
+    VectorIndex,
+)
+
+CATCH_UP_BATCH = 10_000
+SAVE_MIN_CHANGES = 64
+SAVE_SHARE = 16
+log = logging.getLogger(__name__)
+
+
+class IndexCache:
+    """The index of one open store (`index`), and the database state it last caught up with."""
+
+    def __init__(self, settings: IndexSettings, path: Path) -> None:
+        self.settings = settings
+        self.path = path
+        self.index = VectorIndex(settings)
+        self._seen: tuple[int, int] | None = None
+
+    def load(self, records: Records) -> None:
+        if self.path.exists():
+            try:
+                self.index.load(self.path)
+                last_seq, last_pos = records.positions()
+                if self.index.seq > last_seq or self.index.deleted_pos > last_pos:
+                    raise UnusableIndexFile(
+                        f"reflects changes up to record {self.index.seq} / deletion "
+                        f"{self.index.deleted_pos}, the records end at {last_seq} / {last_pos}"
+                    )
+            except (UnusableIndexFile, RuntimeError, OSError) as exc:
+                log.warning("memory index %s is unusable (%s); rebuilding it from the records",
+                            self.path, exc)
+                self.rebuild(records)
+                self.save()
+                return
+        self._seen = None
+        self.catch_up(records)
+        total = records.count(MemoryFilter())
+        if self.index.live != total:
+            log.warning("memory index %s holds %d vectors for %d records; rebuilding it from "
+                        "the records", self.path, self.index.live, total)
+            self.rebuild(records)
+            self.save()
+
+    def rebuild(self, records: Records) -> None:
+        self.index = VectorIndex(self.settings)
+        self._seen = None
+        self.catch_up(records)
+        self.index.changes = max(self.index.changes, 1)  # saved at close even when empty
+
+    def catch_up(self, records: Records) -> None:
+        """Bring the index up to every committed write (call holding the database lock)."""
+        index = self.index
+        now = records.db.changed_since(self._seen)
+        if now is None:
+            return
+        deleted_pos = index.deleted_pos
+        while True:
+            rows, gone = records.changes_after(index.seq, deleted_pos, CATCH_UP_BATCH)
+            seqs, vectors = stack(rows)
+            index.add(seqs, vectors)
+            if len(seqs):
+                index.seq = int(seqs[-1])
+            if gone:
+                index.remove([seq for _, seq in gone])
+                index.deleted_pos = gone[-1][0]
+            deleted_pos = -1
+            if len(rows) < CATCH_UP_BATCH:
+                break
+        if index.worth_rebuilding():
+            self.rebuild(records)
+            return
+        self._seen = now
+
+    def save_if_worth(self) -> None:
+        if (not self.path.exists()
+                or self.index.changes >= SAVE_MIN_CHANGES + self.index.index.ntotal // SAVE_SHARE):
+            self.save()
+
+    def save(self) -> None:
+        """Write the index file; a failure is one warning (it is a cache: the records are
+        safe, and the next open catches up or rebuilds)."""
+        try:
+            self.index.save(self.path)
+        except OSError as exc:
+            log.warning("memory index not saved: %s; the next open rebuilds it from the records",
+                        backend_error(exc, self.path, "saving the index"))
