@@ -22,7 +22,7 @@ import json
 import re
 import sqlite3
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from annotated_types import Le
 
 from DeepResearch.src.memory.backend_override import as_group_choice
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.cli_transfer import export_jsonl, import_jsonl
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig, RetrievalConfig
 from DeepResearch.src.memory.errors import (
@@ -38,14 +39,12 @@ from DeepResearch.src.memory.errors import (
     MemorySubsystemError,
 )
 from DeepResearch.src.memory.inputs import parse_filters
-from DeepResearch.src.memory.records_io import record_from_json, record_to_json
+from DeepResearch.src.memory.records_io import record_to_json
 from DeepResearch.src.memory.store_folder import check_store_folder
 from DeepResearch.src.memory.writes import failure_cause
 
 CONFIG_MODULE = "DeepResearch.conf"  # the same configuration `deepresearch` composes
-PAGE = 1000
 MAX_TOP_K = next(m.le for m in RetrievalConfig.model_fields["top_k"].metadata if isinstance(m, Le))
-SHOWN_BAD_LINES = 20  # an import reports this many bad lines one by one, then counts the rest
 
 
 def compose_config(overrides: Sequence[str]) -> Any:
@@ -83,17 +82,6 @@ def _line(r: MemoryRecord, width: int = 80) -> str:
     text = text if len(text) <= width else text[: width - 3] + "..."
     when = datetime.fromtimestamp(r.created_at, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
     return f"{r.id}  {when}  {r.session_id[:16]:16}  {r.memory_type:16}  {text}"
-
-
-async def _scan_all(client: MemorySystemClient, flt: MemoryFilter) -> AsyncIterator[MemoryRecord]:
-    offset = 0
-    while True:
-        page = await client.backend.scan(flt, limit=PAGE, offset=offset)
-        for record in page:
-            yield record
-        if len(page) < PAGE:
-            return
-        offset += PAGE
 
 
 async def run(args: argparse.Namespace, config: MemoryConfig) -> int:
@@ -147,9 +135,9 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
     if cmd == "health":
         return await _health(client)
     if cmd == "export":
-        return await _export(client, scope, Path(args.file))
+        return await export_jsonl(client, scope, Path(args.file))
     if cmd == "import":
-        return await _import(client, Path(args.file))
+        return await import_jsonl(client, Path(args.file))
     if cmd == "forget":
         return await _forget(client, args)
     if cmd == "facts":
@@ -181,26 +169,6 @@ async def _health(client: MemorySystemClient) -> int:
     return 1 if problems else 0
 
 
-async def _export(client: MemorySystemClient, scope: MemoryFilter, path: Path) -> int:
-    try:
-        fh = path.open("w", encoding="utf-8")
-    except OSError as exc:
-        raise MemoryInputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    n = 0
-    try:
-        with fh:
-            async for record in _scan_all(client, scope):
-                fh.write(json.dumps(record_to_json(record), ensure_ascii=False) + "\n")
-                n += 1
-    except OSError as exc:
-        path.unlink(missing_ok=True)
-        print(f"deepresearch-memory: export to {path} failed after {n} memories: "
-              f"{exc.strerror or exc}; the partial file was removed", file=sys.stderr)
-        return 1
-    print(f"exported {n} memories to {path}")
-    return 0
-
-
 async def _forget(client: MemorySystemClient, args: argparse.Namespace) -> int:
     """Delete by ids / session / filters, inside the configured namespace. A selection
     without ids that holds every memory of the namespace (e.g. a filter on a misspelt key
@@ -212,80 +180,6 @@ async def _forget(client: MemorySystemClient, args: argparse.Namespace) -> int:
                                   session_id=args.session, everything=args.all)
     print(f"forgot {removed} memories")
     return 0
-
-
-async def _import(client: MemorySystemClient, path: Path) -> int:
-    """Import a JSONL export or spill file. Each line is checked like `store` checks its
-    items; bad lines are reported with their line numbers and skipped (exit status 1), the
-    others imported. A file without any valid line is refused (exit status 2)."""
-    from tqdm import tqdm
-
-    try:
-        with path.open("rb") as fh:
-            total = sum(1 for _ in fh)
-    except OSError as exc:
-        raise MemoryInputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    batch: list[MemoryRecord] = []
-    written, bad = 0, []
-    dimension = client.embedder.dimension
-    with path.open("rb") as fh, tqdm(total=total, unit="mem", desc="import") as bar:
-        for lineno, raw in enumerate(fh, start=1):
-            bar.update(1)
-            record = _parse_line(raw, f"{path}:{lineno}", client.config, dimension, bad)
-            if record is None:
-                continue
-            batch.append(record)
-            if len(batch) >= client.config.storage.batch_size:
-                written += await _write_batch(client, batch, written)
-                batch = []
-        if batch:
-            written += await _write_batch(client, batch, written)
-    for problem in bad[:SHOWN_BAD_LINES]:
-        print(f"deepresearch-memory: skipped {problem}", file=sys.stderr)
-    if len(bad) > SHOWN_BAD_LINES:
-        print(f"deepresearch-memory: ... and {len(bad) - SHOWN_BAD_LINES} more bad lines",
-              file=sys.stderr)
-    if bad and not written:
-        raise MemoryInputError(f"{path}: none of its {len(bad)} lines is a valid memory; "
-                               "nothing imported (expected the JSON lines of an export)")
-    skipped = f", skipped {len(bad)} bad lines" if bad else ""
-    print(f"imported {written} memories from {path}{skipped}")
-    return 1 if bad else 0
-
-
-def _parse_line(
-    raw: bytes, where: str, config: MemoryConfig, dimension: int, bad: list[str]
-) -> MemoryRecord | None:
-    """The record of one line, or None for a blank line or a bad one (added to `bad`)."""
-    try:
-        text = raw.decode("utf-8")
-        if not text.strip():
-            return None
-        return record_from_json(json.loads(text), where, config, dimension)
-    except UnicodeDecodeError as exc:
-        bad.append(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})")
-    except json.JSONDecodeError as exc:
-        bad.append(f"{where}: not a JSON line ({exc.msg} at column {exc.colno})")
-    except MemoryInputError as exc:
-        bad.append(str(exc))
-    return None
-
-
-async def _write_batch(client: MemorySystemClient, batch: list[MemoryRecord], before: int) -> int:
-    todo = [r for r in batch if r.vector is None]
-    if todo:
-        from DeepResearch.src.memory.compression import full_content
-
-        vectors = client.embedder.embed([full_content(r.content, r.content_codec, r.content_blob) for r in todo])
-        for record, vector in zip(todo, vectors, strict=True):
-            record.vector = vector
-    try:
-        return await client.import_records(batch)
-    except Exception as exc:
-        raise MemoryBackendError(
-            f"import stopped after {before} memories: {failure_cause(exc)}; running it again "
-            "is safe (a memory imported again replaces itself, by id)"
-        ) from exc
 
 
 def _rebuild(config: MemoryConfig, reembed: bool) -> int:
