@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from DeepResearch.src.memory.facts.extraction.vocab import (
+    KNOWN_SKILLS,
     NOT_NAMES,
     NOT_TOPICS,
     SCHOOL_ACRONYMS,
@@ -58,7 +59,7 @@ def is_school(name: str) -> bool:
 def guess_type(name: str) -> str:
     """The type of a name met without a predicate that says it (MENTIONED)."""
     lower = name.lower()
-    if lower in SKILLS:
+    if lower in KNOWN_SKILLS:
         return "Skill"
     if is_school(name) or lower.endswith(_ORG_SUFFIXES) or (name.isupper() and len(name) > 1):
         return "Organization"
@@ -106,7 +107,7 @@ def _persons(text: str, predicate: str) -> list[Candidate]:
     found = []
     for item in _items(text):
         name = clean_name(item)
-        if name and name.lower() not in SKILLS:
+        if name and name.lower() not in KNOWN_SKILLS:
             found.append((predicate, name, "Person"))
     return found
 
@@ -130,7 +131,7 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
     if kind == "skill_or_person":
         found: list[Candidate] = []
         for item in _items(text):
-            if item.lower() in SKILLS:
+            if item.lower() in KNOWN_SKILLS:
                 found.append(("HAS_SKILL", item, "Skill"))
             elif name := clean_name(item):
                 if name[0].isupper():

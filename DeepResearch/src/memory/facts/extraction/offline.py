@@ -35,8 +35,8 @@ from DeepResearch.src.memory.facts.extraction.objects import (
 from DeepResearch.src.memory.facts.extraction.patterns import ADVERBS, BASE_FORMS, CAP, RULES, Rule
 from DeepResearch.src.memory.facts.extraction.vocab import (
     CLOSE_RELATIONS,
+    KNOWN_SKILLS,
     PROFICIENCY_WORDS,
-    SKILLS,
     proficiency_for_years,
 )
 from DeepResearch.src.memory.facts.model import ExtractedFact, ExtractionResult, Message
@@ -216,7 +216,7 @@ class OfflineExtractor:
                         lower, match.string[:match.start(key)], message.author_name,
                         self.context.types):
                     found.append((person, True))
-            elif name := clean_name(part):
+            elif (name := clean_name(part)) and name.lower() not in KNOWN_SKILLS:
                 found.append((message.author_name if name.lower() == "i" else name, False))
         return found
 
@@ -254,7 +254,7 @@ class OfflineExtractor:
                 pred = "WORKED_AT"
             if groups.get("perf") and t.start is None and not t.years:
                 pred, p_tense, confidence = "WORKED_AT", "past", 0.8
-            if rule.name in ("joined_org", "left_org") and obj.lower() in SKILLS:
+            if rule.name in ("joined_org", "left_org") and obj.lower() in KNOWN_SKILLS:
                 continue  # "joined Slack", "left Excel open": a tool, not an employer
             if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
                 pred, obj_type, confidence = "LIVES_IN", "Location", 0.8

@@ -36,7 +36,7 @@ HAS_SKILL  S have been coding/programming/developing in|with K   0.88   years ("
            [for N years / since Y] (+0.04 with a duration)              years"), proficiency
 HAS_SKILL  S am good/fluent/proficient/experienced... at|in|with K 0.85 proficiency from the
                                                                         adjective
-HAS_SKILL  S know(s) K (K in the skill list)                     0.80
+HAS_SKILL  S know(s) K (K in the skill or language list)         0.80
 HAS_SKILL  S speak(s) [fluent] K                                 0.85   (language)
 HAS_SKILL  S use / work(s/ing) with|in / write / build in K      0.78
            (K in the skill list)

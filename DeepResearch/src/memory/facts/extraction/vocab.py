@@ -19,6 +19,20 @@ SKILLS: frozenset[str] = frozenset({
     "jira", "confluence", "slack", "notion", "github", "gitlab", "jenkins", "airflow",
     "tableau", "salesforce", "blender", "unity",
 })
+# Natural languages: skills for "know" as for "speak" ("I know French" is no person). Kept
+# apart from SKILLS, which also reads "a K developer" ("a French developer" is a nationality).
+LANGUAGES: frozenset[str] = frozenset({
+    "english", "french", "spanish", "german", "italian", "portuguese", "dutch", "swedish",
+    "norwegian", "danish", "finnish", "icelandic", "polish", "czech", "slovak", "hungarian",
+    "romanian", "bulgarian", "serbian", "croatian", "greek", "russian", "ukrainian",
+    "turkish", "arabic", "hebrew", "persian", "farsi", "hindi", "urdu", "bengali", "punjabi",
+    "tamil", "telugu", "marathi", "gujarati", "mandarin", "cantonese", "chinese", "japanese",
+    "korean", "vietnamese", "thai", "indonesian", "malay", "tagalog", "filipino", "swahili",
+    "amharic", "yoruba", "catalan", "basque", "galician", "welsh", "irish", "latin",
+    "esperanto", "asl",
+})
+# A word of either list is never a person, an employer or a subject.
+KNOWN_SKILLS: frozenset[str] = SKILLS | LANGUAGES
 
 # Words before a clause's fact that weaken it: strong ones (a guess) and weak ones (a belief).
 STRONG_HEDGES: tuple[str, ...] = (
