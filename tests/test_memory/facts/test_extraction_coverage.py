@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_memory.facts.extraction_support import facts_of
+from test_memory.facts.extraction_support import facts_of, find
 
 Triple = tuple[str, str, str]
 Row = tuple[tuple[str, ...], set[Triple]]
@@ -37,7 +37,53 @@ LANGUAGES = _rows(
     ("I'm a French developer.", set()),
 )
 
-ROWS = LANGUAGES
+COLLEAGUES = _rows(
+    ("I work with Bob at Google.", {("Carol", "WORKS_AT", "Google"), ("Carol", "KNOWS", "Bob"),
+                                    ("Bob", "WORKS_AT", "Google")}),
+    ("I work with Bob.", {("Carol", "KNOWS", "Bob")}),
+    ("I'm working with Bob and Dana at Acme Corp.",
+     {("Carol", "WORKS_AT", "Acme Corp"), ("Carol", "KNOWS", "Bob"), ("Carol", "KNOWS", "Dana"),
+      ("Bob", "WORKS_AT", "Acme Corp"), ("Dana", "WORKS_AT", "Acme Corp")}),
+    ("I worked with Bob at Google from 2019 to 2021.",
+     {("Carol", "WORKED_AT", "Google"), ("Carol", "KNOWS", "Bob"),
+      ("Bob", "WORKED_AT", "Google")}),
+    ("Bob works with Dana at Stripe.", {("Bob", "WORKS_AT", "Stripe"), ("Bob", "KNOWS", "Dana"),
+                                        ("Dana", "WORKS_AT", "Stripe")}),
+    # a skill is no colleague
+    ("I work with Python at Google.",
+     {("Carol", "WORKS_AT", "Google"), ("Carol", "HAS_SKILL", "Python")}),
+    # only working with someone at X places both there
+    ("I talk with Bob at Google.", {("Carol", "KNOWS", "Bob")}),
+    ("I met Bob at Google.", {("Carol", "KNOWS", "Bob")}),
+    ("I would work with Bob at Google.", set()),
+    ("Join us at Google!", set()),
+    ("Will you start at Google?", set()),
+)
+
+AFFILIATED_SUBJECTS = _rows(
+    ("Sarah from marketing knows SQL.", {("Sarah", "HAS_SKILL", "SQL")}),
+    ("Sarah in marketing knows SQL.", {("Sarah", "HAS_SKILL", "SQL")}),
+    ("Sarah from the data team knows SQL.", {("Sarah", "HAS_SKILL", "SQL")}),
+    ("Sarah at Acme knows SQL.", {("Sarah", "HAS_SKILL", "SQL"), ("Sarah", "WORKS_AT", "Acme")}),
+    ("Sarah at Acme knows SQL and lives in Oslo.",
+     {("Sarah", "HAS_SKILL", "SQL"), ("Sarah", "WORKS_AT", "Acme"), ("Sarah", "LIVES_IN", "Oslo")}),
+    # "from X": an employer only when X is known to be one ("from Berlin" is as likely)
+    ("Sarah from Acme knows SQL.", {("Sarah", "HAS_SKILL", "SQL")}),
+    ("Sarah from Berlin knows SQL.", {("Sarah", "HAS_SKILL", "SQL")}),
+    ("Sarah from Acme Corp knows SQL.",
+     {("Sarah", "HAS_SKILL", "SQL"), ("Sarah", "WORKS_AT", "Acme Corp")}),
+    (("Carol: I work at Acme.", "Carol: Sarah from Acme knows SQL."),
+     {("Carol", "WORKS_AT", "Acme"), ("Sarah", "HAS_SKILL", "SQL"), ("Sarah", "WORKS_AT", "Acme")}),
+    # "in X" is a team or a place, never an employer
+    ("Sarah in Berlin knows SQL.", {("Sarah", "HAS_SKILL", "SQL")}),
+    ("Sarah at MIT knows SQL.", {("Sarah", "HAS_SKILL", "SQL")}),  # a student, maybe
+    # no one named: nothing, and the organisation is no subject
+    ("Everyone at Google knows Python.", set()),
+    ("Someone at Google knows Rust.", set()),
+    ("Sarah at Acme doesn't know SQL.", set()),
+)
+
+ROWS = LANGUAGES + COLLEAGUES + AFFILIATED_SUBJECTS
 
 @pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])
 async def test_phrasing_gives_exactly_its_facts(lines: tuple[str, ...],
@@ -52,4 +98,16 @@ async def test_a_known_skill_is_never_a_person() -> None:
                            "Carol: I work with Python and Bob.")
     assert not [f for f in facts if f.object in ("French", "Python")
                 and f.object_type == "Person"]
+
+
+async def test_what_is_said_of_another_is_less_sure_than_what_the_author_says() -> None:
+    facts = await facts_of("Carol: I work with Bob at Google.", "Carol: Sarah at Acme knows SQL.",
+                           "Carol: I think Ann at Stripe knows Go.")
+    author = find(facts, "WORKS_AT", "Google", "Carol")
+    colleague = find(facts, "WORKS_AT", "Google", "Bob")
+    assert colleague.confidence < author.confidence
+    assert colleague.valid_at == author.valid_at
+    said = find(facts, "WORKS_AT", "Acme", "Sarah")
+    assert said.confidence < find(facts, "HAS_SKILL", "SQL", "Sarah").confidence
+    assert find(facts, "WORKS_AT", "Stripe", "Ann").confidence < said.confidence  # "I think"
 

@@ -56,12 +56,16 @@ def is_school(name: str) -> bool:
     return lower in SCHOOL_ACRONYMS or any(word in lower for word in SCHOOL_WORDS)
 
 
+def has_org_suffix(name: str) -> bool:
+    """"Acme Corp", "Foo Labs": a company's name by its ending."""
+    return name.lower().endswith(_ORG_SUFFIXES)
+
+
 def guess_type(name: str) -> str:
     """The type of a name met without a predicate that says it (MENTIONED)."""
-    lower = name.lower()
-    if lower in KNOWN_SKILLS:
+    if name.lower() in KNOWN_SKILLS:
         return "Skill"
-    if is_school(name) or lower.endswith(_ORG_SUFFIXES) or (name.isupper() and len(name) > 1):
+    if is_school(name) or has_org_suffix(name) or (name.isupper() and len(name) > 1):
         return "Organization"
     return "Person"
 

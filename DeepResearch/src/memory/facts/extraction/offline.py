@@ -13,6 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from DeepResearch.src.memory.facts.extraction.affiliations import (
+    COLLEAGUE,
+    colleagues,
+    employer,
+    subject_text,
+)
 from DeepResearch.src.memory.facts.extraction.antecedents import Antecedents, guessed_type, names
 from DeepResearch.src.memory.facts.extraction.clauses import (
     AFTERTHOUGHT,
@@ -42,6 +48,7 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
 from DeepResearch.src.memory.facts.model import ExtractedFact, ExtractionResult, Message
 
 MENTION_CONFIDENCE = 0.3
+HEARSAY = 0.95  # what one person says of another
 _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
 _ORG_HINT = re.compile(rf"\bat (?:the )?(?P<obj>{CAP})")
@@ -159,6 +166,7 @@ class OfflineExtractor:
             if question or not said or not subjects or self._negated(hit) or self._disagrees(match):
                 continue
             facts.extend(self._facts(hit, subjects, segment, region, message, problems))
+            facts.extend(self._employer(match, subjects, region, message))
         return facts
 
     @staticmethod
@@ -207,7 +215,7 @@ class OfflineExtractor:
     def _resolve(self, match: re.Match[str], key: str, message: Message) -> list[tuple[str, bool]]:
         """(name, is_pronoun) of the subject in the match's group `key`."""
         found: list[tuple[str, bool]] = []
-        for part in (match[key] or "").split(" and "):
+        for part in subject_text(match, key).split(" and "):
             lower = part.strip().lower()
             if lower in ("i", "me", "we", "us"):
                 found.append((message.author_name, False))
@@ -283,13 +291,16 @@ class OfflineExtractor:
             for key in ("field", "degree"):
                 if groups.get(key):
                     attrs[key] = re.sub(r"^in ", "", groups[key].strip())
-            for subject, pronoun in subjects:
+            # the subjects (a pronoun: 0.9), then whom they work with there ("with Bob at X")
+            said_of = [(s, 0.9 if pronoun else 1.0) for s, pronoun in subjects]
+            said_of += [(name, COLLEAGUE) for name in colleagues(groups)]
+            for subject, weight in said_of:
                 if subject.lower() == obj.lower():
                     continue
-                # how sure the sentence is: hedges, a pronoun, one person telling of another
-                factor = certainty * (0.9 if pronoun else 1.0)
+                # how sure the sentence is: hedges, who is meant, one person telling of another
+                factor = certainty * weight
                 if subject != message.author_name:
-                    factor *= 0.95
+                    factor *= HEARSAY
                     self.context.saw(subject, "Person")  # "he" / "she" next
                 valid_at, invalid_at = times(p_tense, pred, t, message.timestamp)
                 out.append(self._fact(subject, pred, obj, obj_type, confidence * factor, attrs,
@@ -297,6 +308,18 @@ class OfflineExtractor:
                 out.extend(self._close_to(rule, groups, subject, obj, factor, frequency, message))
             self.context.saw(obj, obj_type)
         return out
+
+    def _employer(self, match: re.Match[str], subjects: list[tuple[str, bool]], region: str,
+                  message: Message) -> list[ExtractedFact]:
+        """The WORKS_AT of a subject named with its organisation ("Sarah at Acme knows SQL")."""
+        found = employer(match, self.context.types)
+        if found is None or not subjects:
+            return []
+        (org, confidence), subject = found, subjects[0][0]
+        self.context.saw(org, "Organization")
+        return [self._fact(subject, "WORKS_AT", org, "Organization",
+                           confidence * hedge(region) * HEARSAY, {"rule": "affiliation"},
+                           message, message.timestamp, None)]
 
     def _close_to(self, rule: Rule, groups: dict[str, Any], subject: str, obj: str,
                   factor: float, frequency: str | None, message: Message) -> list[ExtractedFact]:

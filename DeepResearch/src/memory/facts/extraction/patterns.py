@@ -3,7 +3,8 @@
 Coverage (S = a subject: I / we (-> the author), he / she (-> the one person named in this
 sentence or the two before, never the speaker nor one the other pronoun has named ("she" Alice
 is no "he"); with none, two or more, or a name of unknown kind among them, the clause states
-nothing: see `antecedents`), a capitalised name, "Bob and I" (only where a clause starts: "I
+nothing: see `antecedents`), a capitalised name (also with its organisation or team: "Sarah
+from marketing knows SQL", see `affiliations`), "Bob and I" (only where a clause starts: "I
 live in New York and I ..." is no "New York and I"); a subject left out after "and" / "then" /
 "but" / "so" is the previous clause's, and none after an unresolved "he"; a list of objects
 ends where a clause starts ("I know Python and Bob knows Rust"); "there" -> the organisation
@@ -22,6 +23,10 @@ predicate  phrasing (example)                                    conf.  time
 WORKS_AT   S work(s)/am working/am employed at|for X [as a R]    0.92   valid_at = message
            (role R also before "at")                                    (or since / for N y)
 WORKS_AT   S am/is a R at|for X ("I'm a data scientist at Acme")  0.90   valid_at = message
+WORKS_AT   S work(s)/worked with P at X: S, and each person P    0.90   as work(ed) at
+           x0.85 ("I work with Bob at Google"; a skill is no P)
+WORKS_AT   P at X <any clause> ("Sarah at Acme knows SQL"), P    0.75   valid_at = message
+           from X (X known as an organisation: 0.70)
 WORKS_AT   S have been at|with X for N years / since Y           0.85   valid_at = since / for
 WORKS_AT   S joined / started at / got hired by X [as a R]       0.85   valid_at = "in Y" or
                                                                         message
@@ -120,9 +125,14 @@ for _word in sorted(set(_OPENERS)):
     _BY_LENGTH.setdefault(len(_word), []).append(_word)
 CLAUSE_START = "(?:^|(?<=[,;:(\"\u2014-])|(?<=[,;:(\"\u2014-] )|" + "|".join(
     rf"(?<=\b(?:{'|'.join(words)}) )" for words in _BY_LENGTH.values()) + ")"
+_GROUP_ALT = "|".join(GROUP_WORDS)
+# A named subject's organisation or team, read by `affiliations` ("Sarah at Acme knows SQL",
+# "Sarah from the data team"): part of the subject, so that Acme is not the one who knows.
+_AFFIL = (rf"(?P<affil> (?P<aprep>from|at|in|on) (?:the |our |their )?"
+          rf"(?P<aorg>{CAP}|[a-z][\w&'-]*(?: (?:{_GROUP_ALT}))?))")
 SUBJ = (
     rf"(?P<subj>(?<![\w'])(?:(?=[A-Z]){CLAUSE_START}(?:{PERSON}|I) and (?:I|me|{PERSON})|I|i"
-    rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON})|{_ELIDED})"
+    rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON}{_AFFIL}?)|{_ELIDED})"
 )
 # Verbs in the form that does not go with one named person or he / she: "Sounds like a plan"
 # is no "Sounds" who likes a plan.
@@ -135,7 +145,6 @@ ROLE = (
     r"[A-Za-z][\w-]*(?: [a-z][\w-]*){0,4}?"
     r"(?= (?:at|for|in|on|since|from|until|with|and|but|there|by)\b|[,;:.!?)]|$)"
 )
-_GROUP_ALT = "|".join(GROUP_WORDS)
 GROUP = rf"(?:(?!(?:the|a|an|of)\b)[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
 _SKILL_W = r"(?!I\b)[A-Za-z][\w+#.]*(?<![.])(?: [A-Z][\w+#.]*(?<![.]))*"  # "Mario Kart"
 # Verbs a clause starts with (after its subject, if any): a list ends before them, and before
@@ -207,6 +216,10 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} (?:work|works|am working|is working|are working|have been working|"
           rf"has been working|(?P<perf>have worked|has worked)|am employed|is employed|"
           rf"are employed)(?:{_AS_ROLE})?{_AT_ORG}{_AS_ROLE2}"),
+    _rule("work_with_at", (' with ',), "WORKS_AT", 0.9, "present", "org",
+          rf"{SUBJ}{ADV} (?:work|works|am working|is working|are working|(?P<past>worked|"
+          rf"was working|were working|used to work)) (?:closely |together )?with "
+          rf"(?P<with>{PERSONS}) at (?:the )?(?P<obj>{CAP})"),
     _rule("role_at", (' at ', ' for ', ' with '), "WORKS_AT", 0.9, "present", "org",
           rf"{SUBJ}{ADV} {_BE} (?:now |currently |still )?(?:an? |the )(?P<role>{ROLE}) "
           rf"(?:at|for|with) (?:the )?(?P<obj>{CAP})"),

@@ -68,6 +68,8 @@ NOT_NAMES: frozenset[str] = frozenset({
     "never", "one", "everything", "love", "life", "nature", "family", "you'll", "you're",
     "we're", "they're", "that's", "it's", "here's", "there's", "what's", "let's", "haven't",
     "lately", "sometimes", "whenever", "lots", "besides", "plus", "overall",
+    # no one in particular ("Someone at Google knows Rust")
+    "someone", "somebody", "anyone", "anybody", "nobody", "everybody", "people", "hq",
 })
 
 # Words that end the name of a group one is a MEMBER_OF ("the data team").
