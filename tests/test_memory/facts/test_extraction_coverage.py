@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from test_memory.facts.extraction_support import facts_of, find
+from DeepResearch.src.memory.facts.extraction import OfflineExtractor
+from test_memory.facts.extraction_support import conversation, facts_of, find, ts
 
 Triple = tuple[str, str, str]
 Row = tuple[tuple[str, ...], set[Triple]]
@@ -83,7 +84,35 @@ AFFILIATED_SUBJECTS = _rows(
     ("Sarah at Acme doesn't know SQL.", set()),
 )
 
-ROWS = LANGUAGES + COLLEAGUES + AFFILIATED_SUBJECTS
+LEFT_OUT_SUBJECT = _rows(
+    ("Started at Shopify in 2021.", {("Carol", "WORKS_AT", "Shopify")}),
+    ("Joined Stripe last month.", {("Carol", "WORKS_AT", "Stripe")}),
+    ("Moved to Berlin in 2020.", {("Carol", "LIVES_IN", "Berlin")}),
+    ("Just joined Stripe!", {("Carol", "WORKS_AT", "Stripe")}),
+    ("Left Google in 2022.", {("Carol", "WORKED_AT", "Google")}),
+    ("Worked at IBM from 2015 to 2019.", {("Carol", "WORKED_AT", "IBM")}),
+    ("Studied at MIT.", {("Carol", "STUDIED_AT", "MIT")}),
+    ("Met Bob at the conference.", {("Carol", "KNOWS", "Bob")}),
+    ("Joined the data team in March.", {("Carol", "MEMBER_OF", "data team")}),
+    ("started at Shopify in 2021", {("Carol", "WORKS_AT", "Shopify")}),
+    ("Great news. Joined Stripe last month.", {("Carol", "WORKS_AT", "Stripe")}),
+    ("Started at Shopify in 2021 and moved to Berlin.",
+     {("Carol", "WORKS_AT", "Shopify"), ("Carol", "LIVES_IN", "Berlin")}),
+    (("Bob: Moved to Berlin in 2020.",), {("Bob", "LIVES_IN", "Berlin")}),
+    # questions, imperatives, plans and the middle of a sentence are not the author's
+    ("Moved to Berlin?", set()),
+    ("Started? no", set()),
+    ("Started at Shopify?", set()),
+    ("Join Stripe!", set()),
+    ("Move to Berlin.", set()),
+    ("Joining Stripe next month.", set()),
+    ("Bob is great, joined Stripe last month.", set()),
+    # joining a call is no new job, with or without "I"
+    ("Joined the Zoom call.", set()),
+    ("I joined the Google Meet call.", set()),
+)
+
+ROWS = LANGUAGES + COLLEAGUES + AFFILIATED_SUBJECTS + LEFT_OUT_SUBJECT
 
 @pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])
 async def test_phrasing_gives_exactly_its_facts(lines: tuple[str, ...],
@@ -110,4 +139,24 @@ async def test_what_is_said_of_another_is_less_sure_than_what_the_author_says() 
     said = find(facts, "WORKS_AT", "Acme", "Sarah")
     assert said.confidence < find(facts, "HAS_SKILL", "SQL", "Sarah").confidence
     assert find(facts, "WORKS_AT", "Stripe", "Ann").confidence < said.confidence  # "I think"
+
+
+async def test_a_left_out_subject_reads_as_i() -> None:
+    for text, predicate, obj in (("Started at Shopify in 2021.", "WORKS_AT", "Shopify"),
+                                 ("Moved to Berlin in 2020.", "LIVES_IN", "Berlin"),
+                                 ("Left Google in 2022.", "WORKED_AT", "Google")):
+        bare = find(await facts_of(f"Carol: {text}"), predicate, obj, "Carol")
+        full = find(await facts_of(f"Carol: I {text[0].lower()}{text[1:]}"), predicate, obj,
+                    "Carol")
+        assert (bare.valid_at, bare.invalid_at, bare.confidence) == (
+            full.valid_at, full.invalid_at, full.confidence)
+    joined = find(await facts_of("Carol: Started at Shopify in 2021."), "WORKS_AT", "Shopify")
+    assert joined.valid_at == ts(2021)
+
+
+def test_a_document_s_sentence_without_subject_is_not_its_title_s() -> None:
+    """A document's author is its title: "Moved to Berlin in 2020." there is no one's."""
+    messages = conversation("Relocation guide: Moved to Berlin in 2020.")
+    facts = OfflineExtractor(author_type="Topic").extract(messages).facts
+    assert not [f for f in facts if f.predicate == "LIVES_IN"]
 

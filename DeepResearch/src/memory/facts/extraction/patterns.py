@@ -6,7 +6,9 @@ is no "he"); with none, two or more, or a name of unknown kind among them, the c
 nothing: see `antecedents`), a capitalised name (also with its organisation or team: "Sarah
 from marketing knows SQL", see `affiliations`), "Bob and I" (only where a clause starts: "I
 live in New York and I ..." is no "New York and I"); a subject left out after "and" / "then" /
-"but" / "so" is the previous clause's, and none after an unresolved "he"; a list of objects
+"but" / "so" is the previous clause's, and none after an unresolved "he"; a chat sentence
+opening on a past-tense verb of these rules is the author's ("Started at Shopify in 2021.",
+"Just joined Stripe!"; not a question, nor in a document: see `clauses`); a list of objects
 ends where a clause starts ("I know Python and Bob knows Rust"); "there" -> the organisation
 (or place) last named in the conversation).
 Confidence is the rule's base times 0.8 after a belief ("I think", "probably") or 0.6 after a
@@ -28,8 +30,8 @@ WORKS_AT   S work(s)/worked with P at X: S, and each person P    0.90   as work(
 WORKS_AT   P at X <any clause> ("Sarah at Acme knows SQL"), P    0.75   valid_at = message
            from X (X known as an organisation: 0.70)
 WORKS_AT   S have been at|with X for N years / since Y           0.85   valid_at = since / for
-WORKS_AT   S joined / started at / got hired by X [as a R]       0.85   valid_at = "in Y" or
-                                                                        message
+WORKS_AT   S joined / started at / got hired by X [as a R] (not   0.85   valid_at = "in Y" or
+           "joined the Zoom call")                                      message
 WORKED_AT  S worked / used to work / was working at|for X|there  0.88   from A to B ->
            [as R] [from A to B / until B / since A]                     valid_at / invalid_at
 WORKED_AT  S was a R at X                                        0.85   as above
@@ -172,6 +174,9 @@ _REL_ALT = "|".join(sorted(RELATIONS, key=len, reverse=True))
 _ADJ = r"(?P<adj>best |close |good |old |former |new |dear )?"
 _BE = r"(?:am|is|are|(?P<past>was|were))"
 _AT_ORG = r"(?: (?:at|for|by) (?:the )?(?P<obj>" + CAP + r")| (?P<there>there)(?![\w']))"
+# "joined the Zoom call" / "the Google Meet" ... "meeting" is no employer.
+_NOT_A_CALL = (r"(?![\w&'.+-]|(?: [A-Z][\w&'.+-]*)* (?:call|meeting|chat|channel|session|"
+               r"huddle|standup|stand-up|room|server|webinar|stream)s?\b)")
 _AS_ROLE = rf" as (?:an? |the |our |their )?(?P<role>{ROLE})"
 _AS_ROLE2 = rf"(?: as (?:an? |the |our |their )?(?P<role2>{ROLE}))?"
 
@@ -232,7 +237,7 @@ RULES: tuple[Rule, ...] = (
     _rule("joined_org", ('joined', 'started', 'hired', 'got a job'), "WORKS_AT", 0.85, "start", "org",
           rf"{SUBJ}{ADV} (?:joined|have joined|has joined|started at|started working (?:at|for)|"
           rf"was hired by|were hired by|got hired (?:at|by)|got a job (?:at|with)) (?:the )?"
-          rf"(?P<obj>{CAP}){_AS_ROLE2}"),
+          rf"(?P<obj>{CAP}){_NOT_A_CALL}{_AS_ROLE2}"),
     _rule("left_org", ('left', 'quit', 'resigned', 'departed', 'laid off'), "WORKED_AT", 0.85, "end", "org",
           rf"{SUBJ}{ADV} (?:left|quit|resigned from|departed|(?:was|were|got) laid off "
           rf"(?:from|by)) (?:the )?(?P<obj>{CAP})"),
