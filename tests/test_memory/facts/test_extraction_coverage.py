@@ -112,7 +112,18 @@ LEFT_OUT_SUBJECT = _rows(
     ("I joined the Google Meet call.", set()),
 )
 
-ROWS = LANGUAGES + COLLEAGUES + AFFILIATED_SUBJECTS + LEFT_OUT_SUBJECT
+ROLE_STATEMENTS = _rows(
+    # which organisation "our" means is not in the message: a mention of Dana, no employer
+    ("Our CTO is Dana.", set()),
+    ("Dana is our CTO.", set()),
+    (("Carol: I work at Acme.", "Carol: Dana is our CTO."), {("Carol", "WORKS_AT", "Acme")}),
+    # ... but Dana is known to be a person
+    ("Dana is our CTO. She lives in Berlin.", {("Dana", "LIVES_IN", "Berlin")}),
+    ("Dana is our manager.", {("Carol", "KNOWS", "Dana")}),
+)
+
+ROWS = LANGUAGES + COLLEAGUES + AFFILIATED_SUBJECTS + LEFT_OUT_SUBJECT + ROLE_STATEMENTS
+
 
 @pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])
 async def test_phrasing_gives_exactly_its_facts(lines: tuple[str, ...],
@@ -160,3 +171,9 @@ def test_a_document_s_sentence_without_subject_is_not_its_title_s() -> None:
     facts = OfflineExtractor(author_type="Topic").extract(messages).facts
     assert not [f for f in facts if f.predicate == "LIVES_IN"]
 
+
+async def test_a_role_statement_mentions_the_person_not_the_title() -> None:
+    for text in ("Dana is our CTO.", "Our CTO is Dana."):
+        mentions = {(f.object, f.object_type) for f in await facts_of(f"Carol: {text}")
+                    if f.predicate == "MENTIONED"}
+        assert mentions == {("Dana", "Person")}

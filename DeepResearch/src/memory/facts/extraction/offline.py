@@ -39,7 +39,13 @@ from DeepResearch.src.memory.facts.extraction.objects import (
     clean_name,
     read_object,
 )
-from DeepResearch.src.memory.facts.extraction.patterns import ADVERBS, BASE_FORMS, CAP, RULES, Rule
+from DeepResearch.src.memory.facts.extraction.patterns import (
+    ADVERBS,
+    BASE_FORMS,
+    HINTS,
+    RULES,
+    Rule,
+)
 from DeepResearch.src.memory.facts.extraction.vocab import (
     CLOSE_RELATIONS,
     KNOWN_SKILLS,
@@ -52,7 +58,6 @@ MENTION_CONFIDENCE = 0.3
 HEARSAY = 0.95  # what one person says of another
 _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
-_ORG_HINT = re.compile(rf"\bat (?:the )?(?P<obj>{CAP})")
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
@@ -80,7 +85,7 @@ class _Context:
 
 @dataclass(slots=True)
 class _Hit:
-    rule: Rule | None  # None: an organisation hint ("at Stripe") that only feeds the context
+    rule: Rule | None  # None: a hint ("at Stripe", "Dana is our CTO") that only types a name
     match: re.Match[str]
     candidates: list[Candidate]
 
@@ -135,9 +140,10 @@ class OfflineExtractor:
                     hits.append(_Hit(rule, match, candidates))
                     if match.groupdict().get("obj"):
                         claimed.append(span)
-        for match in _ORG_HINT.finditer(sentence):
-            if not any(a < match.end() and match.start("obj") < b for a, b in claimed):
-                hits.append(_Hit(None, match, [("", clean_name(match["obj"]), "Organization")]))
+        for pattern, type_ in HINTS:
+            for match in pattern.finditer(sentence):
+                if not any(a < match.end("obj") and match.start("obj") < b for a, b in claimed):
+                    hits.append(_Hit(None, match, [("", clean_name(match["obj"]), type_)]))
         hits.sort(key=lambda hit: hit.match.start())
         return hits
 
@@ -150,9 +156,9 @@ class OfflineExtractor:
         seg_start = clause_start = 0
         for hit in hits:
             if hit.rule is None:
-                name = hit.candidates[0][1]
-                if name and self.context.types.get(name.lower()) in (None, "Organization"):
-                    self.context.saw(name, "Organization")
+                _, name, type_ = hit.candidates[0]
+                if name and self.context.types.get(name.lower()) in (None, type_):
+                    self.context.saw(name, type_)
                 continue
             match = hit.match
             seg_end = next((s for s in starts if s > match.start()), len(sentence))

@@ -92,7 +92,10 @@ fact, a MENTIONED at most; `dates` reads no future phrase such as "next year" or
 to date them by), possessive subjects ("my wife works at X"), pronouns other than he / she
 ("they" names no one), he vs she (not told apart: with Alice and Bob named, "she" names no
 one), a subject left out after a comma or semicolon ("I work at Google; know Go": Go is not
-read), and facts spread over several sentences beyond "there" and he / she.
+read), facts spread over several sentences beyond "there" and he / she, and a role statement's
+employer ("Dana is our CTO", "Our CTO is Dana": which organisation "our" means is not in the
+message, so it gives no WORKS_AT; Dana is only known as a person: MENTIONED, he / she; see
+`HINTS`).
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from DeepResearch.src.memory.facts.extraction.vocab import GROUP_WORDS, RELATIONS
+from DeepResearch.src.memory.facts.extraction.vocab import GROUP_WORDS, RELATIONS, TITLES
 
 _W = r"[A-Z][\w&'.+-]*"
 CAP = rf"{_W}(?: (?:of (?:the )?|for |de |& )?{_W}){{0,4}}"  # an organisation or place name
@@ -338,4 +341,16 @@ RULES: tuple[Rule, ...] = (
     _rule("close_with", ('friends', 'close'), "CLOSE_TO", 0.85, "state", "persons",
           rf"{SUBJ}{ADV} {_BE} (?:very |really |pretty |super )?(?P<how>close friends|best "
           rf"friends|good friends|friends|close) (?:with|to) (?P<obj>{PERSONS})"),
+)
+
+# Names a sentence types without stating a fact about them: an organisation "at X" (for "there"
+# and MENTIONED), a person with a title ("Dana is our CTO", "Our CTO is Dana": a person for
+# he / she and MENTIONED; no WORKS_AT, as "our" names no organisation).
+_TITLE = rf"(?:new |former |current )?(?i:{'|'.join(TITLES)})\b"
+HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(rf"\bat (?:the )?(?P<obj>{CAP})"), "Organization"),
+    (re.compile(rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:our|my|their|the) {_TITLE}"),
+     "Person"),
+    (re.compile(rf"(?<![\w'])(?:[Oo]ur|[Mm]y|[Tt]heir|[Tt]he) {_TITLE} (?:is|was) "
+                rf"(?P<obj>{PERSON})"), "Person"),
 )

@@ -70,6 +70,8 @@ NOT_NAMES: frozenset[str] = frozenset({
     "lately", "sometimes", "whenever", "lots", "besides", "plus", "overall",
     # no one in particular ("Someone at Google knows Rust")
     "someone", "somebody", "anyone", "anybody", "nobody", "everybody", "people", "hq",
+    # titles ("Dana is our CTO": Dana is named, the title is not)
+    "ceo", "cto", "cfo", "coo", "cio", "cpo", "vp", "svp", "evp",
 })
 
 # Words that end the name of a group one is a MEMBER_OF ("the data team").
@@ -89,6 +91,15 @@ SCHOOL_ACRONYMS: frozenset[str] = frozenset({
 })
 # Roles that mean studying, not working ("a PhD student at X" -> STUDIED_AT).
 STUDENT_ROLES: tuple[str, ...] = ("student", "undergrad", "undergraduate", "phd candidate")
+
+# Job titles that say "a person" and no more ("Dana is our CTO": which organisation "our" is,
+# the sentence does not say); regular expressions, matched case-insensitively.
+TITLES: tuple[str, ...] = (
+    "ceo", "cto", "cfo", "coo", "cio", "cpo", "svp", "evp", r"vp(?: of \w+)?", "president",
+    "founder", "chair", "chairman", "chairwoman", "director", r"head of \w+", "lead",
+    "tech lead", "team lead", "product manager", "engineering manager", "designer", "recruiter",
+    "intern", "architect", "engineer", "developer", "admin",
+)
 
 # Relations that make two people KNOW each other; the CLOSE ones also make them CLOSE_TO.
 RELATIONS: tuple[str, ...] = (
