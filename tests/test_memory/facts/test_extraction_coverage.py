@@ -12,19 +12,17 @@ from __future__ import annotations
 import pytest
 
 from DeepResearch.src.memory.facts.extraction import OfflineExtractor
-from test_memory.facts.extraction_support import conversation, facts_of, find, ts
+from test_memory.facts.extraction_support import (
+    Triple,
+    carol_rows,
+    conversation,
+    facts_of,
+    find,
+    stated,
+    ts,
+)
 
-Triple = tuple[str, str, str]
-Row = tuple[tuple[str, ...], set[Triple]]
-_IGNORED = ("MENTIONED", "PARTICIPATED_IN")
-
-
-def _rows(*rows: tuple[str | tuple[str, ...], set[Triple]]) -> list[Row]:
-    return [((f"Carol: {lines}",) if isinstance(lines, str) else lines, triples)
-            for lines, triples in rows]
-
-
-LANGUAGES = _rows(
+LANGUAGES = carol_rows(
     ("I know French.", {("Carol", "HAS_SKILL", "French")}),
     ("I speak French.", {("Carol", "HAS_SKILL", "French")}),
     ("I know Mandarin and Japanese.",
@@ -38,7 +36,7 @@ LANGUAGES = _rows(
     ("I'm a French developer.", set()),
 )
 
-COLLEAGUES = _rows(
+COLLEAGUES = carol_rows(
     ("I work with Bob at Google.", {("Carol", "WORKS_AT", "Google"), ("Carol", "KNOWS", "Bob"),
                                     ("Bob", "WORKS_AT", "Google")}),
     ("I work with Bob.", {("Carol", "KNOWS", "Bob")}),
@@ -61,7 +59,7 @@ COLLEAGUES = _rows(
     ("Will you start at Google?", set()),
 )
 
-AFFILIATED_SUBJECTS = _rows(
+AFFILIATED_SUBJECTS = carol_rows(
     ("Sarah from marketing knows SQL.", {("Sarah", "HAS_SKILL", "SQL")}),
     ("Sarah in marketing knows SQL.", {("Sarah", "HAS_SKILL", "SQL")}),
     ("Sarah from the data team knows SQL.", {("Sarah", "HAS_SKILL", "SQL")}),
@@ -84,7 +82,7 @@ AFFILIATED_SUBJECTS = _rows(
     ("Sarah at Acme doesn't know SQL.", set()),
 )
 
-LEFT_OUT_SUBJECT = _rows(
+LEFT_OUT_SUBJECT = carol_rows(
     ("Started at Shopify in 2021.", {("Carol", "WORKS_AT", "Shopify")}),
     ("Joined Stripe last month.", {("Carol", "WORKS_AT", "Stripe")}),
     ("Moved to Berlin in 2020.", {("Carol", "LIVES_IN", "Berlin")}),
@@ -112,7 +110,7 @@ LEFT_OUT_SUBJECT = _rows(
     ("I joined the Google Meet call.", set()),
 )
 
-ROLE_STATEMENTS = _rows(
+ROLE_STATEMENTS = carol_rows(
     # which organisation "our" means is not in the message: a mention of Dana, no employer
     ("Our CTO is Dana.", set()),
     ("Dana is our CTO.", set()),
@@ -128,9 +126,7 @@ ROWS = LANGUAGES + COLLEAGUES + AFFILIATED_SUBJECTS + LEFT_OUT_SUBJECT + ROLE_ST
 @pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])
 async def test_phrasing_gives_exactly_its_facts(lines: tuple[str, ...],
                                                 expected: set[Triple]) -> None:
-    facts = await facts_of(*lines)
-    found = {(f.subject, f.predicate, f.object) for f in facts if f.predicate not in _IGNORED}
-    assert found == expected
+    assert await stated(*lines) == expected
 
 
 async def test_a_known_skill_is_never_a_person() -> None:
