@@ -74,8 +74,8 @@ class _Context:
     people: Antecedents = field(default_factory=Antecedents)
 
     def saw(self, name: str, type_: str | None) -> None:
-        if type_ is None:
-            return
+        if type_ is None or (type_ == "Person" and name.lower() in KNOWN_SKILLS):
+            return  # "Our architect is Kafka" leaves Kafka no antecedent of "he"
         self.types.setdefault(name.lower(), type_)
         if type_ == "Organization":
             self.last_org = name
