@@ -105,6 +105,7 @@ LEFT_OUT_SUBJECT = carol_rows(
     ("Move to Berlin.", set()),
     ("Joining Stripe next month.", set()),
     ("Bob is great, joined Stripe last month.", set()),
+    ("Both moved to Berlin in 2020.", set()),
     # joining a call is no new job, with or without "I"
     ("Joined the Zoom call.", set()),
     ("I joined the Google Meet call.", set()),

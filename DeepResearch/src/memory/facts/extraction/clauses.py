@@ -31,9 +31,9 @@ _CONTRACTIONS = tuple((re.compile(a), b) for a, b in (
 SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 # A chat sentence that opens on one of the rules' past-tense verbs tells of the speaker
 # ("Started at Shopify in 2021.", "Just joined Stripe!"). Only past forms: "Join Stripe!" and
-# "Move to Berlin." are imperatives.
+# "Move to Berlin." are imperatives; "Both moved to Berlin" is no one's.
 _LEFT_OUT_SUBJECT = re.compile(
-    r"(?:(?:" + "|".join(ADVERBS) + r") )*(?:started|joined|moved|relocated|worked|used to|"
+    r"(?:(?:" + "|".join(a for a in ADVERBS if a not in ("all", "both")) + r") )*(?:started|joined|moved|relocated|worked|used to|"
     r"left|quit|resigned|graduated|studied|lived|met|went to|attended|got (?:hired|a job|into))"
     r"\b", re.IGNORECASE)
 NEGATION = re.compile(r"\b(?:not|never|no longer|cannot)\b")

@@ -30,7 +30,7 @@ WORKS_AT   S work(s)/worked with P at X: S, and each person P    0.90   as work(
 WORKS_AT   P at X <any clause> ("Sarah at Acme knows SQL"), P    0.75   valid_at = message
            from X (X known as an organisation: 0.70)
 WORKS_AT   S have been at|with X for N years / since Y           0.85   valid_at = since / for
-WORKS_AT   S joined / started at / got hired by X [as a R] (not   0.85   valid_at = "in Y" or
+WORKS_AT   S joined / started at / got hired by X [as a R] (not  0.85   valid_at = "in Y" or
            "joined the Zoom call")                                      message
 WORKED_AT  S worked / used to work / was working at|for X|there  0.88   from A to B ->
            [as R] [from A to B / until B / since A]                     valid_at / invalid_at
