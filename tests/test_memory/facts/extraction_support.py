@@ -31,6 +31,23 @@ async def facts_of(*lines: str) -> list[ExtractedFact]:
     return result.facts
 
 
+Triple = tuple[str, str, str]
+Row = tuple[tuple[str, ...], set[Triple]]  # a conversation's lines, what it states
+
+
+def carol_rows(*rows: tuple[str | tuple[str, ...], set[Triple]]) -> list[Row]:
+    """Table rows; a lone string is one message of Carol's."""
+    return [((f"Carol: {lines}",) if isinstance(lines, str) else lines, triples)
+            for lines, triples in rows]
+
+
+async def stated(*lines: str) -> set[Triple]:
+    """(subject, predicate, object) of what a conversation states; MENTIONED and
+    PARTICIPATED_IN (a name talked about is still mentioned) left out."""
+    return {(f.subject, f.predicate, f.object) for f in await facts_of(*lines)
+            if f.predicate not in ("MENTIONED", "PARTICIPATED_IN")}
+
+
 def find(facts: list[ExtractedFact], predicate: str, obj: str,
          subject: str | None = None) -> ExtractedFact:
     hits = [f for f in facts if f.predicate == predicate and f.object == obj

@@ -9,20 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from test_memory.facts.extraction_support import facts_of
+from test_memory.facts.extraction_support import Triple, carol_rows, stated
 
-Triple = tuple[str, str, str]
-Row = tuple[tuple[str, ...], set[Triple]]
-_IGNORED = ("MENTIONED", "PARTICIPATED_IN")
-
-
-def _rows(*rows: tuple[str | tuple[str, ...], set[Triple]]) -> list[Row]:
-    """A lone string is one message of Carol's."""
-    return [((f"Carol: {lines}",) if isinstance(lines, str) else lines, triples)
-            for lines, triples in rows]
-
-
-CONDITIONS_AND_WISHES = _rows(
+CONDITIONS_AND_WISHES = carol_rows(
     ("If I worked at Google I would be happy.", set()),
     ("I would be happy if I worked at Google.", set()),
     ("If I worked at Google and lived in Paris, I would be happy.", set()),
@@ -49,7 +38,7 @@ CONDITIONS_AND_WISHES = _rows(
     ("Bob works at Google if you need a contact.", {("Bob", "WORKS_AT", "Google")}),
 )
 
-PLANS = _rows(
+PLANS = carol_rows(
     ("I will move to Berlin next year.", set()),
     ("I'm going to join Google next month.", set()),
     ("I'm moving to Berlin in June.", set()),
@@ -66,7 +55,7 @@ PLANS = _rows(
     ("I moved to Berlin last year.", {("Carol", "LIVES_IN", "Berlin")}),
 )
 
-PRONOUNS = _rows(
+PRONOUNS = carol_rows(
     ("Alice and Bob met yesterday. She works at Stripe.", {("Alice", "KNOWS", "Bob")}),
     (("Carol: Alice and Bob met yesterday.", "Carol: He works at Stripe."),
      {("Alice", "KNOWS", "Bob")}),
@@ -100,7 +89,7 @@ PRONOUNS = _rows(
       ("Alice", "WORKS_AT", "Stripe")}),
 )
 
-NEGATIONS = _rows(
+NEGATIONS = carol_rows(
     ("I've never worked at IBM.", set()),
     ("I haven't lived in Paris.", set()),
     ("Bob doesn't work at Google.", set()),
@@ -120,6 +109,4 @@ ROWS = CONDITIONS_AND_WISHES + PLANS + PRONOUNS + NEGATIONS
 @pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])
 async def test_only_what_is_asserted_is_a_fact(lines: tuple[str, ...],
                                               expected: set[Triple]) -> None:
-    facts = await facts_of(*lines)
-    found = {(f.subject, f.predicate, f.object) for f in facts if f.predicate not in _IGNORED}
-    assert found == expected
+    assert await stated(*lines) == expected

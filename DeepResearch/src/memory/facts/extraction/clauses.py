@@ -1,12 +1,13 @@
-"""What a clause says besides its fact: spelled-out contractions, sentences, how sure it is
-(hedges, denials, negation), how often (frequencies) and when (a rule's tense + its time
-phrases -> valid_at / invalid_at)."""
+"""What a clause says besides its fact: spelled-out contractions, sentences (and the subject a
+chat sentence leaves out), how sure it is (hedges, denials, negation), how often (frequencies)
+and when (a rule's tense + its time phrases -> valid_at / invalid_at)."""
 
 from __future__ import annotations
 
 import re
 
 from DeepResearch.src.memory.facts.extraction.dates import TimeInfo
+from DeepResearch.src.memory.facts.extraction.patterns import ADVERBS
 from DeepResearch.src.memory.facts.extraction.vocab import (
     DENIALS,
     FREQUENCIES,
@@ -28,6 +29,13 @@ _CONTRACTIONS = tuple((re.compile(a), b) for a, b in (
     (r"\b([A-Z][a-z]+)'s (been|got|worked|moved|lived|studied|joined|left)\b", r"\1 has \2"),
 ))
 SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+# A chat sentence that opens on one of the rules' past-tense verbs tells of the speaker
+# ("Started at Shopify in 2021.", "Just joined Stripe!"). Only past forms: "Join Stripe!" and
+# "Move to Berlin." are imperatives; "Both moved to Berlin" is no one's.
+_LEFT_OUT_SUBJECT = re.compile(
+    r"(?:(?:" + "|".join(a for a in ADVERBS if a not in ("all", "both")) + r") )*(?:started|joined|moved|relocated|worked|used to|"
+    r"left|quit|resigned|graduated|studied|lived|met|went to|attended|got (?:hired|a job|into))"
+    r"\b", re.IGNORECASE)
 NEGATION = re.compile(r"\b(?:not|never|no longer|cannot)\b")
 # "not sure" doubts the clause it governs ("Not sure I know Kubernetes"); set apart ("I'm not
 # sure, but Bob knows Rust", "Bob knows Rust, not sure.") it is a hedge (STRONG_HEDGES).
@@ -52,6 +60,14 @@ def normalise(text: str) -> str:
 
 def sentences(text: str) -> list[str]:
     return [s for s in (part.strip() for part in SENTENCES.split(normalise(text))) if s]
+
+
+def with_subject(sentence: str) -> str:
+    """A chat sentence opening on a past-tense verb, with the speaker's "I" put back ("Joined
+    Stripe." -> "I joined Stripe."); questions ("Moved to Berlin?") as they are."""
+    if sentence.endswith("?") or not _LEFT_OUT_SUBJECT.match(sentence):
+        return sentence
+    return "I " + sentence[0].lower() + sentence[1:]
 
 
 def hedge(region: str) -> float:

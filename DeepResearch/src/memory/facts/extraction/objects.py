@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from DeepResearch.src.memory.facts.extraction.vocab import (
+    KNOWN_SKILLS,
     NOT_NAMES,
     NOT_TOPICS,
     SCHOOL_ACRONYMS,
@@ -55,12 +56,16 @@ def is_school(name: str) -> bool:
     return lower in SCHOOL_ACRONYMS or any(word in lower for word in SCHOOL_WORDS)
 
 
+def has_org_suffix(name: str) -> bool:
+    """"Acme Corp", "Foo Labs": a company's name by its ending."""
+    return name.lower().endswith(_ORG_SUFFIXES)
+
+
 def guess_type(name: str) -> str:
     """The type of a name met without a predicate that says it (MENTIONED)."""
-    lower = name.lower()
-    if lower in SKILLS:
+    if name.lower() in KNOWN_SKILLS:
         return "Skill"
-    if is_school(name) or lower.endswith(_ORG_SUFFIXES) or (name.isupper() and len(name) > 1):
+    if is_school(name) or has_org_suffix(name) or (name.isupper() and len(name) > 1):
         return "Organization"
     return "Person"
 
@@ -106,7 +111,7 @@ def _persons(text: str, predicate: str) -> list[Candidate]:
     found = []
     for item in _items(text):
         name = clean_name(item)
-        if name and name.lower() not in SKILLS:
+        if name and name.lower() not in KNOWN_SKILLS:
             found.append((predicate, name, "Person"))
     return found
 
@@ -130,7 +135,7 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
     if kind == "skill_or_person":
         found: list[Candidate] = []
         for item in _items(text):
-            if item.lower() in SKILLS:
+            if item.lower() in KNOWN_SKILLS:
                 found.append(("HAS_SKILL", item, "Skill"))
             elif name := clean_name(item):
                 if name[0].isupper():

@@ -13,6 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from DeepResearch.src.memory.facts.extraction.affiliations import (
+    COLLEAGUE,
+    colleagues,
+    employer,
+    subject_text,
+)
 from DeepResearch.src.memory.facts.extraction.antecedents import Antecedents, guessed_type, names
 from DeepResearch.src.memory.facts.extraction.clauses import (
     AFTERTHOUGHT,
@@ -23,6 +29,7 @@ from DeepResearch.src.memory.facts.extraction.clauses import (
     hedge,
     sentences,
     times,
+    with_subject,
 )
 from DeepResearch.src.memory.facts.extraction.dates import find_time
 from DeepResearch.src.memory.facts.extraction.modality import asserted
@@ -32,19 +39,25 @@ from DeepResearch.src.memory.facts.extraction.objects import (
     clean_name,
     read_object,
 )
-from DeepResearch.src.memory.facts.extraction.patterns import ADVERBS, BASE_FORMS, CAP, RULES, Rule
+from DeepResearch.src.memory.facts.extraction.patterns import (
+    ADVERBS,
+    BASE_FORMS,
+    HINTS,
+    RULES,
+    Rule,
+)
 from DeepResearch.src.memory.facts.extraction.vocab import (
     CLOSE_RELATIONS,
+    KNOWN_SKILLS,
     PROFICIENCY_WORDS,
-    SKILLS,
     proficiency_for_years,
 )
 from DeepResearch.src.memory.facts.model import ExtractedFact, ExtractionResult, Message
 
 MENTION_CONFIDENCE = 0.3
+HEARSAY = 0.95  # what one person says of another
 _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
-_ORG_HINT = re.compile(rf"\bat (?:the )?(?P<obj>{CAP})")
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
@@ -61,8 +74,8 @@ class _Context:
     people: Antecedents = field(default_factory=Antecedents)
 
     def saw(self, name: str, type_: str | None) -> None:
-        if type_ is None:
-            return
+        if type_ is None or (type_ == "Person" and name.lower() in KNOWN_SKILLS):
+            return  # "Our architect is Kafka" leaves Kafka no antecedent of "he"
         self.types.setdefault(name.lower(), type_)
         if type_ == "Organization":
             self.last_org = name
@@ -72,7 +85,7 @@ class _Context:
 
 @dataclass(slots=True)
 class _Hit:
-    rule: Rule | None  # None: an organisation hint ("at Stripe") that only feeds the context
+    rule: Rule | None  # None: a hint ("at Stripe", "Dana is our CTO") that only types a name
     match: re.Match[str]
     candidates: list[Candidate]
 
@@ -95,6 +108,8 @@ class OfflineExtractor:
         for message in messages:
             facts: dict[tuple[Any, ...], ExtractedFact] = {}
             parts = sentences(message.content)
+            if self.author_type == "Person":  # a document's title is no speaker of its lines
+                parts = [with_subject(part) for part in parts]
             for sentence in parts:
                 for fact in self._sentence(sentence, message, result.problems):
                     key = (fact.subject.lower(), fact.predicate, fact.object.lower(),
@@ -125,9 +140,10 @@ class OfflineExtractor:
                     hits.append(_Hit(rule, match, candidates))
                     if match.groupdict().get("obj"):
                         claimed.append(span)
-        for match in _ORG_HINT.finditer(sentence):
-            if not any(a < match.end() and match.start("obj") < b for a, b in claimed):
-                hits.append(_Hit(None, match, [("", clean_name(match["obj"]), "Organization")]))
+        for pattern, type_ in HINTS:
+            for match in pattern.finditer(sentence):
+                if not any(a < match.end("obj") and match.start("obj") < b for a, b in claimed):
+                    hits.append(_Hit(None, match, [("", clean_name(match["obj"]), type_)]))
         hits.sort(key=lambda hit: hit.match.start())
         return hits
 
@@ -140,9 +156,9 @@ class OfflineExtractor:
         seg_start = clause_start = 0
         for hit in hits:
             if hit.rule is None:
-                name = hit.candidates[0][1]
-                if name and self.context.types.get(name.lower()) in (None, "Organization"):
-                    self.context.saw(name, "Organization")
+                _, name, type_ = hit.candidates[0]
+                if name and self.context.types.get(name.lower()) in (None, type_):
+                    self.context.saw(name, type_)
                 continue
             match = hit.match
             seg_end = next((s for s in starts if s > match.start()), len(sentence))
@@ -159,6 +175,7 @@ class OfflineExtractor:
             if question or not said or not subjects or self._negated(hit) or self._disagrees(match):
                 continue
             facts.extend(self._facts(hit, subjects, segment, region, message, problems))
+            facts.extend(self._employer(match, subjects, region, message))
         return facts
 
     @staticmethod
@@ -207,7 +224,7 @@ class OfflineExtractor:
     def _resolve(self, match: re.Match[str], key: str, message: Message) -> list[tuple[str, bool]]:
         """(name, is_pronoun) of the subject in the match's group `key`."""
         found: list[tuple[str, bool]] = []
-        for part in (match[key] or "").split(" and "):
+        for part in subject_text(match, key).split(" and "):
             lower = part.strip().lower()
             if lower in ("i", "me", "we", "us"):
                 found.append((message.author_name, False))
@@ -216,7 +233,7 @@ class OfflineExtractor:
                         lower, match.string[:match.start(key)], message.author_name,
                         self.context.types):
                     found.append((person, True))
-            elif name := clean_name(part):
+            elif (name := clean_name(part)) and name.lower() not in KNOWN_SKILLS:
                 found.append((message.author_name if name.lower() == "i" else name, False))
         return found
 
@@ -254,7 +271,7 @@ class OfflineExtractor:
                 pred = "WORKED_AT"
             if groups.get("perf") and t.start is None and not t.years:
                 pred, p_tense, confidence = "WORKED_AT", "past", 0.8
-            if rule.name in ("joined_org", "left_org") and obj.lower() in SKILLS:
+            if rule.name in ("joined_org", "left_org") and obj.lower() in KNOWN_SKILLS:
                 continue  # "joined Slack", "left Excel open": a tool, not an employer
             if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
                 pred, obj_type, confidence = "LIVES_IN", "Location", 0.8
@@ -283,13 +300,16 @@ class OfflineExtractor:
             for key in ("field", "degree"):
                 if groups.get(key):
                     attrs[key] = re.sub(r"^in ", "", groups[key].strip())
-            for subject, pronoun in subjects:
+            # the subjects (a pronoun: 0.9), then whom they work with there ("with Bob at X")
+            said_of = [(s, 0.9 if pronoun else 1.0) for s, pronoun in subjects]
+            said_of += [(name, COLLEAGUE) for name in colleagues(groups)]
+            for subject, weight in said_of:
                 if subject.lower() == obj.lower():
                     continue
-                # how sure the sentence is: hedges, a pronoun, one person telling of another
-                factor = certainty * (0.9 if pronoun else 1.0)
+                # how sure the sentence is: hedges, who is meant, one person telling of another
+                factor = certainty * weight
                 if subject != message.author_name:
-                    factor *= 0.95
+                    factor *= HEARSAY
                     self.context.saw(subject, "Person")  # "he" / "she" next
                 valid_at, invalid_at = times(p_tense, pred, t, message.timestamp)
                 out.append(self._fact(subject, pred, obj, obj_type, confidence * factor, attrs,
@@ -297,6 +317,18 @@ class OfflineExtractor:
                 out.extend(self._close_to(rule, groups, subject, obj, factor, frequency, message))
             self.context.saw(obj, obj_type)
         return out
+
+    def _employer(self, match: re.Match[str], subjects: list[tuple[str, bool]], region: str,
+                  message: Message) -> list[ExtractedFact]:
+        """The WORKS_AT of a subject named with its organisation ("Sarah at Acme knows SQL")."""
+        found = employer(match, self.context.types)
+        if found is None or not subjects:
+            return []
+        (org, confidence), subject = found, subjects[0][0]
+        self.context.saw(org, "Organization")
+        return [self._fact(subject, "WORKS_AT", org, "Organization",
+                           confidence * hedge(region) * HEARSAY, {"rule": "affiliation"},
+                           message, message.timestamp, None)]
 
     def _close_to(self, rule: Rule, groups: dict[str, Any], subject: str, obj: str,
                   factor: float, frequency: str | None, message: Message) -> list[ExtractedFact]:

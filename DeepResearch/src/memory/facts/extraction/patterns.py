@@ -3,9 +3,12 @@
 Coverage (S = a subject: I / we (-> the author), he / she (-> the one person named in this
 sentence or the two before, never the speaker nor one the other pronoun has named ("she" Alice
 is no "he"); with none, two or more, or a name of unknown kind among them, the clause states
-nothing: see `antecedents`), a capitalised name, "Bob and I" (only where a clause starts: "I
+nothing: see `antecedents`), a capitalised name (also with its organisation or team: "Sarah
+from marketing knows SQL", see `affiliations`), "Bob and I" (only where a clause starts: "I
 live in New York and I ..." is no "New York and I"); a subject left out after "and" / "then" /
-"but" / "so" is the previous clause's, and none after an unresolved "he"; a list of objects
+"but" / "so" is the previous clause's, and none after an unresolved "he"; a chat sentence
+opening on a past-tense verb of these rules is the author's ("Started at Shopify in 2021.",
+"Just joined Stripe!"; not a question, nor in a document: see `clauses`); a list of objects
 ends where a clause starts ("I know Python and Bob knows Rust"); "there" -> the organisation
 (or place) last named in the conversation).
 Confidence is the rule's base times 0.8 after a belief ("I think", "probably") or 0.6 after a
@@ -22,9 +25,13 @@ predicate  phrasing (example)                                    conf.  time
 WORKS_AT   S work(s)/am working/am employed at|for X [as a R]    0.92   valid_at = message
            (role R also before "at")                                    (or since / for N y)
 WORKS_AT   S am/is a R at|for X ("I'm a data scientist at Acme")  0.90   valid_at = message
+WORKS_AT   S work(s)/worked with P at X: S, and each person P    0.90   as work(ed) at
+           x0.85 ("I work with Bob at Google"; a skill is no P)
+WORKS_AT   P at X <any clause> ("Sarah at Acme knows SQL"), P    0.75   valid_at = message
+           from X (X known as an organisation: 0.70)
 WORKS_AT   S have been at|with X for N years / since Y           0.85   valid_at = since / for
-WORKS_AT   S joined / started at / got hired by X [as a R]       0.85   valid_at = "in Y" or
-                                                                        message
+WORKS_AT   S joined / started at / got hired by X [as a R] (not  0.85   valid_at = "in Y" or
+           "joined the Zoom call")                                      message
 WORKED_AT  S worked / used to work / was working at|for X|there  0.88   from A to B ->
            [as R] [from A to B / until B / since A]                     valid_at / invalid_at
 WORKED_AT  S was a R at X                                        0.85   as above
@@ -36,7 +43,7 @@ HAS_SKILL  S have been coding/programming/developing in|with K   0.88   years ("
            [for N years / since Y] (+0.04 with a duration)              years"), proficiency
 HAS_SKILL  S am good/fluent/proficient/experienced... at|in|with K 0.85 proficiency from the
                                                                         adjective
-HAS_SKILL  S know(s) K (K in the skill list)                     0.80
+HAS_SKILL  S know(s) K (K in the skill or language list)         0.80
 HAS_SKILL  S speak(s) [fluent] K                                 0.85   (language)
 HAS_SKILL  S use / work(s/ing) with|in / write / build in K      0.78
            (K in the skill list)
@@ -85,7 +92,10 @@ fact, a MENTIONED at most; `dates` reads no future phrase such as "next year" or
 to date them by), possessive subjects ("my wife works at X"), pronouns other than he / she
 ("they" names no one), he vs she (not told apart: with Alice and Bob named, "she" names no
 one), a subject left out after a comma or semicolon ("I work at Google; know Go": Go is not
-read), and facts spread over several sentences beyond "there" and he / she.
+read), facts spread over several sentences beyond "there" and he / she, and a role statement's
+employer ("Dana is our CTO", "Our CTO is Dana": which organisation "our" means is not in the
+message, so it gives no WORKS_AT; Dana is only known as a person: MENTIONED, he / she; see
+`HINTS`).
 """
 
 from __future__ import annotations
@@ -93,7 +103,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from DeepResearch.src.memory.facts.extraction.vocab import GROUP_WORDS, RELATIONS
+from DeepResearch.src.memory.facts.extraction.vocab import GROUP_WORDS, RELATIONS, TITLES
 
 _W = r"[A-Z][\w&'.+-]*"
 CAP = rf"{_W}(?: (?:of (?:the )?|for |de |& )?{_W}){{0,4}}"  # an organisation or place name
@@ -120,9 +130,14 @@ for _word in sorted(set(_OPENERS)):
     _BY_LENGTH.setdefault(len(_word), []).append(_word)
 CLAUSE_START = "(?:^|(?<=[,;:(\"\u2014-])|(?<=[,;:(\"\u2014-] )|" + "|".join(
     rf"(?<=\b(?:{'|'.join(words)}) )" for words in _BY_LENGTH.values()) + ")"
+_GROUP_ALT = "|".join(GROUP_WORDS)
+# A named subject's organisation or team, read by `affiliations` ("Sarah at Acme knows SQL",
+# "Sarah from the data team"): part of the subject, so that Acme is not the one who knows.
+_AFFIL = (rf"(?P<affil> (?P<aprep>from|at|in|on) (?:the |our |their )?"
+          rf"(?P<aorg>{CAP}|[a-z][\w&'-]*(?: (?:{_GROUP_ALT}))?))")
 SUBJ = (
     rf"(?P<subj>(?<![\w'])(?:(?=[A-Z]){CLAUSE_START}(?:{PERSON}|I) and (?:I|me|{PERSON})|I|i"
-    rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON})|{_ELIDED})"
+    rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON}{_AFFIL}?)|{_ELIDED})"
 )
 # Verbs in the form that does not go with one named person or he / she: "Sounds like a plan"
 # is no "Sounds" who likes a plan.
@@ -135,7 +150,6 @@ ROLE = (
     r"[A-Za-z][\w-]*(?: [a-z][\w-]*){0,4}?"
     r"(?= (?:at|for|in|on|since|from|until|with|and|but|there|by)\b|[,;:.!?)]|$)"
 )
-_GROUP_ALT = "|".join(GROUP_WORDS)
 GROUP = rf"(?:(?!(?:the|a|an|of)\b)[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
 _SKILL_W = r"(?!I\b)[A-Za-z][\w+#.]*(?<![.])(?: [A-Z][\w+#.]*(?<![.]))*"  # "Mario Kart"
 # Verbs a clause starts with (after its subject, if any): a list ends before them, and before
@@ -163,6 +177,9 @@ _REL_ALT = "|".join(sorted(RELATIONS, key=len, reverse=True))
 _ADJ = r"(?P<adj>best |close |good |old |former |new |dear )?"
 _BE = r"(?:am|is|are|(?P<past>was|were))"
 _AT_ORG = r"(?: (?:at|for|by) (?:the )?(?P<obj>" + CAP + r")| (?P<there>there)(?![\w']))"
+# "joined the Zoom call" / "the Google Meet" ... "meeting" is no employer.
+_NOT_A_CALL = (r"(?![\w&'.+-]|(?: [A-Z][\w&'.+-]*)* (?:call|meeting|chat|channel|session|"
+               r"huddle|standup|stand-up|room|server|webinar|stream)s?\b)")
 _AS_ROLE = rf" as (?:an? |the |our |their )?(?P<role>{ROLE})"
 _AS_ROLE2 = rf"(?: as (?:an? |the |our |their )?(?P<role2>{ROLE}))?"
 
@@ -207,6 +224,10 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} (?:work|works|am working|is working|are working|have been working|"
           rf"has been working|(?P<perf>have worked|has worked)|am employed|is employed|"
           rf"are employed)(?:{_AS_ROLE})?{_AT_ORG}{_AS_ROLE2}"),
+    _rule("work_with_at", (' with ',), "WORKS_AT", 0.9, "present", "org",
+          rf"{SUBJ}{ADV} (?:work|works|am working|is working|are working|(?P<past>worked|"
+          rf"was working|were working|used to work)) (?:closely |together )?with "
+          rf"(?P<with>{PERSONS}) at (?:the )?(?P<obj>{CAP})"),
     _rule("role_at", (' at ', ' for ', ' with '), "WORKS_AT", 0.9, "present", "org",
           rf"{SUBJ}{ADV} {_BE} (?:now |currently |still )?(?:an? |the )(?P<role>{ROLE}) "
           rf"(?:at|for|with) (?:the )?(?P<obj>{CAP})"),
@@ -219,7 +240,7 @@ RULES: tuple[Rule, ...] = (
     _rule("joined_org", ('joined', 'started', 'hired', 'got a job'), "WORKS_AT", 0.85, "start", "org",
           rf"{SUBJ}{ADV} (?:joined|have joined|has joined|started at|started working (?:at|for)|"
           rf"was hired by|were hired by|got hired (?:at|by)|got a job (?:at|with)) (?:the )?"
-          rf"(?P<obj>{CAP}){_AS_ROLE2}"),
+          rf"(?P<obj>{CAP}){_NOT_A_CALL}{_AS_ROLE2}"),
     _rule("left_org", ('left', 'quit', 'resigned', 'departed', 'laid off'), "WORKED_AT", 0.85, "end", "org",
           rf"{SUBJ}{ADV} (?:left|quit|resigned from|departed|(?:was|were|got) laid off "
           rf"(?:from|by)) (?:the )?(?P<obj>{CAP})"),
@@ -320,4 +341,16 @@ RULES: tuple[Rule, ...] = (
     _rule("close_with", ('friends', 'close'), "CLOSE_TO", 0.85, "state", "persons",
           rf"{SUBJ}{ADV} {_BE} (?:very |really |pretty |super )?(?P<how>close friends|best "
           rf"friends|good friends|friends|close) (?:with|to) (?P<obj>{PERSONS})"),
+)
+
+# Names a sentence types without stating a fact about them: an organisation "at X" (for "there"
+# and MENTIONED), a person with a title ("Dana is our CTO", "Our CTO is Dana": a person for
+# he / she and MENTIONED; no WORKS_AT, as "our" names no organisation).
+_TITLE = rf"(?:new |former |current )?(?i:{'|'.join(TITLES)})\b"
+HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(rf"\bat (?:the )?(?P<obj>{CAP})"), "Organization"),
+    (re.compile(rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:our|my|their|the) {_TITLE}"),
+     "Person"),
+    (re.compile(rf"(?<![\w'])(?:[Oo]ur|[Mm]y|[Tt]heir|[Tt]he) {_TITLE} (?:is|was) "
+                rf"(?P<obj>{PERSON})"), "Person"),
 )

@@ -19,6 +19,20 @@ SKILLS: frozenset[str] = frozenset({
     "jira", "confluence", "slack", "notion", "github", "gitlab", "jenkins", "airflow",
     "tableau", "salesforce", "blender", "unity",
 })
+# Natural languages: skills for "know" as for "speak" ("I know French" is no person). Kept
+# apart from SKILLS, which also reads "a K developer" ("a French developer" is a nationality).
+LANGUAGES: frozenset[str] = frozenset({
+    "english", "french", "spanish", "german", "italian", "portuguese", "dutch", "swedish",
+    "norwegian", "danish", "finnish", "icelandic", "polish", "czech", "slovak", "hungarian",
+    "romanian", "bulgarian", "serbian", "croatian", "greek", "russian", "ukrainian",
+    "turkish", "arabic", "hebrew", "persian", "farsi", "hindi", "urdu", "bengali", "punjabi",
+    "tamil", "telugu", "marathi", "gujarati", "mandarin", "cantonese", "chinese", "japanese",
+    "korean", "vietnamese", "thai", "indonesian", "malay", "tagalog", "filipino", "swahili",
+    "amharic", "yoruba", "catalan", "basque", "galician", "welsh", "irish", "latin",
+    "esperanto", "asl",
+})
+# A word of either list is never a person, an employer or a subject.
+KNOWN_SKILLS: frozenset[str] = SKILLS | LANGUAGES
 
 # Words before a clause's fact that weaken it: strong ones (a guess) and weak ones (a belief).
 STRONG_HEDGES: tuple[str, ...] = (
@@ -54,6 +68,10 @@ NOT_NAMES: frozenset[str] = frozenset({
     "never", "one", "everything", "love", "life", "nature", "family", "you'll", "you're",
     "we're", "they're", "that's", "it's", "here's", "there's", "what's", "let's", "haven't",
     "lately", "sometimes", "whenever", "lots", "besides", "plus", "overall",
+    # no one in particular ("Someone at Google knows Rust")
+    "someone", "somebody", "anyone", "anybody", "nobody", "everybody", "people", "hq",
+    # titles ("Dana is our CTO": Dana is named, the title is not)
+    "ceo", "cto", "cfo", "coo", "cio", "cpo", "vp", "svp", "evp",
 })
 
 # Words that end the name of a group one is a MEMBER_OF ("the data team").
@@ -73,6 +91,15 @@ SCHOOL_ACRONYMS: frozenset[str] = frozenset({
 })
 # Roles that mean studying, not working ("a PhD student at X" -> STUDIED_AT).
 STUDENT_ROLES: tuple[str, ...] = ("student", "undergrad", "undergraduate", "phd candidate")
+
+# Job titles that say "a person" and no more ("Dana is our CTO": which organisation "our" is,
+# the sentence does not say); regular expressions, matched case-insensitively.
+TITLES: tuple[str, ...] = (
+    "ceo", "cto", "cfo", "coo", "cio", "cpo", "svp", "evp", r"vp(?: of \w+)?", "president",
+    "founder", "chair", "chairman", "chairwoman", "director", r"head of \w+", "lead",
+    "tech lead", "team lead", "product manager", "engineering manager", "designer", "recruiter",
+    "intern", "architect", "engineer", "developer", "admin",
+)
 
 # Relations that make two people KNOW each other; the CLOSE ones also make them CLOSE_TO.
 RELATIONS: tuple[str, ...] = (
