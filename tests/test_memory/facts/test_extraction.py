@@ -4,6 +4,8 @@ Message validation and the model path: test_extraction_inputs.py."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from DeepResearch.src.memory.facts.extraction import extract
@@ -71,7 +73,8 @@ async def test_has_skill_with_years_and_proficiency() -> None:
     assert fact.attributes["years"] == 5
     assert fact.attributes["proficiency"] == "advanced"
     assert fact.object_type == "Skill"
-    assert fact.valid_at == pytest.approx(NOW_TS - 5 * 365.25 * 86400)
+    # five calendar years before the message (2024-06-01 12:00), to the hour
+    assert fact.valid_at == datetime(2019, 6, 1, 12, tzinfo=UTC).timestamp()
 
 
 @pytest.mark.parametrize("line, skill, proficiency", [
@@ -297,3 +300,15 @@ async def test_a_large_batch_is_extracted_off_the_event_loop() -> None:
     task.cancel()
     assert len([f for f in result.facts if f.predicate == "WORKS_AT"]) == 600
     assert ticks > 1
+
+
+@pytest.mark.parametrize(("now", "years", "then"), [
+    (datetime(2024, 3, 1, 10, tzinfo=UTC), 6, datetime(2018, 3, 1, 10, tzinfo=UTC)),
+    (datetime(2024, 2, 29, tzinfo=UTC), 1, datetime(2023, 2, 28, tzinfo=UTC)),  # no 29th then
+    (datetime(2024, 3, 31, tzinfo=UTC), 1 / 12, datetime(2024, 2, 29, tzinfo=UTC)),  # a month
+    (datetime(2024, 1, 15, tzinfo=UTC), 0.5, datetime(2023, 7, 15, tzinfo=UTC)),
+])
+def test_years_back_are_calendar_years(now: datetime, years: float, then: datetime) -> None:
+    from DeepResearch.src.memory.facts.extraction.dates import years_before
+
+    assert years_before(now.timestamp(), years) == then.timestamp()

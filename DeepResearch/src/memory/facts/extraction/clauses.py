@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from DeepResearch.src.memory.facts.extraction.dates import TimeInfo
+from DeepResearch.src.memory.facts.extraction.dates import TimeInfo, years_before
 from DeepResearch.src.memory.facts.extraction.patterns import ADVERBS
 from DeepResearch.src.memory.facts.extraction.vocab import (
     DENIALS,
@@ -88,5 +88,5 @@ def times(tense: str, predicate: str, t: TimeInfo, ts: float) -> tuple[float | N
     if tense == "end":
         end = t.at_end if t.at_end is not None else t.end
         return t.start, ts if end is None else end
-    start = t.start if t.start is not None else (ts - t.years * YEAR if t.years else ts)
+    start = t.start if t.start is not None else (years_before(ts, t.years) if t.years else ts)
     return start, t.end if t.end is not None and t.end > start else None

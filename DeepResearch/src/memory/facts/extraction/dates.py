@@ -15,6 +15,7 @@ milliseconds per call and guesses a day for a bare year).
 from __future__ import annotations
 
 import re
+from calendar import monthrange
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -52,6 +53,19 @@ _AT = re.compile(
 _FOR = re.compile(rf"\bfor (?:about |almost |over |nearly |around )?(?P<n>{_NUM}) (?P<unit>years?|months?|weeks?)\b",
                   re.IGNORECASE)
 _UNIT_YEARS = {"year": 1.0, "month": 1 / 12, "week": 7 / 365.25}
+
+
+def years_before(ts: float, years: float) -> float:
+    """`years` before `ts` on the calendar when they are whole months ("for 6 years" from
+    2024-03-01 10:00 is 2018-03-01 10:00, not 12 hours off by leap days; 31 March less a
+    month is 29 February), else in days of 365.25 per year (weeks)."""
+    months = round(years * 12)
+    if abs(years * 12 - months) > 1e-6:
+        return ts - years * 365.25 * 86400
+    moment = datetime.fromtimestamp(ts, UTC)
+    year, month = divmod(moment.year * 12 + moment.month - 1 - months, 12)
+    day = min(moment.day, monthrange(year, month + 1)[1])
+    return moment.replace(year=year, month=month + 1, day=day).timestamp()
 
 
 @dataclass(slots=True)
@@ -113,7 +127,7 @@ def period(text: str, ref: float) -> tuple[float, float] | None:
         return day.timestamp(), (day + timedelta(days=1 if days < 7 else 7)).timestamp()
     if words and words[-1] == "ago":
         n, unit = _number(" ".join(words[:-2])), words[-2].rstrip("s")
-        point = ref - n * _UNIT_YEARS[unit] * 365.25 * 86400
+        point = years_before(ref, n * _UNIT_YEARS[unit]) if unit != "week" else ref - n * 7 * 86400
         return point, point + 86400
     year = next((int(w) for w in words if re.fullmatch(_YEAR, w)), None)
     month = next((_MONTHS[w] for w in words if w in _MONTHS), None)
