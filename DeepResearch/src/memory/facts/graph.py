@@ -10,8 +10,8 @@ FactStore. A batch (`add_facts`, `ingest`) is validated whole before anything is
 then written in one `FactStore.put`: all of it or nothing. Writes are serialised: in one
 process by the backend's `graph_lock` (which deletes take too: a delete's cascade edits
 facts), across processes by the store's `write_lock(namespace)` (Neo4j, which a Neo4j delete
-takes too), both held from before resolution (resolution.py) and the time rules (rules.py) until the put
-has committed, so each batch sees every batch committed before it.
+takes too), both held from before resolution (resolution.py) and the time rules (rules.py)
+until the put has committed, so each batch sees every batch committed before it.
 """
 
 from __future__ import annotations

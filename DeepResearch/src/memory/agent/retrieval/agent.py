@@ -38,8 +38,9 @@ async def retrieve_context(
     {"content", "author_name"} mappings or objects with `.content`, oldest first; `model`: a
     pydantic-ai model (name or instance) for planning and evaluation, None for the rules;
     `tool_timeout`: seconds per tool call; `min_similarity`: the similarity to its query from
-    which a hit that names nothing asked about is returned as context (synthesis.py). The result is also kept in `trace_store` (default
-    the process-wide one) under `metadata.request_id` (`request_id`, or a new one).
+    which a hit that names nothing asked about is returned as context (synthesis.py). The
+    result is also kept in `trace_store` (default the process-wide one) under
+    `metadata.request_id` (`request_id`, or a new one).
     """
     if not isinstance(max_facts, int) or max_facts < 1:
         raise ValueError(f"max_facts must be an integer >= 1, got {max_facts!r}")

@@ -6,8 +6,9 @@
 PlanQueries stops the loop at max_iterations (tool calls made), when the planner has nothing
 left or finishes, and when the planned call (same tool, same arguments) was already made
 twice (the loop guard: a third identical call is never made). EvaluateProgress stops it at
-max_facts (distinct facts found that the answer would return: synthesis.worth_returning), when the goal is met, or when the run is stuck. A tool that
-fails or times out is recorded (trace, success rate) and the loop goes on.
+max_facts (distinct facts found that the answer would return: synthesis.worth_returning),
+when the goal is met, or when the run is stuck. A tool that fails or times out is recorded
+(trace, success rate) and the loop goes on.
 
 Every node subclasses RetrievalNode, which times its `run` into the trace (written here, not
 borrowed from the workflow package: the memory never imports the workflow).

@@ -102,8 +102,8 @@ def deduplicate(facts: list[FoundFact]) -> list[FoundFact]:
         best, worse = (fact, other) if fact.confidence > other.confidence else (other, fact)
         best.evidence = tuple(dict.fromkeys(best.evidence + worse.evidence))
         best.relevance = max(best.relevance, worse.relevance)
-        if worse.similarity is not None:
-            best.similarity = max(best.similarity or worse.similarity, worse.similarity)
+        known = [s for s in (best.similarity, worse.similarity) if s is not None]
+        best.similarity = max(known) if known else None
         kept[key] = best
     return list(kept.values())
 

@@ -127,7 +127,7 @@ def period(text: str, ref: float) -> tuple[float, float] | None:
         return day.timestamp(), (day + timedelta(days=1 if days < 7 else 7)).timestamp()
     if words and words[-1] == "ago":
         n, unit = _number(" ".join(words[:-2])), words[-2].rstrip("s")
-        point = years_before(ref, n * _UNIT_YEARS[unit]) if unit != "week" else ref - n * 7 * 86400
+        point = years_before(ref, n * _UNIT_YEARS[unit])
         return point, point + 86400
     year = next((int(w) for w in words if re.fullmatch(_YEAR, w)), None)
     month = next((_MONTHS[w] for w in words if w in _MONTHS), None)
