@@ -248,6 +248,10 @@ async def test_arguments_are_checked() -> None:
         await retrieve_context(FakeFactGraph(), None, ["x"], max_facts=0)
     with pytest.raises(ValueError, match="tool_timeout"):
         await retrieve_context(FakeFactGraph(), None, ["x"], tool_timeout=0)
+    with pytest.raises(ValueError, match=r"min_similarity must be a number in \[-1, 1\], got 2"):
+        await retrieve_context(FakeFactGraph(), None, ["x"], min_similarity=2)
+    with pytest.raises(ValueError, match="min_similarity"):
+        await retrieve_context(FakeFactGraph(), None, ["x"], min_similarity="high")
     with pytest.raises(ValueError, match="neither"):
         await retrieve_context(None, None, ["x"])
 
