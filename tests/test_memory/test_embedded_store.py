@@ -15,8 +15,8 @@ import pytest
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
 from DeepResearch.src.memory.backends.embedded import INDEX_FILE, EmbeddedBackend, store
-from DeepResearch.src.memory.backends.embedded.records import fts_query
 from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.text import fts_query
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

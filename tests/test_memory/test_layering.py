@@ -43,3 +43,55 @@ def test_the_probe_sees_a_framework_import() -> None:
     assert "DeepResearch.src.workflow.hooks" in _framework_modules_imported_by(
         "DeepResearch.src.workflow.memory.integration"
     )
+
+
+THIRD_PARTY_PROBE = """
+import json, subprocess, sys
+bare = set(json.loads(subprocess.run(
+    [sys.executable, "-c", "import sys, json; print(json.dumps(list(sys.modules)))"],
+    capture_output=True, text=True, check=True).stdout))
+import DeepResearch.src.memory.errors
+print(json.dumps(sorted(
+    m for m in set(sys.modules) - bare
+    if m.split(".")[0] not in sys.stdlib_module_names and not m.startswith("DeepResearch")
+)))
+"""
+
+
+def test_importing_the_errors_loads_no_third_party_package() -> None:
+    """`memory/__init__` names its exports lazily: a small module costs only itself."""
+    done = subprocess.run(
+        [sys.executable, "-c", THIRD_PARTY_PROBE],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_package_still_exports_its_names() -> None:
+    assert memory.MemoryConfig().backend
+    assert memory.memory_toolset.__name__ == "memory_toolset"
+    for name in memory.__all__:
+        assert getattr(memory, name) is not None, name
+
+
+RUN_PROBE = """
+import atexit, json, sys
+atexit.register(lambda: print("MODULES " + json.dumps(sorted(sys.modules))))
+sys.argv = ["deepresearch", *sys.argv[1:]]
+from DeepResearch.app import main
+main()
+"""
+
+
+def test_an_in_memory_run_loads_neither_faiss_nor_the_embedded_backend(tmp_path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_PROBE, "question=Which aligner suits RNA-seq reads?",
+         "memory.backend=in_memory", f"outputs_dir={tmp_path}", f"hydra.run.dir={tmp_path}"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("MODULES "))
+    loaded = json.loads(line.removeprefix("MODULES "))
+    assert "DeepResearch.src.memory.backends.in_memory" in loaded  # the probe saw the run
+    assert [m for m in loaded if m.split(".")[0] == "faiss" or ".backends.embedded" in m] == []

@@ -39,7 +39,7 @@ from DeepResearch.src.agents.prompts import (
     split_question,
 )
 from DeepResearch.src.datatypes.agents import AgentType
-from DeepResearch.src.rag.lexical import tokenize
+from DeepResearch.src.memory.text import tokenize
 
 OFFLINE_NOTICE = (
     "written by DeepResearch's offline model: a deterministic extractive summary of the "

@@ -9,6 +9,7 @@ lower-cased word characters, English stop words dropped, Snowball stems.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 import Stemmer
@@ -40,3 +41,13 @@ def tokenize(text: str) -> list[str]:
 def token_string(text: str) -> str:
     """The tokens joined by spaces: what the full-text indexes store."""
     return " ".join(tokenize(text))
+
+
+def fts_query(query: str | Sequence[str]) -> str | None:
+    """`query` (a text, or its tokens) as FTS5 syntax: each of its tokens (the project's
+    tokenizer) quoted, OR-ed; nothing the user typed is read as FTS5 syntax. None when it has
+    no token."""
+    tokens = dict.fromkeys(tokenize(query) if isinstance(query, str) else query)
+    if not tokens:
+        return None
+    return " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)

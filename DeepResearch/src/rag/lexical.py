@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from DeepResearch.src.memory.backends.embedded.records import fts_query
-from DeepResearch.src.memory.text import token_string, tokenize
+from DeepResearch.src.memory.text import fts_query, token_string, tokenize
 
 __all__ = ["LexicalIndex", "tokenize"]
 

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.text import token_string
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.facts.store import FactStore
@@ -238,3 +240,8 @@ class MemoryBackend(ABC):
         """The full (possibly slow) consistency check of what the backend stores: the
         problems found, none when sound. Backends with nothing to check return []."""
         return []
+
+
+def indexed_text(record: MemoryRecord) -> str:
+    """What the FTS5 row of `record` holds: the tokens of its full (decompressed) content."""
+    return token_string(full_content(record.content, record.content_codec, record.content_blob))

@@ -18,12 +18,13 @@ from DeepResearch.src.memory.backends.base import (
     MemoryFilter,
     MemoryRecord,
     RelatedRecord,
+    indexed_text,
     refuse_other_namespaces,
 )
-from DeepResearch.src.memory.backends.embedded.records import fts_query, indexed_text
 from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.facts.forgetting import Forgotten
+from DeepResearch.src.memory.text import fts_query
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.backends.in_memory_facts import InMemoryFactStore

@@ -17,8 +17,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from DeepResearch.src.memory.backends.base import MemoryRecord
-from DeepResearch.src.memory.backends.embedded.records import chunks, indexed_text
+from DeepResearch.src.memory.backends.base import MemoryRecord, indexed_text
+from DeepResearch.src.memory.backends.embedded.records import chunks
 from DeepResearch.src.memory.facts.forgetting import Forgotten, Lookup, plan_sync
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.store import (

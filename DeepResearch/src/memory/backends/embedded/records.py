@@ -13,13 +13,13 @@ import numpy as np
 from DeepResearch.src.memory.backends.base import (
     MemoryFilter,
     MemoryRecord,
+    indexed_text,
     refuse_other_namespaces,
 )
 from DeepResearch.src.memory.backends.embedded.database import Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
-from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.facts.forgetting import Forgotten
-from DeepResearch.src.memory.text import token_string, tokenize
+from DeepResearch.src.memory.text import fts_query, tokenize
 
 COLUMNS = (
     "seq, id, namespace, session_id, memory_type, agent_type, content, created_at, importance, "
@@ -40,21 +40,6 @@ COMMON_TERM_MIN_ROWS = 1000
 def chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), CHUNK):
         yield items[start : start + CHUNK]
-
-
-def fts_query(query: str | Sequence[str]) -> str | None:
-    """`query` (a text, or its tokens) as FTS5 syntax: each of its tokens (the project's
-    tokenizer) quoted, OR-ed; nothing the user typed is read as FTS5 syntax. None when it has
-    no token."""
-    tokens = dict.fromkeys(tokenize(query) if isinstance(query, str) else query)
-    if not tokens:
-        return None
-    return " OR ".join('"' + token.replace('"', '""') + '"' for token in tokens)
-
-
-def indexed_text(record: MemoryRecord) -> str:
-    """What the FTS5 row of `record` holds: the tokens of its full (decompressed) content."""
-    return token_string(full_content(record.content, record.content_codec, record.content_blob))
 
 
 class Records:
