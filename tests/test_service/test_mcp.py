@@ -101,7 +101,7 @@ async def test_fact_tools_over_http(http_service: str) -> None:
         assert profile["facts"] == []  # another namespace
 
 
-def agent_model(calls: list[str]):
+def agent_model():
     """A scripted model: store a memory, search it, answer with what the search returned."""
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -109,11 +109,9 @@ def agent_model(calls: list[str]):
                    if isinstance(p, ToolReturnPart)]
         assert {t.name for t in info.function_tools} >= TOOLS
         if not returns:
-            calls.append("store_memory")
             return ModelResponse(parts=[ToolCallPart("store_memory", {
                 "content": "Ann's favourite aligner is HISAT2"})])
         if len(returns) == 1:
-            calls.append("search_memory")
             return ModelResponse(parts=[ToolCallPart("search_memory", {
                 "query": "Ann's aligner", "top_k": 1})])
         content = returns[-1].content
@@ -124,12 +122,11 @@ def agent_model(calls: list[str]):
 
 
 async def run_agent(toolset: MCPToolset) -> None:
-    calls: list[str] = []
-    agent = Agent(FunctionModel(agent_model(calls)), toolsets=[toolset])
+    agent = Agent(FunctionModel(agent_model()), toolsets=[toolset])
     async with agent:
         result = await agent.run("What is Ann's favourite aligner? Remember it first.")
+    # the answer is the content search_memory returned over MCP: the store went through
     assert result.output == "Ann's favourite aligner is HISAT2"
-    assert calls == ["store_memory", "search_memory"]
 
 
 async def test_pydantic_ai_agent_over_stdio(tmp_path: Path) -> None:
