@@ -122,9 +122,9 @@ def report(out: dict[str, Any]) -> str:
         f"- Answers: {out['answered_with_facts']} of {e.get('n', 0)} with facts, "
         f"{out['mean_facts']:.1f} facts and {out['mean_iterations']:.1f} agent iterations on "
         "average.",
-        f"- Machine load average (1 min) before / after: {out['load_average_before']:.1f} / "
-        f"{out['load_average_after']:.1f}"
-        + (" (other jobs share its cores)." if out["load_average_before"] > 2 else "."),
+        *([f"- Other jobs shared the machine's cores during this run (load average "
+            f"{out['load_average_before']:.1f} before it): its times are pessimistic."]
+          if out["load_average_before"] > 2 else []),
     ])
 
 

@@ -365,9 +365,9 @@ def report(result: dict[str, Any], argv: list[str]) -> str:
     lines = [
         f"Graph: {result['people']:,} people, {result['facts']:,} facts on `{result['backend']}` "
         f"({result['index']} index, {result['vectors']} sentence vectors), loaded in "
-        f"{result['load_seconds']:.0f} s; {result['cpus']} cores, load average (1 min) before / "
-        f"after the run {result['load_before']:.1f} / {result['load_after']:.1f} (the run itself "
-        "keeps both busy: the model, and on Neo4j the server's JVM).",
+        f"{result['load_seconds']:.0f} s on {result['cpus']} cores"
+        + (f", shared with other jobs (load average {result['load_before']:.1f} before the run): "
+           "its times are pessimistic." if result["load_before"] > 2 else "."),
         "",
         f"| tool | p50 ms | p95 ms | p95 <= {goal:.0f} ms |", "|---|---|---|---|",
         *(f"| `{name}` | {t['p50_ms']:.1f} | {t['p95_ms']:.1f} | "

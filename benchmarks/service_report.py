@@ -51,9 +51,9 @@ def report(out: dict[str, Any], command: str) -> str:
             f"{out['growth_ratio']:.2f}; goal <= 1.5.")
     lines += [
         "",
-        f"- Machine load average (1 min) before / after: {out['load_average_before']:.1f} / "
-        f"{out['load_average_after']:.1f}"
-        + (" (other jobs share its cores)." if out["load_average_before"] > 2 else "."),
+        *([f"- Other jobs shared the machine's cores during this run (load average "
+            f"{out['load_average_before']:.1f} before it): its times are pessimistic."]
+          if out["load_average_before"] > 2 else []),
     ]
     rows = [*(_endpoint_rows("concurrency", c) if c else []),
             *(_endpoint_rows("latency", lat) if lat else []),

@@ -1,8 +1,6 @@
 """Prometheus metrics (GET /metrics) and the per-request traces (GET /debug/requests/{id}).
 
-One registry per app (tests build several apps in one process). Counters for tool calls,
-agent iterations and facts returned are declared now, so dashboards can be built before the
-retrieval agent and the fact tools are wired in."""
+One registry per app (tests build several apps in one process)."""
 
 from __future__ import annotations
 
