@@ -20,6 +20,7 @@ MODULES = [
     "benchmarks.bench_service",
     "benchmarks.bench_agent_service",
     "benchmarks.bench_sessions",
+    "benchmarks.bench_extraction_quality",
     "benchmarks.summary",  # last: the table of every target, from the results above
 ]
 

@@ -59,6 +59,12 @@ ROWS: list[Row] = [
     ("agent_service", "service: /api/memory/retrieve (agent, offline) p95 at 10 concurrent (ms)",
      lambda d: d["endpoint"]["p95"], "<= 250", lambda v: v <= 250,
      "python -m benchmarks.bench_agent_service"),
+    ("extraction_quality", "fact extraction, offline, eval set dev + heldout: precision",
+     lambda d: d["both"]["precision"], ">= 0.90", lambda v: v >= 0.90,
+     "python -m benchmarks.bench_extraction_quality"),
+    ("extraction_quality", "fact extraction, offline, eval set dev + heldout: recall",
+     lambda d: d["both"]["recall"], ">= 0.75", lambda v: v >= 0.75,
+     "python -m benchmarks.bench_extraction_quality"),
     ("checkpoint", "resume of a killed run (median ms)", lambda d: d["resume_ms"], "", lambda v: True,
      "python -m benchmarks.bench_checkpoint"),
 ]
