@@ -63,6 +63,9 @@ def _main(cfg: DictConfig) -> None:
     print(f"Outputs: {outcome.run_dir.resolve()}")
     print(f"  report:  {(outcome.run_dir / 'report.md').resolve()}")
     print(f"  summary: {(outcome.run_dir / 'WORKFLOW_SUMMARY.md').resolve()}")
+    notes = outcome.run_dir / "notes"
+    if (notes / "final_synthesis.json").is_file():
+        print(f"  notes:   {notes.resolve()}/ (final synthesis: final_synthesis.json)")
     if outcome.unsaved_memories:
         print(
             f"deepresearch: error: {outcome.unsaved_memories} memories of this run could be "

@@ -3,6 +3,9 @@ notes on (the largest checkpoints: state, memory wiring, drafts, notes).
 
 - **Checkpoint cost**: every save of uninterrupted runs (versioned drafts, JSON, temporary
   file, fsync, rename), by phase. Goal: p95 <= 20 ms.
+- **Notes**: the same question with notes off and on, alternating which goes first; the
+  difference of the medians is what notes (decisions, task notes, chunk and final syntheses,
+  note memories) cost a run.
 - **Resume**: each run is stopped by an exception right after its first executed step was
   checkpointed (as a crash would leave it), then `resume_research` continues it. Reading the
   checkpoint back (load + state) and the whole resume (services, memory client, the rest of
@@ -51,11 +54,11 @@ class CrashAfterFirstStep(NodeHook):
             raise Crash("stopped after the first executed step")
 
 
-def config(tmp: Path) -> DictConfig:
+def config(tmp: Path, notes: bool = True) -> DictConfig:
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         return compose("config", overrides=[
             f"outputs_dir={tmp / 'out'}", "memory.backend=faiss",
-            f"memory.faiss.path={tmp / 'memory'}", "flows.default.notes.enabled=true",
+            f"memory.faiss.path={tmp / 'memory'}", f"flows.default.notes.enabled={notes}",
             "flows.default.notes.chunk_size=1",
         ])
 
@@ -65,13 +68,17 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def full_run(cfg: DictConfig, costs: dict[str, list[float]]) -> None:
+async def full_run(cfg: DictConfig, costs: dict[str, list[float]]) -> float:
+    """One uninterrupted run; its checkpoint costs go into `costs`; its wall time in ms."""
     services = create_run_services(cfg)
     [checkpointer] = [h for h in services.run_hooks if isinstance(h, Checkpointer)]
+    started = time.perf_counter()
     await run_research(QUESTION, cfg, services)
+    took = (time.perf_counter() - started) * 1000
     for phase, seconds in checkpointer.costs:
         costs[phase].append(seconds * 1000)
     costs["(disk write, in the background)"] += [s * 1000 for s in checkpointer.write_seconds]
+    return took
 
 
 async def crash_and_resume(cfg: DictConfig) -> dict[str, float]:
@@ -99,11 +106,16 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv if argv is not None else [])
     costs: dict[str, list[float]] = defaultdict(list)
     resumes: list[dict[str, float]] = []
+    walls: dict[bool, list[float]] = {True: [], False: []}
     for n in range(args.runs):
         with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(full_run(config(Path(tmp) / "full"), costs))
+            for notes in ((True, False) if n % 2 else (False, True)):
+                into = costs if notes else defaultdict(list)
+                walls[notes].append(asyncio.run(full_run(
+                    config(Path(tmp) / f"full-{notes}", notes), into)))
             resumes.append(asyncio.run(crash_and_resume(config(Path(tmp) / "crash"))))
         print(f"run {n + 1}/{args.runs}: resume {resumes[-1]['resume']:.0f} ms", flush=True)
+    off, on = statistics.median(walls[False]), statistics.median(walls[True])
     rows = [
         f"| {phase} | {len(ms)} | {statistics.median(ms):.2f} | {percentile(ms, 0.95):.2f} "
         f"| {max(ms):.2f} |"
@@ -113,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     p95 = percentile(every, 0.95)
     verdict = "meets" if p95 <= GOAL_MS else "misses"
     save_result("checkpoint", {"p95_ms": p95, "resume_ms": statistics.median(
-        [r["resume"] for r in resumes])})
+        [r["resume"] for r in resumes]), "run_notes_off_ms": off, "run_notes_on_ms": on})
     read = [r["read"] for r in resumes]
     whole = [r["resume"] for r in resumes]
     body = "\n".join([
@@ -137,6 +149,13 @@ def main(argv: list[str] | None = None) -> None:
         f"| {max(read):.2f} |",
         f"| whole resume (services, memory, rest of the run, outputs) | "
         f"{statistics.median(whole):.0f} | {max(whole):.0f} |",
+        "",
+        "| whole run (services built before) | median | max |",
+        "|---|---|---|",
+        f"| notes off | {off:.0f} | {max(walls[False]):.0f} |",
+        f"| notes on (the default) | {on:.0f} | {max(walls[True]):.0f} |",
+        "",
+        f"Notes cost this run {on - off:+.0f} ms ({(on - off) / off:+.0%}).",
     ])
     print(body)
     path = write_section("checkpoint", "Checkpoints and resume",

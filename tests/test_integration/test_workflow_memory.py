@@ -35,7 +35,8 @@ Q2 = "What does lab_aligner_notes.md say about splice-aware aligners for RNA-seq
 async def test_disabled_memory_runs_exactly_the_foundation_workflow(
     make_config: MakeConfig,
 ) -> None:
-    cfg = make_config("memory.enabled=false")
+    # notes off too: they are a feature of their own, which writes note files and memories
+    cfg = make_config("memory.enabled=false", "flows.default.notes.enabled=false")
     assert memory_plugins(cfg) is None
     services = create_run_services(cfg)
     # Only the run's own checkpointing and phase checks: no memory plug-in.
@@ -141,7 +142,7 @@ async def test_state_and_agent_deps_carry_client_session_and_profile(
     async with MemorySystemClient(state.memory_config) as client:
         records = await client.backend.scan(MemoryFilter(session_ids=("continued-session",)))
     kinds = sorted({r.memory_type for r in records})
-    assert kinds == ["answer", "execution_trace", "plan", "tool_execution"]
+    assert kinds == ["answer", "execution_trace", "note", "plan", "tool_execution"]
 
 
 def watch_the_model(

@@ -125,6 +125,7 @@ def test_bad_notes_settings_are_named(make_config: MakeConfig) -> None:
     with pytest.raises(ConfigurationError, match=r"flows.default.notes is invalid: chunk_size=0: Input should be greater"):
         note_settings(cfg, "default")
     assert note_settings(make_config(), "default") == NoteSettings()
+    assert NoteSettings().enabled and NoteSettings().taker == "rules"  # on, and cheap, by default
 
 
 def test_a_run_with_notes_writes_files_and_note_memories(
@@ -158,10 +159,10 @@ def test_a_run_with_notes_writes_files_and_note_memories(
 
 
 def test_notes_off_is_the_workflow_without_notes(make_config: MakeConfig) -> None:
-    off = asyncio.run(run_research("Which aligner suits RNA-seq reads?", make_config()))
+    off = asyncio.run(run_research("Which aligner suits RNA-seq reads?",
+                                   make_config("flows.default.notes.enabled=false")))
     assert not (off.run_dir / "notes").exists()
-    on = asyncio.run(run_research("Which aligner suits RNA-seq reads?",
-                                  make_config("flows.default.notes.enabled=true")))
+    on = asyncio.run(run_research("Which aligner suits RNA-seq reads?", make_config()))
     assert (on.run_dir / "notes" / "final_synthesis.json").is_file()
     plain = [f"[{f.source}] {f.text}" for f in off.state.findings]
     assert plain and [f"[{f.source}] {f.text}" for f in on.state.findings] != plain
@@ -190,3 +191,29 @@ def test_a_real_model_takes_notes_through_the_agents(make_config: MakeConfig) ->
     assert isinstance(decider, AgentDecider) and isinstance(synthesizer, AgentSynthesizer)
     decider, synthesizer = note_agents(make_config())
     assert not isinstance(decider, AgentDecider) and not isinstance(synthesizer, AgentSynthesizer)
+
+
+def test_the_notes_of_a_compound_question_hold_what_each_nested_loop_found(
+    make_config: MakeConfig,
+) -> None:
+    question = "Which aligner suits RNA-seq reads and how are variants called?"
+    outcome = asyncio.run(run_research(question, make_config()))
+    folder = outcome.run_dir / "notes"
+    meta = json.loads((folder / "session_metadata.json").read_text())
+    assert len(meta["decisions"]) == 2  # one task per nested loop
+    for decision in meta["decisions"].values():
+        assert decision["should_record"] and "failed" not in decision["reasoning"]
+    notes = [json.loads(p.read_text()) for p in sorted((folder / "task_notes").glob("*.json"))]
+    assert all(n["key_findings"] and not n["data_quality_notes"] for n in notes)
+    final = json.loads((folder / "final_synthesis.json").read_text())
+    cited = {f.split("]", 1)[0].lstrip("[") for f in final["integrated_findings"]}
+    assert {"rna_seq_aligners.md", "variant_calling.md"} <= cited  # drawn from both loops
+
+
+def test_a_taker_of_rules_keeps_a_real_model_out_of_the_notes(make_config: MakeConfig) -> None:
+    real = ("llm=openai_compatible", "llm.base_url=http://127.0.0.1:9/v1", "llm.model=local")
+    decider, synthesizer = note_agents(make_config(*real), "rules")
+    assert not isinstance(decider, AgentDecider)
+    assert not isinstance(synthesizer, AgentSynthesizer)
+    with pytest.raises(ConfigurationError, match="taker='llm'"):
+        note_settings(make_config("flows.default.notes.taker=llm"), "default")

@@ -109,6 +109,7 @@ class AgentOrchestrator:
             sources=list(child.sources),
             errors=list(child.errors),
             duration=time.perf_counter() - started,
+            findings=[finding.line() for finding in child.findings],
         )
         await self.exit_loop(parent, child, result)
         return result

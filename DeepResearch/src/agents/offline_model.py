@@ -250,6 +250,9 @@ class OfflineModel:
             body.append(
                 "\n".join(ln for ln in sub_answers.splitlines() if OFFLINE_NOTICE not in ln)
             )
+        # A sentence a sub-answer already says is not said again (the notes' synthesis of a
+        # compound question holds the nested loops' findings).
+        findings = [f for f in findings if f.text not in sub_answers]
         # Prefer sentences read from documents over search excerpts (which carry a score).
         read = [f for f in findings if not f.text.startswith("(")]
         best = rank_sentences(read or findings, question, self.sentences)

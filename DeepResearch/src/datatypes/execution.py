@@ -24,6 +24,9 @@ class ErrorCategory(StrEnum):
     TIMEOUT = "timeout"
     RUNTIME = "runtime"  # the tool raised
     ITERATION_LIMIT = "iteration_limit"
+    # the executor made no call for the step (memory said the call failed before, or it judged
+    # the call useless): a skip, not a failure
+    NOT_CALLED = "not_called"
 
 
 @dataclass

@@ -23,7 +23,10 @@ from pydantic_graph import End
 from DeepResearch.src.utils.atomic import write_atomic
 from DeepResearch.src.utils.drafts import DraftManager
 from DeepResearch.src.workflow.checkpoint_memory import export_memory, fix_plan_id, stamp_ids
-from DeepResearch.src.workflow.errors import ConfigurationError, WorkflowError
+from DeepResearch.src.workflow.errors import (
+    CheckpointWriteError,
+    ConfigurationError,
+)
 from DeepResearch.src.workflow.hooks import NodeHook, RunHook
 from DeepResearch.src.workflow.requirements import PhaseRequirements
 from DeepResearch.src.workflow.snapshot import state_to_dict
@@ -37,11 +40,6 @@ if TYPE_CHECKING:
 CHECKPOINT_NAME = "checkpoint.json"
 FORMAT = "deepresearch-checkpoint"
 VERSION = 1
-
-
-class CheckpointWriteError(WorkflowError):
-    """A checkpoint (or a draft) could not be written; the run stops, resumable from the last
-    checkpoint written."""
 
 
 class NotAResumableRun(ConfigurationError):

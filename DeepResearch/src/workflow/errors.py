@@ -9,3 +9,8 @@ class ConfigurationError(ValueError):
 
 class WorkflowError(RuntimeError):
     """The workflow cannot go on (e.g. the planner failed); the message says why."""
+
+
+class CheckpointWriteError(WorkflowError):
+    """A file of the run folder (the checkpoint, a draft, a note) could not be written; the run
+    stops, resumable from the last checkpoint written."""

@@ -136,6 +136,27 @@ def _skip(state: ResearchState, steps: list[PlanStep]) -> None:
         )
 
 
+def _not_called(state: ResearchState, step: PlanStep, reply: str) -> str:
+    """The executor answered without calling a tool: the step is skipped, for the reason the
+    executor gave (its `! skipped ...` lines, else its reply), and the history says so."""
+    reasons = [line.strip()[2:] for line in reply.splitlines() if line.strip().startswith("! ")]
+    reason = "; ".join(reasons) or " ".join(reply.split())[:300] or "no reason given"
+    step.status = "skipped"
+    state.notes.append(f"loop {state.loop_id} {step.name}: not run: {reason}")
+    state.execution_history.add(
+        ExecutionItem(
+            step_name=step.name,
+            tool=step.tool or step.kind,
+            status=ExecutionStatus.SKIPPED,
+            error=reason,
+            error_category=ErrorCategory.NOT_CALLED,
+            parameters={"input": step.text},
+            loop_id=state.loop_id,
+        )
+    )
+    return reason
+
+
 def _sources_of(items: list[ExecutionItem]) -> list[str]:
     sources: list[str] = []
     for item in items:
@@ -171,6 +192,8 @@ async def _run_tool_step(ctx: Ctx, step: PlanStep) -> None:
     error = result.error or ("; ".join(i.error or "" for i in items) if failed_all else None)
     if error:
         state.errors.append(f"loop {state.loop_id} {step.name}: {error}")
+    elif step.tool and not items:  # a skip, not an error of the run
+        error = f"not run: {_not_called(state, step, result.data)}"
     state.execution_results.append(
         StepResult(
             step=step.line(),
@@ -209,6 +232,7 @@ async def _run_sub_question(ctx: Ctx, step: PlanStep) -> None:
             sources=sub.sources,
             error="; ".join(sub.errors) or None,
             duration=sub.duration,
+            findings=sub.findings,
         )
     )
 

@@ -25,6 +25,9 @@ class StepResult:
     sources: list[str] = field(default_factory=list)
     error: str | None = None
     duration: float = 0.0
+    # finding lines ("- [source] text") the step produced beside its summary: a sub-question's
+    # are its nested loop's, whose summary is a written answer
+    findings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -40,6 +43,7 @@ class SubLoopResult:
     sources: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     duration: float = 0.0
+    findings: list[str] = field(default_factory=list)  # the loop's finding lines
 
 
 @dataclass

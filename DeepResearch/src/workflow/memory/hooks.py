@@ -5,7 +5,7 @@
 | phase | before the node | after the node |
 |---|---|---|
 | plan | recall earlier plans (with outcomes, success-weighted), answers and failure analyses for the question; brief the Planner | keep the plan, to store it with its outcome when the loop ends |
-| execute | recall past failures of the next step's tool (failure-pattern matching); flag them to the Executor (prompt, notes, console, research draft) BEFORE the call | (tool runs are taken by the tracker) |
+| execute | recall past failures of the next step's tool met on a similar question (failure-pattern matching); flag them to the Executor (prompt, notes, console, research draft) BEFORE the call | (tool runs are taken by the tracker) |
 | synthesize | recall earlier answers to related questions; brief the Synthesizer | store the answer, and the plan with its outcome |
 
 A node that raises still gets its plan stored, with a failed outcome. Briefings reach the
@@ -15,6 +15,7 @@ pending batch (`MemoryRun.pending`), stored when the loop ends (nested) or the r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Mapping
@@ -37,6 +38,10 @@ log = logging.getLogger("DeepResearch.memory")
 PLAN_IMPORTANCE = 0.6
 ANSWER_IMPORTANCE = 0.7
 FLAG_PREFIX = "FAILED BEFORE:"
+# A tool failure is flagged only to a loop whose question is this close (cosine of the two
+# questions, all-MiniLM-L6-v2) to the question it was met on: "calibrate the flux capacitor"
+# and "tune the flux capacitor" ~0.6, "RNA-seq aligners" and "variant callers" ~0.2.
+FLAG_MIN_QUESTION_SIMILARITY = 0.45
 CITED = "cited"  # an answer's briefing line ends with the documents it cited
 
 
@@ -118,12 +123,14 @@ class ExecuteMemory(PhaseMemory):
             return
         found = await run.recall(
             state,
-            phase="execute",
+            phase=f"execute {step.name}",
             purpose=f"past failures of {step.tool}",
             # tool runs say the question they served: those met on a similar one rank first
             query=f"Question: {state.question}\nTool failures of {step.tool}",
             filters={"memory_type": "tool_execution", "tool": step.tool, "success": False},
             agent_type="executor",
+            quiet=True,  # logged once below, as flags, with the step
+            select=lambda found: _met_on_similar_questions(run, state.question, found),
         )
         if not found:
             return
@@ -145,6 +152,25 @@ class ExecuteMemory(PhaseMemory):
             f"### Loop `{state.loop_id}` {step.name}: memory flags before calling "
             f"`{step.tool}`\n\n" + "\n".join(lines) + "\n",
         )
+
+
+def _question_of(memory: RetrievedMemory) -> str | None:
+    first = memory.document.content.split("\n", 1)[0]
+    return first.removeprefix("Question: ") if first.startswith("Question: ") else None
+
+
+async def _met_on_similar_questions(
+    run: MemoryRun, question: str, found: list[RetrievedMemory]
+) -> list[RetrievedMemory]:
+    """The failures met on a question like this one (or on no recorded question)."""
+    asked = [_question_of(m) for m in found]
+    if not any(asked):
+        return found
+    embedder = run.client.embedder
+    mine = await asyncio.to_thread(embedder.embed_query, question)
+    theirs = await asyncio.to_thread(embedder.embed, [q or "" for q in asked])
+    return [m for m, q, vector in zip(found, asked, theirs, strict=True)
+            if q is None or float(vector @ mine) >= FLAG_MIN_QUESTION_SIMILARITY]
 
 
 class SynthesizeMemory(PhaseMemory):

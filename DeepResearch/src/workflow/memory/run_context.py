@@ -12,7 +12,7 @@ Settings come from two places, merged once per run:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -168,9 +168,11 @@ class MemoryRun:
         query: str,
         filters: Mapping[str, Any],
         agent_type: str,
+        quiet: bool = False,
+        select: Callable[[list[RetrievedMemory]], Awaitable[list[RetrievedMemory]]] | None = None,
     ) -> list[RetrievedMemory]:
-        """Retrieve for a node hook (in the configured scope), log it and keep it for the
-        report."""
+        """Retrieve for a node hook (in the configured scope), keep what `select` keeps, log it
+        (unless `quiet`: the caller does) and keep it for the report."""
         try:
             found = await self.client.retrieve(
                 query,
@@ -183,8 +185,10 @@ class MemoryRun:
         except MemorySubsystemError as exc:
             self.degrade(f"recall for {phase}", exc, state)
             return []
+        if select is not None and found:
+            found = await select(found)
         self.recalls.append(Recall(state.loop_id, phase, purpose, query, found))
-        if found:
+        if found and not quiet:
             log.info(
                 "memory: loop %s %s recalled %d (%s):", state.loop_id, phase, len(found), purpose
             )

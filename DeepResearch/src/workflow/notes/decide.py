@@ -35,7 +35,8 @@ def _negative(text: str) -> bool:
 
 def draft_note(task_id: str, result: StepResult, timestamp: str) -> dict[str, Any]:
     """Everything of a step's note but the decision (and the connections it finds)."""
-    findings = [f"[{f.source}] {f.text}" for f in parse_findings(result.summary)]
+    found = parse_findings(result.summary) + parse_findings("\n".join(result.findings))
+    findings = list(dict.fromkeys(f"[{f.source}] {f.text}" for f in found))
     lines = [line.strip() for line in result.summary.splitlines() if line.strip()]
     quality = [] if result.success else [f"the step failed: {result.error or 'no result'}"]
     if result.success and not findings:

@@ -54,7 +54,11 @@ class ChunkSynthesis(BaseModel):
 
 
 class NoteSettings(BaseModel):
-    enabled: bool = False
+    enabled: bool = True
+    # who decides and synthesizes: `rules` (the deterministic scorer and extractive synthesis,
+    # a few percent of an offline run) or `model` (the run's language model: a model call per
+    # executed step and per chunk); the offline model always uses the rules
+    taker: Literal["rules", "model"] = "rules"
     importance_threshold: int = Field(default=3, ge=1, le=10)
     chunk_size: int = Field(default=5, ge=1)  # notes per chunk (the issue suggests 5-10)
     token_budget: int = Field(default=1500, ge=50)  # tokens of notes per chunk, and of the

@@ -23,10 +23,10 @@ from DeepResearch.src.workflow.notes.synthesizers import (
 from DeepResearch.src.workflow.notes.taker import NoteTaker
 
 
-def note_agents(cfg: DictConfig) -> tuple[NoteDecider, ChunkSynthesizer]:
-    """Offline the deterministic scorer and the extractive synthesis; with a real model the
-    note agent and the synthesis agent."""
-    if str(cfg.llm.provider) == "offline":
+def note_agents(cfg: DictConfig, taker: str = "model") -> tuple[NoteDecider, ChunkSynthesizer]:
+    """The deterministic scorer and the extractive synthesis (offline, or `taker: rules`);
+    with a real model and `taker: model` the note agent and the synthesis agent."""
+    if str(cfg.llm.provider) == "offline" or taker == "rules":
         return ScoreDecider(), ExtractiveSynthesizer()
     from DeepResearch.src.agents.models import build_model
     from DeepResearch.src.datatypes.agents import AgentType
@@ -39,5 +39,5 @@ def note_taker(cfg: DictConfig, run_id: Callable[[], str | None]) -> NoteTaker |
     settings = note_settings(cfg, resolve_flow(cfg))
     if not settings.enabled:
         return None
-    decider, synthesizer = note_agents(cfg)
+    decider, synthesizer = note_agents(cfg, settings.taker)
     return NoteTaker(settings, decider, run_id, synthesizer)

@@ -16,6 +16,7 @@ from DeepResearch.src.agents.prompts import Finding
 from DeepResearch.src.memory.errors import MemorySubsystemError
 from DeepResearch.src.utils.atomic import write_atomic
 from DeepResearch.src.workflow.checkpoint_memory import memory_id
+from DeepResearch.src.workflow.errors import CheckpointWriteError
 from DeepResearch.src.workflow.hooks import NodeHook, RunHook
 from DeepResearch.src.workflow.notes.decide import NoteDecider, draft_note
 from DeepResearch.src.workflow.notes.models import ChunkSynthesis, NoteSettings, TaskNote
@@ -28,6 +29,14 @@ if TYPE_CHECKING:
     from DeepResearch.src.workflow.base import WorkflowNode
     from DeepResearch.src.workflow.hooks import NodeContext
     from DeepResearch.src.workflow.state import ResearchState
+
+
+def _write(path: Path, text: str) -> None:
+    """A note file, or a stop like any file of the run folder that cannot be written."""
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise CheckpointWriteError(f"could not write the note file {path}: {exc}") from exc
 
 
 def _json(model: Any) -> str:
@@ -73,7 +82,7 @@ class NoteTaker(NodeHook, RunHook):
 
     def _write_metadata(self, state: ResearchState) -> None:
         assert self.folder is not None
-        write_atomic(self.folder / "session_metadata.json", _json({
+        _write(self.folder / "session_metadata.json", _json({
             "run_id": self.run_id(),
             "question": state.question,
             "memory_session_id": state.memory_session_id,
@@ -110,7 +119,7 @@ class NoteTaker(NodeHook, RunHook):
         if decision.should_record:
             note = TaskNote(**draft, note_decision=decision,
                             cross_task_connections=decision.connections)
-            write_atomic(self.folder / "task_notes" / f"{task_id}_notes.json", _json(note))
+            _write(self.folder / "task_notes" / f"{task_id}_notes.json", _json(note))
             self.notes[task_id] = note
             await self.remember(state, note)
             pending = self.pending
@@ -121,7 +130,7 @@ class NoteTaker(NodeHook, RunHook):
     async def add_chunk(self, notes: list[TaskNote]) -> None:
         assert self.folder is not None
         chunk = await self.synthesizer.synthesize(len(self.chunks) + 1, notes)
-        write_atomic(self.folder / "synthesis_notes" / f"chunk_{chunk.chunk:03d}_synthesis.json",
+        _write(self.folder / "synthesis_notes" / f"chunk_{chunk.chunk:03d}_synthesis.json",
                      _json(chunk))
         self.chunks.append(chunk)
 
@@ -164,7 +173,7 @@ class NoteTaker(NodeHook, RunHook):
             "notes": len(self.notes),
             "decisions": len(self.decisions),
         }
-        write_atomic(self.folder / "final_synthesis.json", _json(final))
+        _write(self.folder / "final_synthesis.json", _json(final))
         self._write_metadata(state)
         if findings:  # the report is written from the chunk syntheses, not the raw results
             state.findings = [Finding(f[1:].split("] ", 1)[0], f.split("] ", 1)[1])
