@@ -126,7 +126,7 @@ class EmbeddedBackend(MemoryBackend):
             ensure_fact_schema(records.db)
             for name in OLD_FILES:
                 (self.root / name).unlink(missing_ok=True)
-            self._cache = IndexCache(self.settings, self.index_path)
+            self._cache = IndexCache(self.settings, self.index_path, records.db.store_id())
             self._cache.load(records)
         except (sqlite3.Error, OSError) as exc:
             self._close_db()
@@ -176,7 +176,7 @@ class EmbeddedBackend(MemoryBackend):
                     )
             records.refill_fts()
             records.db.set_meta(self._expected_meta())
-            cache = IndexCache(self.settings, self.index_path)
+            cache = IndexCache(self.settings, self.index_path, records.db.store_id())
             cache.rebuild(records)
             cache.index.save(self.index_path)  # unlike a cache's save, a failure is the rebuild's
             return cache.index.live
@@ -348,6 +348,6 @@ class EmbeddedBackend(MemoryBackend):
                 return problems
             self._catch_up()
             assert self._index is not None
-            return verify_index(records, self._index, self.index_path, self.settings)
+            return verify_index(records, self._index, self.index_path)
 
         return await self._run("checking the store", check)
