@@ -324,6 +324,10 @@ def prepare_record(
 def unreadable(record: MemoryRecord) -> str | None:
     """Why a stored record cannot be served (written by hand or by an older version with
     values `store` refuses), or None when it is fine. Reads skip such records."""
+    for name in ("namespace", "session_id"):
+        value = getattr(record, name)
+        if not isinstance(value, str) or not ID_PATTERN.match(value) or ".." in value:
+            return f"{name}={_short(value)} is not a valid id"
     if not isinstance(record.content, str) or not record.content.strip():
         return "empty content"
     for name, value, low, high in (

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import MemoryFilter
 from DeepResearch.src.memory.backends.embedded.database import backend_error
 from DeepResearch.src.memory.backends.embedded.records import Records, stack
 from DeepResearch.src.memory.backends.embedded.vectors import (
@@ -63,7 +62,7 @@ class IndexCache:
                 return
         self._seen = None
         self.catch_up(records)
-        total = records.count(MemoryFilter())
+        total = len(records.indexable()[0])  # damaged vectors are never indexed
         differ, compared = mismatched_vectors(records, self.index, OPEN_SAMPLE)
         if self.index.live != total or differ:
             log.warning("memory index %s holds %d vectors for %d records (%d of %d sampled "
@@ -87,7 +86,7 @@ class IndexCache:
         deleted_pos = index.deleted_pos
         while True:
             rows, gone = records.changes_after(index.seq, deleted_pos, CATCH_UP_BATCH)
-            seqs, vectors = stack(rows)
+            seqs, vectors = stack(rows, records.dimension)
             index.add(seqs, vectors)
             if len(seqs):
                 index.seq = int(seqs[-1])
