@@ -270,6 +270,10 @@ def _filter_values(key: str, value: Any) -> list[JSONScalar]:
             )
         if isinstance(v, float) and not math.isfinite(v):
             raise MemoryInputError(f"filter {key!r}: value {v} is not finite")
+        if isinstance(v, str) and "\x00" in v:  # backends disagree on NUL: none takes it
+            raise MemoryInputError(
+                f"filter {key!r}: value {_short(v)} contains NUL (\\x00), which no filter accepts"
+            )
     return values
 
 
