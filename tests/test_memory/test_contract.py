@@ -85,6 +85,21 @@ async def test_invalid_filters_are_refused_naming_the_key(
     assert repr(next(iter(filters))) in str(err.value)
 
 
+async def test_a_filter_value_with_nul_is_refused_the_same_on_every_backend(
+    client: MemorySystemClient,
+) -> None:
+    """SQLite's JSON functions and Neo4j compared NUL differently (no match / a match)."""
+    await client.store(content="BWA aligns reads", metadata={"tool": "bw\x00a"})
+    for call in (
+        client.retrieve(query="aligner", filters={"tool": "bw\x00a"}),
+        client.retrieve(query="aligner", filters={"tool": ["bwa", "bw\x00a"]}),
+        client.forget(filters={"tool": "bw\x00a"}),
+    ):
+        with pytest.raises(MemoryInputError, match=r"filter 'tool': value .* contains NUL"):
+            await call
+    assert (await client.stats()).total == 1
+
+
 async def test_a_session_never_sees_another_session(client: MemorySystemClient) -> None:
     other = client.session_id + "-other"
     (a_id,) = await client.store_many([{"content": "alpha secret: the vault code is 1234"}])

@@ -29,18 +29,18 @@ async def _open(path: Path, kind: str = "flat") -> EmbeddedBackend:
     return backend  # type: ignore[return-value]
 
 
-def _records(n: int = N) -> list[MemoryRecord]:
-    rng = np.random.default_rng(7)
+def _records(n: int = N, seed: int = 7, prefix: str = "r") -> list[MemoryRecord]:
+    rng = np.random.default_rng(seed)
     vecs = rng.normal(size=(n, 8)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    return [MemoryRecord(id=f"r{i}", session_id="s", memory_type="note",
+    return [MemoryRecord(id=f"{prefix}{i}", session_id="s", memory_type="note",
                          content=f"memory number {i} word{i}", created_at=float(i),
                          metadata={"pad": "x" * 200}, vector=vecs[i]) for i in range(n)]
 
 
-async def _store(path: Path, kind: str = "flat") -> list[MemoryRecord]:
+async def _store(path: Path, kind: str = "flat", seed: int = 7, prefix: str = "r") -> list[MemoryRecord]:
     backend = await _open(path, kind)
-    records = _records()
+    records = _records(seed=seed, prefix=prefix)
     await backend.upsert(records)
     await backend.close()
     return records
@@ -92,6 +92,43 @@ async def test_an_index_that_disagrees_with_the_records_is_rebuilt(tmp_path: Pat
         backend = await _open(tmp_path / "big")
     assert any("rebuilding" in r.getMessage() for r in caplog.records)
     await _all_find_themselves(backend, records[:50])
+    await backend.close()
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+async def test_the_index_file_of_another_store_of_the_same_size_is_refused_and_rebuilt(
+    tmp_path: Path, kind: str, caplog
+) -> None:
+    """Same settings, same number of records, same seqs: only the store's identity and the
+    vectors tell the two index files apart."""
+    ours = await _store(tmp_path / "ours", kind, seed=7, prefix="ours")
+    await _store(tmp_path / "theirs", kind, seed=8, prefix="theirs")
+    (tmp_path / "ours" / INDEX_FILE).write_bytes((tmp_path / "theirs" / INDEX_FILE).read_bytes())
+    with caplog.at_level("WARNING"):
+        backend = await _open(tmp_path / "ours", kind)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "another store" in warnings[0] and "rebuilding" in warnings[0]
+    await _all_find_themselves(backend, ours[:50])
+    assert await backend.verify() == []  # what `health` runs
+    await backend.close()
+    caplog.clear()
+    backend = await _open(tmp_path / "ours", kind)  # the rebuilt file is this store's
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    await backend.close()
+
+
+async def test_health_fails_when_the_index_vectors_differ_from_the_records(tmp_path: Path) -> None:
+    """Vectors changed in the database behind the open index (no write of the store logs
+    it): the index no longer holds the records' vectors, and the full check says so."""
+    records = await _store(tmp_path)
+    backend = await _open(tmp_path)
+    assert await backend.verify() == []
+    other = _records(10, seed=9)
+    with sqlite3.connect(tmp_path / DB_FILE) as conn:
+        conn.executemany("UPDATE records SET vector = ? WHERE id = ?",
+                         [(o.vector.tobytes(), r.id) for o, r in zip(other, records[::30], strict=True)])
+    problems = await backend.verify()
+    assert len(problems) == 1 and "sampled vectors of the index differ" in problems[0], problems
     await backend.close()
 
 

@@ -1,6 +1,7 @@
 """A record Neo4j cannot store never poisons a batch: it is refused before the write with an
 error naming it (or, if the server refuses it, with the server's reason), nothing of its batch
-is written, and the next batch lands. Real server throughout."""
+is written, and the next batch lands. A stored node whose properties cannot be decoded is
+skipped by reads, counted by verify() and deletable. Real server throughout."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
+from neo4j import GraphDatabase
 
 from DeepResearch.src.memory.backends.base import MemoryFilter
 from DeepResearch.src.memory.backends.neo4j_connection import DataRefused
 from DeepResearch.src.memory.backends.neo4j_records import record_row
 from DeepResearch.src.memory.backends.neo4j_store import Neo4jBackend
 from DeepResearch.src.memory.errors import MemoryInputError
-from test_memory.neo4j_helpers import DIM, backend, record
+from test_memory.neo4j_helpers import DIM, LABEL, backend, record
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.integration]
 
@@ -81,3 +83,43 @@ async def test_a_read_with_text_neo4j_cannot_take_is_an_input_error(store: Neo4j
     with pytest.raises(MemoryInputError, match="cannot be sent to Neo4j"):
         await store.scan(MemoryFilter(session_ids=("s\ud800",)))
     assert len(await store.scan(MemoryFilter())) == 3  # the connection is still fine
+
+
+def cypher(uri: str, query: str, **params: object) -> None:
+    with GraphDatabase.driver(uri, auth=None) as driver:
+        driver.execute_query(query, params)
+
+
+DAMAGE = {
+    "metadata": ("SET m.metadata_json = '{\"i\": 2'", "metadata is not valid JSON"),
+    "relations": ("SET m.relations_json = 'not json'", "relations is not valid JSON"),
+    "blob": ("SET m.content_codec = 'zstd', m.content_blob = $garbage", "cannot decompress"),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+async def test_a_node_with_damaged_properties_is_skipped_named_counted_and_forgettable(
+    store: Neo4jBackend, neo4j_clean_uri: str, damage: str, caplog
+) -> None:
+    """Properties set with a raw Cypher query (no write of the backend would store them)."""
+    prefix = f"dmg-{damage}-"
+    records = batch(prefix, 6)
+    records[3].relations = [("references", f"{prefix}2"), ("references", f"{prefix}4")]
+    await store.upsert(records)
+    rid = f"{prefix}2"
+    query, why = DAMAGE[damage]
+    cypher(neo4j_clean_uri, f"MATCH (m:{LABEL} {{id: $id}}) {query}", id=rid,
+           garbage=b"\x28\xb5\x2f\xfd" + bytes(40))
+    with caplog.at_level("WARNING"):
+        hits = await store.vector_search(records[2].vector, 6, MemoryFilter())
+        assert rid not in [c.record.id for c in hits] and len(hits) == 5
+        assert [r.id for r in await store.scan(MemoryFilter())].count(rid) == 0
+        assert [r.id for r in await store.get([rid, f"{prefix}3"])] == [f"{prefix}3"]
+        related = await store.related_many([f"{prefix}3"], None, 2)
+        assert [r.record.id for r in related[f"{prefix}3"]] == [f"{prefix}4"]
+    warnings = [r.getMessage() for r in caplog.records if rid in r.getMessage()]
+    assert len(warnings) == 1 and why in warnings[0], warnings
+    problems = await store.verify()
+    assert len(problems) == 1 and "1 damaged records" in problems[0] and rid in problems[0]
+    assert await store.delete(MemoryFilter(ids=(rid,))) == 1
+    assert await store.verify() == []

@@ -9,8 +9,8 @@ service, docs/service.md) and mcp (the MCP server on stdio). Only `search`, and
 `import`/`rebuild` when vectors must be computed, load the
 embedding model (torch); the others start fast.
 
-Exit status: 0 done; 1 the backend failed (or `import` skipped bad lines, `health` found
-problems); 2 a mistake in the command, its input or the configuration. Errors are one line on
+Exit status: 0 done; 1 the backend failed, also part-way through the command (or `import`
+skipped bad lines, `health` found problems: damaged records among them); 2 a mistake in the command, its input or the configuration. Errors are one line on
 stderr, never a traceback.
 """
 
@@ -95,7 +95,12 @@ async def run(args: argparse.Namespace, config: MemoryConfig) -> int:
             print(f"deepresearch-memory: memory backend {config.backend!r} is unavailable: "
                   f"{client.writes.cause()}", file=sys.stderr)
             return 1
-        return await _dispatch(args, client)
+        status = await _dispatch(args, client)
+        if not client.available:  # lost part-way: what the command printed is incomplete
+            print(f"deepresearch-memory: memory backend {config.backend!r} was lost during "
+                  f"the command: {client.writes.cause()}", file=sys.stderr)
+            return 1
+        return status
     finally:
         await client.close()
 

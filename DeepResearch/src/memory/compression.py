@@ -59,3 +59,14 @@ def full_content(content: str, codec: str | None, blob: bytes | None) -> str:
         return decompress(blob).decode("utf-8")
     except Exception as exc:
         raise MemoryBackendError(f"cannot decompress a {codec} content blob: {exc}") from exc
+
+
+def content_problem(codec: str | None, blob: bytes | None) -> str | None:
+    """Why a stored (codec, blob) pair does not give back its text (None: it does)."""
+    if codec is None:
+        return None
+    try:
+        full_content("", codec, blob)
+    except MemoryBackendError as exc:
+        return str(exc)
+    return None

@@ -270,6 +270,10 @@ def _filter_values(key: str, value: Any) -> list[JSONScalar]:
             )
         if isinstance(v, float) and not math.isfinite(v):
             raise MemoryInputError(f"filter {key!r}: value {v} is not finite")
+        if isinstance(v, str) and "\x00" in v:  # backends disagree on NUL: none takes it
+            raise MemoryInputError(
+                f"filter {key!r}: value {_short(v)} contains NUL (\\x00), which no filter accepts"
+            )
     return values
 
 
@@ -324,6 +328,10 @@ def prepare_record(
 def unreadable(record: MemoryRecord) -> str | None:
     """Why a stored record cannot be served (written by hand or by an older version with
     values `store` refuses), or None when it is fine. Reads skip such records."""
+    for name in ("namespace", "session_id"):
+        value = getattr(record, name)
+        if not isinstance(value, str) or not ID_PATTERN.match(value) or ".." in value:
+            return f"{name}={_short(value)} is not a valid id"
     if not isinstance(record.content, str) or not record.content.strip():
         return "empty content"
     for name, value, low, high in (

@@ -5,7 +5,6 @@ on the client."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.decoding import report_skipped
 from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
@@ -37,22 +37,15 @@ if TYPE_CHECKING:
     from DeepResearch.src.memory.client import MemorySystemClient
 
 _PENDING_VECTOR = np.zeros(0, dtype=np.float32)  # replaced once the query is embedded
-log = logging.getLogger(__name__)
-_reported: set[str] = set()  # unreadable records already warned about in this process
 
 
 def readable(record: MemoryRecord) -> bool:
-    """False (with one warning per record and process) for a stored record that cannot be
-    served; reads skip it instead of failing on it."""
+    """False (with one warning per record and process, the warning of a damaged record) for
+    a stored record that cannot be served; reads skip it instead of failing on it."""
     problem = unreadable(record)
     if problem is None:
         return True
-    if record.id not in _reported:
-        _reported.add(record.id)
-        log.warning(
-            "memory: skipping stored memory %r (%s); fix or forget it "
-            "(`deepresearch-memory forget %s`)", record.id, problem, record.id,
-        )
+    report_skipped(record.id, problem)
     return False
 
 

@@ -194,6 +194,13 @@ class Queries:
             "MERGE (m)-[s:SIMILAR_TO]->(node) SET s.score = score"
         )
         self.total = f"MATCH (m:{L}) RETURN count(m) AS n"
+        # The stored columns a read decodes, a page at a time in (namespace, id) order (health)
+        self.stored_page = (
+            f"MATCH (m:{L}) WHERE m.namespace > $ns OR (m.namespace = $ns AND m.id > $after) "
+            "RETURN m.namespace AS ns, m.id AS id, m.metadata_json AS metadata, "
+            "m.relations_json AS relations, m.content_codec AS codec, m.content_blob AS blob "
+            "ORDER BY ns, id LIMIT $n"
+        )
 
     def write_edges(self, rel: str) -> str:
         """Edges of one relationship type; `rel` must come from REL_TYPES."""

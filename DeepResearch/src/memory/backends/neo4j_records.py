@@ -7,6 +7,7 @@ metadata value also as a property `md.<key>` (read with the dynamic lookup `m[$k
 What Neo4j (or its driver) refuses, and `record_row` refuses first with MemoryInputError
 naming the record: a property name (metadata key) containing NUL, text that is not valid
 UTF-8 (a lone surrogate), values that are not JSON, vectors of the wrong shape or not finite.
+A node whose properties cannot be decoded back (decoding.py) raises DamagedRecord.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import DEFAULT_NAMESPACE, MemoryRecord
+from DeepResearch.src.memory.backends.decoding import DamagedRecord, decode_json
 from DeepResearch.src.memory.backends.neo4j_cypher import META_PREFIX, rel_type
+from DeepResearch.src.memory.compression import content_problem
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.text import token_string
 
@@ -140,9 +143,24 @@ def record_row(record: MemoryRecord, dimension: int) -> dict[str, Any]:
     }
 
 
+def _relations(text: Any, rid: str) -> list[tuple[str, str]]:
+    pairs = decode_json(text, "relations", rid, "[]")
+    if not isinstance(pairs, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
+        for pair in pairs
+    ):
+        raise DamagedRecord(rid, "stored relations are not a list of [type, target] pairs")
+    return [(t, target) for t, target in pairs]
+
+
 def record_from_props(p: Mapping[str, Any]) -> MemoryRecord:
+    """The record of a node's properties; DamagedRecord when they cannot be decoded."""
     vector = p.get("embedding")
-    blob = p.get("content_blob")
+    blob = None if p.get("content_blob") is None else bytes(p["content_blob"])
+    rid = p["id"]
+    problem = content_problem(p.get("content_codec"), blob)
+    if problem is not None:
+        raise DamagedRecord(rid, problem)
     return MemoryRecord(
         id=p["id"],
         namespace=p.get("namespace") or DEFAULT_NAMESPACE,
@@ -156,8 +174,8 @@ def record_from_props(p: Mapping[str, Any]) -> MemoryRecord:
         expires_at=None if p.get("expires_at") is None else float(p["expires_at"]),
         event_at=None if p.get("event_at") is None else float(p["event_at"]),
         content_codec=p.get("content_codec"),
-        content_blob=None if blob is None else bytes(blob),
-        metadata=json.loads(p.get("metadata_json") or "{}"),
-        relations=[(t, target) for t, target in json.loads(p.get("relations_json") or "[]")],
+        content_blob=blob,
+        metadata=decode_json(p.get("metadata_json"), "metadata", rid, "{}"),
+        relations=_relations(p.get("relations_json"), rid),
         vector=None if vector is None else np.asarray(vector, dtype=np.float32),
     )

@@ -33,6 +33,7 @@ from DeepResearch.src.memory.backends.base import (
     MemoryRecord,
     RelatedRecord,
 )
+from DeepResearch.src.memory.backends.decoding import damaged_summary, decoded, stored_problem
 from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.backends.neo4j_connection import (
     DataRefused,
@@ -73,6 +74,7 @@ OVERFETCH = 4  # index hits fetched per wanted result before filtering (and grow
 EXACT_BELOW = 2000  # a session/id filter matching at most this many records is scanned exactly
 MAX_ANN_FETCH = 10_000  # vector hits read at most before an exact filtered scan answers
 MAX_TEXT_FETCH = 100_000  # full-text hits read at most before filtering
+VERIFY_PAGE = 2000  # memories read per query by verify()
 
 
 class Neo4jBackend(MemoryBackend):
@@ -223,7 +225,7 @@ class Neo4jBackend(MemoryBackend):
         if not ids:
             return []
         rows = await self.conn.read("reading memories", self.q.get(), {"ids": list(ids)})
-        found = {r["m"]["id"]: record_from_props(r["m"]) for r in rows}
+        found = {r.id: r for r in decoded(rows, lambda r: record_from_props(r["m"]))}
         return [found[i] for i in ids if i in found]
 
     async def _total(self) -> int:
@@ -234,8 +236,7 @@ class Neo4jBackend(MemoryBackend):
         self, found: list[Any], query: np.ndarray | None, k: int
     ) -> list[Candidate]:
         out = []
-        for hit in found:
-            record = record_from_props(hit["m"])
+        for record, hit in decoded(found, lambda hit: (record_from_props(hit["m"]), hit)):
             score = float(hit["score"])
             if query is not None and record.vector is not None:
                 norm = float(np.linalg.norm(record.vector)) or 1.0
@@ -306,7 +307,7 @@ class Neo4jBackend(MemoryBackend):
         rows = await self.conn.read(
             "scanning memories", self.q.scan(where, limit is not None), params
         )
-        return [record_from_props(r["m"]) for r in rows]
+        return decoded(rows, lambda r: record_from_props(r["m"]))
 
     async def _count_upto(self, flt: MemoryFilter, bound: int) -> int:
         where, params = filter_clause(flt)
@@ -340,12 +341,28 @@ class Neo4jBackend(MemoryBackend):
             params["namespaces"] = list(flt.namespaces)
         rows = await self.conn.read("walking relations", self.q.related(depth, confined), params)
         out: dict[str, list[RelatedRecord]] = {}
-        for r in rows:
-            record = record_from_props(r["m"])
+        for record, r in decoded(rows, lambda r: (record_from_props(r["m"]), r)):
             if flt is None or record_matches(record, flt):
                 found = RelatedRecord(record, REL_VALUES[r["rel"]], int(r["depth"]))
                 out.setdefault(r["start"], []).append(found)
         return out
+
+    async def verify(self) -> list[str]:
+        """The full check: the memories whose stored properties a read cannot decode
+        (decoding.py; reads skip them)."""
+        damaged: dict[str, str] = {}
+        ns, after = "", ""
+        while True:
+            rows = await self.conn.read("checking memories", self.q.stored_page,
+                                        {"ns": ns, "after": after, "n": VERIFY_PAGE})
+            for r in rows:
+                blob = None if r["blob"] is None else bytes(r["blob"])
+                problem = stored_problem(r["metadata"], r["relations"], r["codec"], blob)
+                if problem is not None:
+                    damaged[r["id"]] = problem
+            if len(rows) < VERIFY_PAGE:
+                return damaged_summary(damaged)
+            ns, after = rows[-1]["ns"], rows[-1]["id"]
 
     async def health(self) -> BackendHealth:
         if self.conn.driver is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -194,6 +195,19 @@ class Database:
     def set_meta(self, values: dict[str, str]) -> None:
         with self.transaction() as conn:
             conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", values.items())
+
+    def store_id(self) -> str:
+        """This store's identity (meta `store_id`, made once, kept by copies of the whole
+        folder): the index file records it, and an index made for another store is refused.
+        Written (a write transaction) only by the first open that finds none."""
+        stored = self.meta().get("store_id")
+        if stored:
+            return stored
+        with self.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', ?)",
+                         (uuid.uuid4().hex,))
+            (value,) = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        return str(value)
 
     def changed_since(self, seen: tuple[int, int] | None) -> tuple[int, int] | None:
         """The (data_version, total_changes) pair now if the database changed since `seen`

@@ -64,5 +64,8 @@ def filter_sql(
         if len(scalars) < len(allowed):
             cond.append(f"json_extract({a}metadata, ?) IS NULL")
             params.append(path)
-        parts.append("(" + " OR ".join(cond) + ")" if cond else "0")
+        # a row whose metadata is damaged JSON matches no metadata condition (json_type
+        # would fail the whole query on it; reads skip such rows, decoding.py)
+        parts.append(f"CASE WHEN json_valid({a}metadata) THEN ({' OR '.join(cond)}) ELSE 0 END"
+                     if cond else "0")
     return (" AND ".join(parts) if parts else "1"), params

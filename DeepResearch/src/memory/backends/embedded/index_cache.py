@@ -4,7 +4,8 @@ The records are the truth; the index is rebuilt from them whenever it cannot be 
 nothing here can lose a memory:
 
 - `load`: the index file, caught up with the records; rebuilt (one warning) when the file is
-  damaged, reflects changes the records do not have, or holds another number of vectors.
+  damaged, was built for another store (its store id), reflects changes the records do not
+  have, holds another number of vectors, or a sample of its vectors differs from the records'.
 - `catch_up`: before every read, rows committed since (by any connection or process: SQLite's
   `data_version` says whether there are any) are added and deletions applied.
 - `save_if_worth`: at close, the file is rewritten only once catching up on the next open
@@ -16,7 +17,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from DeepResearch.src.memory.backends.base import MemoryFilter
+import numpy as np
+
 from DeepResearch.src.memory.backends.embedded.database import backend_error
 from DeepResearch.src.memory.backends.embedded.records import Records, stack
 from DeepResearch.src.memory.backends.embedded.vectors import (
@@ -28,16 +30,18 @@ from DeepResearch.src.memory.backends.embedded.vectors import (
 CATCH_UP_BATCH = 10_000
 SAVE_MIN_CHANGES = 64
 SAVE_SHARE = 16
+OPEN_SAMPLE = 256  # index vectors compared with the records' at every open
 log = logging.getLogger(__name__)
 
 
 class IndexCache:
     """The index of one open store (`index`), and the database state it last caught up with."""
 
-    def __init__(self, settings: IndexSettings, path: Path) -> None:
+    def __init__(self, settings: IndexSettings, path: Path, store_id: str) -> None:
         self.settings = settings
         self.path = path
-        self.index = VectorIndex(settings)
+        self.store_id = store_id
+        self.index = VectorIndex(settings, store_id)
         self._seen: tuple[int, int] | None = None
 
     def load(self, records: Records) -> None:
@@ -58,15 +62,17 @@ class IndexCache:
                 return
         self._seen = None
         self.catch_up(records)
-        total = records.count(MemoryFilter())
-        if self.index.live != total:
-            log.warning("memory index %s holds %d vectors for %d records; rebuilding it from "
-                        "the records", self.path, self.index.live, total)
+        total = len(records.indexable()[0])  # damaged vectors are never indexed
+        differ, compared = mismatched_vectors(records, self.index, OPEN_SAMPLE)
+        if self.index.live != total or differ:
+            log.warning("memory index %s holds %d vectors for %d records (%d of %d sampled "
+                        "differ from the records'); rebuilding it from the records",
+                        self.path, self.index.live, total, differ, compared)
             self.rebuild(records)
             self.save()
 
     def rebuild(self, records: Records) -> None:
-        self.index = VectorIndex(self.settings)
+        self.index = VectorIndex(self.settings, self.store_id)
         self._seen = None
         self.catch_up(records)
         self.index.changes = max(self.index.changes, 1)  # saved at close even when empty
@@ -80,7 +86,7 @@ class IndexCache:
         deleted_pos = index.deleted_pos
         while True:
             rows, gone = records.changes_after(index.seq, deleted_pos, CATCH_UP_BATCH)
-            seqs, vectors = stack(rows)
+            seqs, vectors = stack(rows, records.dimension)
             index.add(seqs, vectors)
             if len(seqs):
                 index.seq = int(seqs[-1])
@@ -108,3 +114,22 @@ class IndexCache:
         except OSError as exc:
             log.warning("memory index not saved: %s; the next open rebuilds it from the records",
                         backend_error(exc, self.path, "saving the index"))
+
+
+def mismatched_vectors(records: Records, index: VectorIndex, limit: int) -> tuple[int, int]:
+    """(how many differ, how many compared): up to `limit` vectors of the index, spread over
+    it, against the records' stored vectors of the same seqs."""
+    ids = index.ids()
+    ids = np.sort(ids[ids <= index.seq])
+    if index.stale:
+        ids = ids[~np.isin(ids, np.fromiter(index.stale, np.int64, len(index.stale)))]
+    if len(ids) > limit:
+        ids = ids[np.linspace(0, len(ids) - 1, limit).astype(np.int64)]
+    seqs, stored = records.vectors_of(ids.tolist())
+    if not len(seqs):
+        return 0, 0
+    held = index.vectors(seqs)
+    if stored.shape != held.shape:
+        return len(seqs), len(seqs)
+    differ = ~np.all(np.isclose(held, stored, rtol=0.0, atol=1e-6), axis=1)
+    return int(differ.sum()), len(seqs)

@@ -10,12 +10,9 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import MemoryFilter
 from DeepResearch.src.memory.backends.embedded.database import Database
+from DeepResearch.src.memory.backends.embedded.index_cache import mismatched_vectors
 from DeepResearch.src.memory.backends.embedded.records import Records, chunks
-from DeepResearch.src.memory.backends.embedded.vectors import (
-    IndexSettings,
-    UnusableIndexFile,
-    VectorIndex,
-)
+from DeepResearch.src.memory.backends.embedded.vectors import UnusableIndexFile, VectorIndex
 from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.errors import IndexMismatchError
 
@@ -61,13 +58,14 @@ def reembed_records(records: Records, reembed: Reembed, dimension: int, batch_si
         records.set_vectors(list(zip(order, vectors, strict=True)))
 
 
-def verify_index(
-    records: Records, index: VectorIndex, path: Path, settings: IndexSettings
-) -> list[str]:
-    """The index against the records (every record in it once, nothing else), and the saved
-    file's checksum."""
+HEALTH_SAMPLE = 1000  # index vectors `health` compares with the records'
+
+
+def verify_index(records: Records, index: VectorIndex, path: Path) -> list[str]:
+    """The index against the records (every record in it once, nothing else, a sample of its
+    vectors equal to theirs), and the saved file (checksum, store id)."""
     problems: list[str] = []
-    live = records.all_seqs()
+    live = records.indexable()[0]  # a record with a damaged vector is not indexed
     ids = index.ids()
     if index.stale:
         ids = ids[~np.isin(ids, np.fromiter(index.stale, np.int64, len(index.stale)))]
@@ -78,9 +76,15 @@ def verify_index(
             f"the vector index holds {len(ids)} vectors for {len(live)} records "
             f"({len(missing)} missing, {len(extra)} not in the records): reopening rebuilds it"
         )
+    differ, compared = mismatched_vectors(records, index, HEALTH_SAMPLE)
+    if differ:
+        problems.append(
+            f"{differ} of {compared} sampled vectors of the index differ from the records' "
+            "stored vectors (the index was built from other records): reopening rebuilds it"
+        )
     if path.exists():
         try:
-            VectorIndex(settings).load(path)
+            VectorIndex(index.settings, index.store_id).load(path)
         except (UnusableIndexFile, RuntimeError, OSError) as exc:
             problems.append(f"{path} is unusable ({exc}): the next open rebuilds it")
     bad = 0

@@ -1,6 +1,7 @@
 """Records in and out of the embedded backend's database: one transaction per write, filters
 in SQL, lexical search with FTS5's bm25(). Raises sqlite3 errors unchanged (the backend turns
-them into MemoryBackendError with their cause)."""
+them into MemoryBackendError with their cause). A row that cannot be decoded (decoding.py) is
+left out of every read, with one warning naming it; `damaged()` lists them for `health`."""
 
 from __future__ import annotations
 
@@ -16,8 +17,15 @@ from DeepResearch.src.memory.backends.base import (
     indexed_text,
     refuse_other_namespaces,
 )
+from DeepResearch.src.memory.backends.decoding import (
+    DamagedRecord,
+    decode_json,
+    decoded,
+    stored_problem,
+)
 from DeepResearch.src.memory.backends.embedded.database import Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
+from DeepResearch.src.memory.compression import content_problem
 from DeepResearch.src.memory.facts.forgetting import Forgotten
 from DeepResearch.src.memory.text import fts_query, tokenize
 
@@ -25,9 +33,11 @@ COLUMNS = (
     "seq, id, namespace, session_id, memory_type, agent_type, content, created_at, importance, "
     "temporal_weight, expires_at, content_codec, content_blob, metadata, vector, event_at"
 )
-# What a delete returns of each row: its seq, and what the fact cascade reads (Forgotten.of).
-DELETED = ("RETURNING seq, id, namespace, memory_type, CASE json_type(metadata, '$.message_id') "
-           "WHEN 'text' THEN json_extract(metadata, '$.message_id') END")
+# What a delete returns of each row: its seq, and what the fact cascade reads (Forgotten.of);
+# a row with damaged metadata JSON has no message id (json_type would fail on it).
+DELETED = ("RETURNING seq, id, namespace, memory_type, CASE WHEN json_valid(metadata) THEN "
+           "(CASE json_type(metadata, '$.message_id') WHEN 'text' THEN "
+           "json_extract(metadata, '$.message_id') END) END")
 Cascade = Callable[[list[Forgotten]], Sequence[str]]
 CHUNK = 500  # ids or seqs per IN (...) list (SQLite bounds the number of parameters)
 # In a store of COMMON_TERM_MIN_ROWS+ rows, query terms found in more than COMMON_TERM_SHARE
@@ -43,8 +53,12 @@ def chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
 
 
 class Records:
-    def __init__(self, db: Database) -> None:
+    """The records of `db`, whose vectors have `dimension` values (a stored vector of another
+    length makes its record damaged: never read, never indexed)."""
+
+    def __init__(self, db: Database, dimension: int) -> None:
         self.db = db
+        self.dimension = dimension
 
     # -- writes ---------------------------------------------------------------------------
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
@@ -136,7 +150,8 @@ class Records:
 
     # -- reads ----------------------------------------------------------------------------
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[int, MemoryRecord]]:
-        """(seq, record) of a `SELECT {COLUMNS} ...`, each with its relations."""
+        """(seq, record) of a `SELECT {COLUMNS} ...`, each with its relations; damaged rows
+        left out (one warning each)."""
         with self.db.lock:
             rows = self.db.conn.execute(sql, params).fetchall()
             relations: dict[str, list[tuple[str, str]]] = {}
@@ -147,7 +162,8 @@ class Records:
                     chunk,
                 ):
                     relations.setdefault(src, []).append((rel_type, dst))
-        return [(row[0], _to_record(row, relations.get(row[1], []))) for row in rows]
+        return decoded(rows, lambda row: (
+            row[0], _to_record(row, relations.get(row[1], []), self.dimension)))
 
     def get(self, ids: Sequence[str], flt: MemoryFilter | None = None) -> list[MemoryRecord]:
         """Records by id, in the order asked, missing ids (and, with `flt`, those it refuses)
@@ -187,12 +203,14 @@ class Records:
         return out
 
     def matching_seqs(self, flt: MemoryFilter, limit: int) -> np.ndarray:
-        """Seqs of the rows matching `flt`, at most `limit` of them."""
+        """Seqs of the rows matching `flt`, at most `limit` of them (those with a damaged
+        vector left out: the index does not hold them)."""
         where, params = filter_sql(flt)
         with self.db.lock:
             (text,) = self.db.conn.execute(
-                f"SELECT group_concat(seq) FROM (SELECT seq FROM records WHERE {where} LIMIT ?)",
-                [*params, limit],
+                "SELECT group_concat(seq) FROM (SELECT seq FROM records WHERE "
+                f"{where} AND length(vector) = ? LIMIT ?)",
+                [*params, 4 * self.dimension, limit],
             ).fetchone()
         return _seqs(text)
 
@@ -209,7 +227,42 @@ class Records:
                     f"SELECT seq, vector FROM records WHERE seq IN ({','.join('?' * len(chunk))})",
                     chunk,
                 ).fetchall()
-        return stack(rows)
+        return stack(rows, self.dimension)
+
+    def stored_dimension(self) -> int | None:
+        """The length of the first stored vector (None in an empty store)."""
+        with self.db.lock:
+            row = self.db.conn.execute("SELECT length(vector) FROM records LIMIT 1").fetchone()
+        return None if row is None else int(row[0]) // 4
+
+    def indexable(self) -> tuple[np.ndarray, int]:
+        """(seqs of the rows whose vector has the store's dimension: those the index holds,
+        how many rows there are in all)."""
+        with self.db.lock:
+            text, total = self.db.conn.execute(
+                "SELECT group_concat(CASE WHEN length(vector) = ? THEN seq END), count(*) "
+                "FROM records", (4 * self.dimension,)
+            ).fetchone()
+        return _seqs(text), int(total)
+
+    def damaged(self) -> dict[str, str]:
+        """{id: why} of every row a read cannot decode (what `health` counts)."""
+        out: dict[str, str] = {}
+        last = 0
+        while True:
+            with self.db.lock:
+                rows = self.db.conn.execute(
+                    "SELECT seq, id, metadata, content_codec, content_blob, length(vector) "
+                    "FROM records WHERE seq > ? ORDER BY seq LIMIT ?", (last, CHUNK)
+                ).fetchall()
+            for _, rid, metadata, codec, blob, size in rows:
+                problem = _vector_problem(size, self.dimension) or stored_problem(
+                    metadata, None, codec, blob)
+                if problem is not None:
+                    out[rid] = problem
+            if len(rows) < CHUNK:
+                return out
+            last = rows[-1][0]
 
     def changes_after(
         self, seq: int, deleted_pos: int, batch: int
@@ -321,22 +374,36 @@ def _seqs(text: str | None) -> np.ndarray:
     return np.array(text.split(","), dtype=np.int64) if text else np.zeros(0, np.int64)
 
 
-def stack(rows: Sequence[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
-    """(seqs, vectors) of (seq, vector BLOB) rows."""
+def stack(rows: Sequence[tuple[int, bytes]], dimension: int) -> tuple[np.ndarray, np.ndarray]:
+    """(seqs, vectors) of (seq, vector BLOB) rows, those of another dimension left out."""
+    if any(len(r[1]) != 4 * dimension for r in rows):  # damaged rows: left out
+        rows = [r for r in rows if len(r[1]) == 4 * dimension]
     seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     if not rows:
-        return seqs, np.zeros((0, 0), dtype=np.float32)
+        return seqs, np.zeros((0, dimension), dtype=np.float32)
     vectors = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
     return seqs, vectors
 
 
-def _to_record(row: Sequence[Any], relations: list[tuple[str, str]]) -> MemoryRecord:
+def _vector_problem(size: int | None, dimension: int) -> str | None:
+    if size == 4 * dimension:
+        return None
+    return f"its stored vector has {(size or 0) / 4:g} values, the store's dimension is {dimension}"
+
+
+def _to_record(
+    row: Sequence[Any], relations: list[tuple[str, str]], dimension: int
+) -> MemoryRecord:
+    """The record of a row; DamagedRecord when it cannot be decoded."""
     (_, rid, namespace, session_id, memory_type, agent_type, content, created_at, importance,
      temporal_weight, expires_at, codec, blob, metadata, vector, event_at) = row
+    problem = _vector_problem(len(vector), dimension) or content_problem(codec, blob)
+    if problem is not None:
+        raise DamagedRecord(rid, problem)
     return MemoryRecord(
         id=rid, namespace=namespace, session_id=session_id, memory_type=memory_type,
         agent_type=agent_type, content=content, created_at=created_at, importance=importance,
         temporal_weight=temporal_weight, expires_at=expires_at, content_codec=codec,
-        content_blob=blob, metadata=json.loads(metadata), relations=relations,
+        content_blob=blob, metadata=decode_json(metadata, "metadata", rid, "{}"), relations=relations,
         vector=np.frombuffer(vector, dtype=np.float32).copy(), event_at=event_at,
     )

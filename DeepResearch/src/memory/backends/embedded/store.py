@@ -29,6 +29,7 @@ from DeepResearch.src.memory.backends.base import (
     MemoryRecord,
     RelatedRecord,
 )
+from DeepResearch.src.memory.backends.decoding import damaged_summary
 from DeepResearch.src.memory.backends.embedded.database import (
     DB_FILE,
     Database,
@@ -116,7 +117,7 @@ class EmbeddedBackend(MemoryBackend):
         db = Database(db_path, synchronous=self.config.synchronous,
                       busy_timeout=self.config.busy_timeout)
         self._db = db
-        self._records = Records(db)
+        self._records = Records(db, self.dimension)
         return self._records
 
     def _open_sync(self) -> None:
@@ -126,7 +127,7 @@ class EmbeddedBackend(MemoryBackend):
             ensure_fact_schema(records.db)
             for name in OLD_FILES:
                 (self.root / name).unlink(missing_ok=True)
-            self._cache = IndexCache(self.settings, self.index_path)
+            self._cache = IndexCache(self.settings, self.index_path, records.db.store_id())
             self._cache.load(records)
         except (sqlite3.Error, OSError) as exc:
             self._close_db()
@@ -168,15 +169,15 @@ class EmbeddedBackend(MemoryBackend):
             if reembed is not None:
                 reembed_records(records, reembed, self.dimension, batch_size)
             else:
-                stored = records.vectors_of(records.all_seqs()[:1].tolist())[1]
-                if stored.size and stored.shape[1] != self.dimension:
+                stored = records.stored_dimension()
+                if stored is not None and stored != self.dimension:
                     raise IndexMismatchError(
-                        f"stored vectors have dimension {stored.shape[1]}, configured "
+                        f"stored vectors have dimension {stored}, configured "
                         f"{self.dimension}: rebuild with re-embedding (--reembed)"
                     )
             records.refill_fts()
             records.db.set_meta(self._expected_meta())
-            cache = IndexCache(self.settings, self.index_path)
+            cache = IndexCache(self.settings, self.index_path, records.db.store_id())
             cache.rebuild(records)
             cache.index.save(self.index_path)  # unlike a cache's save, a failure is the rebuild's
             return cache.index.live
@@ -339,8 +340,9 @@ class EmbeddedBackend(MemoryBackend):
         )
 
     async def verify(self) -> list[str]:
-        """The full check: SQLite's integrity_check, FTS5's, the index file's checksum, and
-        the index against the records. Problems found (none: sound)."""
+        """The full check: SQLite's integrity_check, FTS5's, the records reads cannot decode
+        (decoding.py), the index file (checksum, store id), and the index against the records.
+        Problems found (none: sound)."""
         def check() -> list[str]:
             records = self._require()
             problems = records.db.integrity_problems()
@@ -348,6 +350,7 @@ class EmbeddedBackend(MemoryBackend):
                 return problems
             self._catch_up()
             assert self._index is not None
-            return verify_index(records, self._index, self.index_path, self.settings)
+            return damaged_summary(records.damaged()) + verify_index(
+                records, self._index, self.index_path)
 
         return await self._run("checking the store", check)

@@ -4,8 +4,9 @@
 (approximate, inner product). Vectors are unit length, so inner product is the cosine
 whatever the configured metric, and orders like L2 would.
 
-`index.faiss` holds one header line (magic, then JSON: kind, dimension, the record seq and
-deletion-log position the index reflects, its size and the CRC-32 of the body) and the body
+`index.faiss` holds one header line (magic, then JSON: kind, dimension, the id of the store
+it was built for, the record seq and deletion-log position the index reflects, its size and
+the CRC-32 of the body) and the body
 (`faiss.serialize_index`). It is written to a temporary file in the same folder, fsynced and
 renamed over the old one; the temporary file is removed whatever fails.
 """
@@ -37,16 +38,18 @@ class IndexSettings:
 
 
 class UnusableIndexFile(Exception):
-    """The index file cannot be used (damaged, or built for other settings)."""
+    """The index file cannot be used (damaged, built for other settings or another store)."""
 
 
 class VectorIndex:
     """The index, where it stands in the records' history (`seq`: every record up to it has
     been added; `deleted_pos`: every deletion up to it applied), and the HNSW kind's deleted
-    ids still inside it (HNSW cannot remove; reads drop them, as SQLite no longer has them)."""
+    ids still inside it (HNSW cannot remove; reads drop them, as SQLite no longer has them).
+    `store_id`: the store it is built for (Database.store_id), kept in its file."""
 
-    def __init__(self, settings: IndexSettings) -> None:
+    def __init__(self, settings: IndexSettings, store_id: str) -> None:
         self.settings = settings
+        self.store_id = store_id
         self.index = self._new()
         self.seq = 0
         self.deleted_pos = 0
@@ -114,14 +117,16 @@ class VectorIndex:
         body = faiss.serialize_index(self.index)
         header = {
             "kind": self.settings.kind, "dimension": self.settings.dimension,
-            "seq": self.seq, "deleted_pos": self.deleted_pos, "ntotal": int(self.index.ntotal),
+            "store_id": self.store_id, "seq": self.seq, "deleted_pos": self.deleted_pos,
+            "ntotal": int(self.index.ntotal),
             "stale": sorted(self.stale), "bytes": int(body.nbytes), "crc32": zlib.crc32(body),
         }
         write_atomically(path, MAGIC + json.dumps(header).encode() + b"\n", body)
         self.changes = 0
 
     def load(self, path: Path) -> None:
-        """Read `path`; UnusableIndexFile if it is damaged or made for other settings."""
+        """Read `path`; UnusableIndexFile if it is damaged, made for other settings or for
+        another store."""
         data = path.read_bytes()
         if not data.startswith(MAGIC) or b"\n" not in data:
             raise UnusableIndexFile("no header: not an index file of this version")
@@ -140,6 +145,11 @@ class VectorIndex:
         got = {key: header.get(key) for key in want}
         if got != want:
             raise UnusableIndexFile(f"built as {got}, configured {want}")
+        if header.get("store_id") != self.store_id:
+            raise UnusableIndexFile(
+                f"built for store {header.get('store_id')!r}, this store is {self.store_id!r}: "
+                "copied from another store"
+            )
         index = faiss.deserialize_index(body)
         if index.ntotal != header["ntotal"]:
             raise UnusableIndexFile(f"holds {index.ntotal} vectors, header says {header['ntotal']}")
