@@ -206,8 +206,7 @@ class FactGraph:
                 outcome = apply_rules(fact, [changed.get(f.id, f) for f in pair],
                                       fact.predicate in self.config.single_valued, now)
                 changed.update((f.id, f) for f in outcome.changed)
-                if not outcome.repeated:
-                    pair.append(fact)
+                pair.extend(outcome.added)
                 results.append(outcome.fact)
             names = await self._names(store, changed.values(), resolver.pending)
             records = await self.fact_records(list(changed.values()), names)
