@@ -7,13 +7,16 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.client import MemorySystemClient
-from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.records_io import record_from_json, record_to_json
-from DeepResearch.src.memory.writes import failure_cause
+from DeepResearch.src.memory.writes import UNWRITTEN_FACT, failure_cause
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.facts.graph import FactGraph, FactSpec
 
 PAGE = 1000
 SHOWN_BAD_LINES = 20  # an import reports this many bad lines one by one, then counts the rest
@@ -51,8 +54,8 @@ async def export_jsonl(client: MemorySystemClient, scope: MemoryFilter, path: Pa
 
 
 async def import_jsonl(client: MemorySystemClient, path: Path) -> int:
-    """Import a JSONL export or spill file. Each line is checked like `store` checks its
-    items; bad lines are reported with their line numbers and skipped (exit status 1), the
+    """Import a JSONL export or spill file (its unwritten facts go to the graph, after the
+    memories). Each line is checked like `store` checks its items; bad lines are reported with their line numbers and skipped (exit status 1), the
     others imported. A file without any valid line is refused (exit status 2)."""
     from tqdm import tqdm
 
@@ -61,14 +64,21 @@ async def import_jsonl(client: MemorySystemClient, path: Path) -> int:
             total = sum(1 for _ in fh)
     except OSError as exc:
         raise MemoryInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    from DeepResearch.src.memory.facts.graph import FactGraph, FactSpec
+
+    graph = FactGraph(client)
     batch: list[MemoryRecord] = []
+    facts: list[FactSpec] = []  # a spill file's unwritten facts: written after the memories
     written, bad = 0, []
     dimension = client.embedder.dimension
     with path.open("rb") as fh, tqdm(total=total, unit="mem", desc="import") as bar:
         for lineno, raw in enumerate(fh, start=1):
             bar.update(1)
-            record = _parse_line(raw, f"{path}:{lineno}", client.config, dimension, bad)
+            record = _parse_line(raw, f"{path}:{lineno}", graph, dimension, bad)
             if record is None:
+                continue
+            if isinstance(record, FactSpec):
+                facts.append(record)
                 continue
             batch.append(record)
             if len(batch) >= client.config.storage.batch_size:
@@ -76,28 +86,41 @@ async def import_jsonl(client: MemorySystemClient, path: Path) -> int:
                 batch = []
         if batch:
             written += await _write_batch(client, batch, written)
+    if facts:
+        try:
+            await graph.write(facts)
+        except MemoryBackendError as exc:
+            raise MemoryBackendError(
+                f"import wrote {written} memories but not the {len(facts)} facts: "
+                f"{failure_cause(exc)}; running it again is safe (a fact sent again adds "
+                "nothing)") from exc
     for problem in bad[:SHOWN_BAD_LINES]:
         print(f"deepresearch-memory: skipped {problem}", file=sys.stderr)
     if len(bad) > SHOWN_BAD_LINES:
         print(f"deepresearch-memory: ... and {len(bad) - SHOWN_BAD_LINES} more bad lines",
               file=sys.stderr)
-    if bad and not written:
+    if bad and not written and not facts:
         raise MemoryInputError(f"{path}: none of its {len(bad)} lines is a valid memory; "
                                "nothing imported (expected the JSON lines of an export)")
     skipped = f", skipped {len(bad)} bad lines" if bad else ""
-    print(f"imported {written} memories from {path}{skipped}")
+    and_facts = f" and {len(facts)} facts" if facts else ""
+    print(f"imported {written} memories{and_facts} from {path}{skipped}")
     return 1 if bad else 0
 
 
 def _parse_line(
-    raw: bytes, where: str, config: MemoryConfig, dimension: int, bad: list[str]
-) -> MemoryRecord | None:
-    """The record of one line, or None for a blank line or a bad one (added to `bad`)."""
+    raw: bytes, where: str, graph: FactGraph, dimension: int, bad: list[str]
+) -> MemoryRecord | FactSpec | None:
+    """The record (or, for a spill file's unwritten fact, the fact) of one line, or None for a
+    blank line or a bad one (added to `bad`)."""
     try:
         text = raw.decode("utf-8")
         if not text.strip():
             return None
-        return record_from_json(json.loads(text), where, config, dimension)
+        data = json.loads(text)
+        if isinstance(data, dict) and data.get("kind") == UNWRITTEN_FACT:
+            return _fact_line(data, where, graph)
+        return record_from_json(data, where, graph.client.config, dimension)
     except UnicodeDecodeError as exc:
         bad.append(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})")
     except json.JSONDecodeError as exc:
@@ -105,6 +128,19 @@ def _parse_line(
     except MemoryInputError as exc:
         bad.append(str(exc))
     return None
+
+
+def _fact_line(data: dict[str, Any], where: str, graph: FactGraph) -> FactSpec:
+    fact = {k: v for k, v in data.items() if k not in ("kind", "namespace")}
+    namespace = data.get("namespace")
+    if namespace != graph.namespace:
+        raise MemoryInputError(
+            f"{where}: namespace {namespace!r} is not the configured memory.namespace="
+            f"{graph.namespace!r}; import this file with memory.namespace={namespace}")
+    try:
+        return graph.spec(fact)
+    except MemoryInputError as exc:
+        raise MemoryInputError(f"{where}: {exc}") from None
 
 
 async def _write_batch(client: MemorySystemClient, batch: list[MemoryRecord], before: int) -> int:

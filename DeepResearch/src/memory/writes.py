@@ -11,6 +11,9 @@
   write while the backend is unavailable) puts the records in the `outbox`; it is retried
   with exponential backoff on later flushes (upserts by id: a retry never duplicates), counted
   in stats()/health(), and at close spilled to a JSONL file if it still cannot be written.
+- Facts a caller could not write to the graph (`keep_facts`: a run's document facts while
+  the backend is down) are spilled with them, as `unwritten_fact` lines that
+  `deepresearch-memory import` writes to the graph again.
 - A spill that no folder can take is an error: `close()` raises UnwrittenMemoriesError, and
   at interpreter exit the process ends with status 1 (see `_exit_status`).
 """
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 _open_queues: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
 _lost_at_exit: list[int] = []  # memories the exit hook could not save: the status is then 1
 LOST_EXIT_STATUS = 1
+UNWRITTEN_FACT = "unwritten_fact"  # the `kind` of a spilled fact's line
 
 
 class UnwrittenMemoriesError(MemoryBackendError):
@@ -71,10 +75,12 @@ class WriteQueue:
         self.pending: list[MemoryRecord] = []
         self.refused: list[MemoryRecord] = []  # refused by the backend as data: spilled, never retried
         self.outbox: list[MemoryRecord] = []
+        self.facts: list[dict[str, Any]] = []  # unwritten facts (keep_facts): spilled at close
         self.written = 0
         self.failed_attempts = 0
         self.spilled_file: str | None = None
         self.spilled = 0  # memories saved to spill files
+        self.spilled_facts = 0  # facts saved to spill files
         self.unsaved = 0  # memories neither written nor spilled when the queue closed
         self.last_failure = ""
         self._retry_delay = 0.0
@@ -271,14 +277,20 @@ class WriteQueue:
         try:
             self.spill()
         except OSError as exc:
-            self.unsaved = len(self.outbox) + len(self.pending)
+            self.unsaved = len(self.outbox) + len(self.pending) + len(self.facts)
             _open_queues.discard(self)  # the caller hears it now; the exit hook stays quiet
             raise UnwrittenMemoriesError(
-                f"{self.unsaved} memories could not be written to the "
-                f"{self.client.config.backend!r} backend ({self.cause()}) nor saved to a spill "
-                f"file: {exc}"
+                f"{_what(len(self.outbox) + len(self.pending), len(self.facts))} could not be "
+                f"written to the {self.client.config.backend!r} backend ({self.cause()}) nor "
+                f"saved to a spill file: {exc}"
             ) from exc
         _open_queues.discard(self)
+
+    def keep_facts(self, facts: list[dict[str, Any]], cause: BaseException) -> None:
+        """Facts (FactSpec lines, facts/graph.py) the graph could not write: kept here and
+        spilled at close with the memories, so nothing a run could not write is dropped."""
+        self.facts.extend(facts)
+        self.last_failure = failure_cause(cause)
 
     def spill(self) -> Path | None:
         """Write the outbox (and anything pending) to a JSONL file; warn naming it. The file
@@ -287,10 +299,13 @@ class WriteQueue:
         writes failed, often), into the working folder or the system's temp folder. Raises
         OSError only when none of them can take it (no partial file is left behind)."""
         leftover = self.outbox + self.pending + self.refused
-        if not leftover:
+        facts = self.facts
+        if not leftover and not facts:
             return None
         name = spill_name(self.client.session_id)
         lines = [json.dumps(record_to_json(record)) + "\n" for record in leftover]
+        lines += [json.dumps({"kind": UNWRITTEN_FACT, "namespace": self.client.namespace,
+                              **fact}) + "\n" for fact in facts]
         failures: list[str] = []
         config = self.client.config
         for folder in _spill_folders(Path(config.storage.spill_dir or config.faiss.path), failures):
@@ -301,14 +316,16 @@ class WriteQueue:
             except OSError as exc:
                 failures.append(f"{folder}: {exc.strerror or exc}")
                 continue
-            self.outbox, self.pending, self.refused = [], [], []
+            self.outbox, self.pending, self.refused, self.facts = [], [], [], []
             self.spilled_file = str(path)
             self.spilled += len(leftover)
+            self.spilled_facts += len(facts)
             self.unsaved = 0
             log.warning(
-                "memory: %d memories could not be written to the %r backend (%s) and were "
-                "saved to %s; load them later with `deepresearch-memory import %s`",
-                len(leftover), self.client.config.backend, self.cause(), path, path,
+                "memory: %s could not be written to the %r backend (%s) and were saved to "
+                "%s; load them later with `deepresearch-memory import %s`",
+                _what(len(leftover), len(facts)), self.client.config.backend, self.cause(),
+                path, path,
             )
             return path
         raise OSError("; ".join(failures))
@@ -325,6 +342,11 @@ def _write_new_file(path: Path, lines: list[str]) -> None:
             fh.close()
             path.unlink(missing_ok=True)
             raise
+
+
+def _what(memories: int, facts: int) -> str:
+    parts = [f"{memories} memories"] if memories or not facts else []
+    return " and ".join([*parts, *([f"{facts} facts"] if facts else [])])
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
@@ -356,7 +378,7 @@ def _flush_at_exit() -> None:
     """Interpreter exit: flush every client that still holds writes, on a fresh loop in a
     fresh thread (the caller's loop may be gone); spill what cannot be written."""
     for queue in list(_open_queues):
-        if not (queue.pending or queue.outbox):
+        if not (queue.pending or queue.outbox or queue.facts):
             continue
         errors: list[BaseException] = []
 
@@ -376,7 +398,7 @@ def _flush_at_exit() -> None:
         try:
             queue.spill()
         except OSError as exc:
-            lost = len(queue.outbox) + len(queue.pending)
+            lost = len(queue.outbox) + len(queue.pending) + len(queue.facts)
             _lost_at_exit.append(lost)
             log.error(
                 "memory: %d unwritten memories lost at exit: cannot spill them (%s); the "

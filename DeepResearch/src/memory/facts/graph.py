@@ -20,7 +20,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import uuid4
 
@@ -69,6 +69,10 @@ class FactSpec:
     valid_at: float | None
     invalid_at: float | None
     subject_external_id: str | None = None  # the author id, when the subject is the author
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec as `FactGraph.spec` reads it back (a spill file's unwritten fact)."""
+        return {**asdict(self), "evidence": list(self.evidence)}
 
 
 class AmbiguousName(MemoryInputError):
@@ -206,8 +210,7 @@ class FactGraph:
                 outcome = apply_rules(fact, [changed.get(f.id, f) for f in pair],
                                       fact.predicate in self.config.single_valued, now)
                 changed.update((f.id, f) for f in outcome.changed)
-                if not outcome.repeated:
-                    pair.append(fact)
+                pair.extend(outcome.added)
                 results.append(outcome.fact)
             names = await self._names(store, changed.values(), resolver.pending)
             records = await self.fact_records(list(changed.values()), names)

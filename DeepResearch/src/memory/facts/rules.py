@@ -1,34 +1,43 @@
 """What a new fact does to the facts already known about its subject and predicate.
 
-- Repeated (same subject, predicate and object, and its time falls in the known fact's
-  validity, or extends an open one back in time): no new fact; the known one gains the new
-  evidence, its confidence rises by noisy-or (1 - (1 - a)(1 - b)), new attribute values win
-  (except `last_seen`, the latest of the two).
-- Contradicting, on a single-valued predicate (WORKS_AT, LIVES_IN; `facts.single_valued`):
-  an older fact still valid when the new one starts is closed: its `invalid_at` becomes the
-  new fact's `valid_at` (now, when unknown; a known fact of unknown start counts from when
-  the memory learned it). It is kept, and history queries show it.
-- Late (an older fact arriving after a newer one with another object): stored, but closed
-  at the newer fact's `valid_at`; it never overrides the newer one.
-Nothing is deleted; the functions only decide, the graph writes.
+- Already known (a fact with the same object already has all of the new one's evidence: the
+  same message or memory sent again): nothing changes, not even the confidence.
+- Repeated, on a multi-valued predicate (same subject, predicate and object, and its time
+  falls in the known fact's validity, or extends an open one back in time): no new fact; the
+  known one gains the new evidence, its confidence rises by noisy-or (1 - (1 - a)(1 - b)),
+  new attribute values win (except `last_seen`, the latest of the two).
+- Single-valued predicates (WORKS_AT, LIVES_IN; `facts.single_valued`) keep a timeline: every
+  statement (its evidence, its time, its confidence, an explicit end) is kept with the fact
+  it belongs to (attribute `_stated`, never shown), and each new statement rebuilds the
+  subject's timeline from all of them, ordered by their times (a statement without a time
+  counts from when the memory learned it): consecutive statements of one object are one fact
+  (valid from the first; confidence the noisy-or of theirs), closed when a statement of
+  another object starts. So the result does not depend on the order statements arrive in,
+  and at most one fact is current. Closed facts are kept; history queries show them.
+Nothing is deleted (a stored fact a rebuild no longer needs is retired: `expired_at`); the
+functions only decide, the graph writes.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
+from uuid import uuid4
 
 from DeepResearch.src.memory.facts.model import Fact
 from DeepResearch.src.memory.facts.store import name_key
 
 INF = float("inf")
+STATED = "_stated"  # single-valued facts: their statements, [evidence, at, learned, conf, end]
 
 
 @dataclass(slots=True)
 class Outcome:
     fact: Fact  # the stored fact the new one became (itself, or the known one it repeats)
     changed: list[Fact] = field(default_factory=list)  # facts to write (incl. `fact`)
-    repeated: bool = False
+    added: list[Fact] = field(default_factory=list)  # facts new to the subject's predicate
 
 
 def same_object(a: Fact, b: Fact) -> bool:
@@ -49,14 +58,16 @@ def _covers(known: Fact, at: float | None) -> bool:
 
 
 def apply_rules(new: Fact, known: Sequence[Fact], single_valued: bool, now: float) -> Outcome:
-    """`known`: the subject's facts of the same predicate (history included, none retired)."""
-    others = [f for f in known if not same_object(f, new) and f.expired_at is None]
-    start = new.valid_at if new.valid_at is not None else now
-    for old in (f for f in known if same_object(f, new) and f.expired_at is None):
+    """`known`: the subject's facts of the same predicate (history included)."""
+    live = [f for f in known if f.expired_at is None]
+    for old in live:
+        if same_object(old, new) and set(new.evidence) <= set(old.evidence):
+            return Outcome(old)  # this evidence was applied already: sending it again is a no-op
+    if single_valued:
+        return _timeline(new, live, now)
+    for old in (f for f in live if same_object(f, new)):
         extends = (old.invalid_at is None and new.valid_at is not None
-                   and old.valid_at is not None and new.valid_at < old.valid_at
-                   and not (single_valued and any(
-                       _between(o, new.valid_at, old.valid_at) for o in others)))
+                   and old.valid_at is not None and new.valid_at < old.valid_at)
         if _covers(old, new.valid_at) or extends:
             old.evidence = tuple(dict.fromkeys((*old.evidence, *new.evidence)))
             old.confidence = noisy_or(old.confidence, new.confidence)
@@ -67,26 +78,127 @@ def apply_rules(new: Fact, known: Sequence[Fact], single_valued: bool, now: floa
                 old.attributes["last_seen"] = max(seen)
             if extends:
                 old.valid_at = new.valid_at
-            return Outcome(old, [old], repeated=True)
-    changed: list[Fact] = []
-    if single_valued:
-        for old in others:
-            # an old fact of unknown start was true at least since the memory learned it
-            old_start = old.created_at if old.valid_at is None else old.valid_at
-            old_end = INF if old.invalid_at is None else old.invalid_at
-            if old_start < start < old_end:  # older and still valid when the new one starts
-                old.invalid_at = start
-                changed.append(old)
-            elif old_start >= start and new.valid_at is not None:  # the new one is late
-                end = INF if new.invalid_at is None else new.invalid_at
-                if old_start < end:
-                    new.invalid_at = old_start
-    changed.append(new)
-    return Outcome(new, changed)
+            return Outcome(old, [old])
+    return Outcome(new, [new], [new])
 
 
-def _between(fact: Fact, low: float, high: float) -> bool:
-    """Valid at some time in [low, high)."""
-    start = -INF if fact.valid_at is None else fact.valid_at
-    end = INF if fact.invalid_at is None else fact.invalid_at
-    return start < high and end > low
+# -- single-valued: the timeline ----------------------------------------------------------
+
+@dataclass(slots=True)
+class Statement:
+    evidence: tuple[str, ...]
+    at: float | None  # when it became true, as said (None: not said)
+    learned: float  # when the memory learned it
+    confidence: float
+    end: float | None  # an explicit end, as said
+    fact: Fact  # the fact it was stored with (object, attributes)
+
+    @property
+    def time(self) -> float:
+        if self.at is not None:
+            return self.at
+        if self.end is not None and self.end <= self.learned:
+            return -INF  # true until a time already past, start unknown
+        return self.learned
+
+    def key(self) -> tuple[float, str, tuple[str, ...]]:
+        return (self.time, _object_key(self.fact), self.evidence)
+
+    def row(self) -> list[Any]:
+        return [list(self.evidence), self.at, self.learned, self.confidence, self.end]
+
+
+def _object_key(fact: Fact) -> str:
+    return fact.object_id if fact.object_id is not None else "=" + name_key(fact.object_value or "")
+
+
+def _statements(fact: Fact, starts: set[float]) -> list[Statement]:
+    """The statements a fact holds: its `_stated` rows (evidence forgotten since left out),
+    and, for evidence no row names (a fact written before rows were kept, a new fact), one
+    statement of the fact's own times (an `invalid_at` that is another fact's start was a
+    closure, not said)."""
+    evidence = set(fact.evidence)
+    out: list[Statement] = []
+    rows = fact.attributes.get(STATED)
+    for row in rows if isinstance(rows, list) else []:
+        try:
+            ev, at, learned, conf, end = row
+            kept = tuple(e for e in ev if e in evidence)
+        except (TypeError, ValueError):
+            continue
+        if kept:
+            out.append(Statement(kept, at, learned, conf, end, fact))
+            evidence -= set(kept)
+    rest = tuple(e for e in fact.evidence if e in evidence)
+    if rest:
+        end = None if fact.invalid_at in starts else fact.invalid_at
+        out.append(Statement(rest, fact.valid_at, fact.created_at, fact.confidence, end, fact))
+    return out
+
+
+def _timeline(new: Fact, live: list[Fact], now: float) -> Outcome:
+    known_same = {e for f in live if same_object(f, new) for e in f.evidence}
+    new.evidence = tuple(e for e in new.evidence if e not in known_same)
+    starts = {f.valid_at for f in live if f.valid_at is not None}
+    statements = sorted((s for f in [*live, new] for s in _statements(f, starts)),
+                        key=Statement.key)
+    segments: list[list[Statement]] = []
+    ends: list[float | None] = []
+    for s in statements:
+        last = segments[-1] if segments else None
+        if (last is not None and _object_key(last[0].fact) == _object_key(s.fact)
+                and (ends[-1] is None or s.time < ends[-1])):
+            last.append(s)
+            if ends[-1] is not None and s.end is not None:
+                ends[-1] = max(ends[-1], s.end)
+        else:
+            segments.append([s])
+            ends.append(s.end)
+    before = {id(f): _snapshot(f) for f in live}
+    free = [*live, new]
+    result, added, used = new, [], []
+    for i, segment in enumerate(segments):
+        fact = _owner(segment, free, new, now)
+        used.append(fact)
+        following = segments[i + 1][0].time if i + 1 < len(segments) else None
+        end = min((t for t in (ends[i], following) if t is not None), default=None)
+        start = segment[0]
+        fact.valid_at = start.at
+        fact.invalid_at = end
+        fact.evidence = tuple(dict.fromkeys(e for s in segment for e in s.evidence))
+        confidence = 0.0
+        for s in segment:
+            confidence = noisy_or(confidence, s.confidence)
+        fact.confidence = confidence
+        if any(s.fact is new for s in segment):
+            result = fact
+            if fact is not new:
+                fact.attributes = {**fact.attributes, **new.attributes}
+        fact.attributes = {**fact.attributes, STATED: [s.row() for s in segment]}
+        if id(fact) not in before:
+            added.append(fact)
+    for fact in live:
+        if fact not in used:  # its statements now belong to another fact of this object
+            fact.expired_at = now
+    changed = [f for f in [*live, *added] if _snapshot(f) != before.get(id(f))]
+    return Outcome(result, changed, added)
+
+
+def _owner(segment: list[Statement], free: list[Fact], new: Fact, now: float) -> Fact:
+    """The fact a segment is written as: the free fact of its object holding most of its
+    evidence (a stored one before the new one), else a copy of its first statement's."""
+    evidence = {e for s in segment for e in s.evidence}
+    key = _object_key(segment[0].fact)
+    candidates = [f for f in free if _object_key(f) == key and evidence & set(f.evidence)]
+    if candidates:
+        best = max(candidates, key=lambda f: (len(evidence & set(f.evidence)), f is not new))
+        free.remove(best)
+        return best
+    source = segment[0].fact
+    return replace(source, id=f"fact-{uuid4().hex}", created_at=now, expired_at=None,
+                   attributes=dict(source.attributes))
+
+
+def _snapshot(fact: Fact) -> tuple[Any, ...]:
+    return (fact.valid_at, fact.invalid_at, fact.expired_at, fact.evidence, fact.confidence,
+            json.dumps(fact.attributes, sort_keys=True, default=str))

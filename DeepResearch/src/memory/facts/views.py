@@ -17,6 +17,8 @@ from DeepResearch.src.memory.facts.store import fact_is_current
 
 # Attributes kept with a fact but left out of its sentence (provenance, not meaning).
 UNSPOKEN = frozenset({"rule", "last_seen"})
+# Attributes kept for the rules alone (rules.py: a single-valued fact's statements): never shown.
+INTERNAL = frozenset({"_stated"})
 
 
 class EntityOut(BaseModel):
@@ -94,7 +96,8 @@ def fact_out(fact: Fact, names: dict[str, str], now: float | None = None) -> Fac
         evidence=list(fact.evidence), valid_at=stamp(fact.valid_at),
         invalid_at=stamp(fact.invalid_at),
         current=fact_is_current(fact, time.time() if now is None else now),
-        attributes=dict(fact.attributes), learned_at=stamp(fact.created_at) or "",
+        attributes={k: v for k, v in fact.attributes.items() if k not in INTERNAL},
+        learned_at=stamp(fact.created_at) or "",
     )
 
 
@@ -106,7 +109,7 @@ def sentence(fact: Fact, names: dict[str, str]) -> str:
     """The fact as one line of text: subject, predicate, object, then its attributes and
     validity ("since=2022-01", "until=2024-03" unless the attributes say otherwise)."""
     extra = {k: v for k, v in fact.attributes.items()
-             if v is not None and v != "" and k not in UNSPOKEN}
+             if v is not None and v != "" and k not in UNSPOKEN and k not in INTERNAL}
     if fact.valid_at is not None:
         extra.setdefault("since", _month(fact.valid_at))
     if fact.invalid_at is not None:

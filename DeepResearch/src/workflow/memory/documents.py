@@ -9,8 +9,9 @@ MAX_MENTIONS most frequent are kept. Only documents actually read are processed 
 (about a millisecond per kilobyte) and the facts are written in one batch when the run ends.
 
 With memory off this listener is never created; `flows.<flow>.memory.document_facts=false`
-leaves it idle. A backend without a fact store, or a failed write, costs the run nothing but
-a line in its memory problems.
+leaves it idle. A failed write costs the run nothing but a line in its memory problems; facts
+the backend could not take (down, full disk, ...) go to the run's spill file with its
+unwritten memories, and `deepresearch-memory import` writes them to the graph later.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from DeepResearch.src.datatypes.execution import ExecutionStatus
-from DeepResearch.src.memory.errors import MemorySubsystemError
+from DeepResearch.src.memory.errors import MemoryInputError, MemorySubsystemError
 from DeepResearch.src.memory.facts.extraction import OfflineExtractor
 from DeepResearch.src.memory.facts.model import ExtractedFact, ExtractionResult, Message
 from DeepResearch.src.tools.runner import ToolRunEvent
@@ -121,7 +122,7 @@ class DocumentFactCollector:
     async def flush(self, state: ResearchState | None = None) -> int:
         """Hand the pending facts to the graph (one write); the number stored."""
         run, facts, self.pending = self.run, self.pending, []
-        if run is None or not facts or not run.client.available:
+        if run is None or not facts:
             return 0
         from DeepResearch.src.memory.facts.graph import FactGraph
 
@@ -135,7 +136,11 @@ class DocumentFactCollector:
                 self.problems.append(str(exc))
         try:
             stored = await graph.write(specs)
-        except Exception as exc:  # no fact store, a full disk, ...: the run goes on
+        except MemoryInputError as exc:  # e.g. an ambiguous name: the facts cannot be written
+            run.degrade("storing facts from the documents read", exc, state)
+            return 0
+        except Exception as exc:  # the backend is down, a full disk, ...: spilled at close
+            run.client.writes.keep_facts([s.to_json() for s in specs], exc)
             run.degrade("storing facts from the documents read", exc, state)
             return 0
         run.stored["fact"] = run.stored.get("fact", 0) + len(stored)
