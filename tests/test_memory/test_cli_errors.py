@@ -153,7 +153,10 @@ def test_export_to_an_unwritable_path_is_one_error(tmp_path: Path, target: str) 
 
 
 def test_bad_overrides_and_filters_are_one_error(tmp_path: Path) -> None:
-    one_error_line(memory_cli(tmp_path / "m", "stats", "memory.faiss.paht=x"), 2, "memory.faiss.paht")
+    one_error_line(memory_cli(tmp_path / "m", "stats", "memory.faiss.paht=x"), 2,
+                   "unknown configuration key 'memory.faiss.paht'", "memory.faiss.path")
+    one_error_line(memory_cli(tmp_path / "m", "stats", "+memory.retreival.top_k=3"), 2,
+                   "'memory.retreival.top_k'", "memory.retrieval.top_k")
     one_error_line(memory_cli(tmp_path / "m", "forget", "--filter", "novalue"), 2, "KEY=VALUE")
 
 

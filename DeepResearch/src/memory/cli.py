@@ -42,19 +42,21 @@ from DeepResearch.src.memory.inputs import parse_filters
 from DeepResearch.src.memory.records_io import record_to_json
 from DeepResearch.src.memory.store_folder import check_store_folder
 from DeepResearch.src.memory.writes import failure_cause
+from DeepResearch.src.utils.config_keys import (
+    UnknownConfigKeyError,
+    check_override_keys,
+    compose,
+)
 
-CONFIG_MODULE = "DeepResearch.conf"  # the same configuration `deepresearch` composes
 MAX_TOP_K = next(m.le for m in RetrievalConfig.model_fields["top_k"].metadata if isinstance(m, Le))
 
 
 def compose_config(overrides: Sequence[str]) -> Any:
-    """The project's Hydra config (a DictConfig) composed with `overrides`."""
-    from hydra import compose, initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
-    with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
-        return compose(config_name="config", overrides=as_group_choice(overrides))
+    """The project's Hydra config (a DictConfig) composed with `overrides` (the same
+    configuration `deepresearch` composes); an unknown key raises UnknownConfigKeyError."""
+    overrides = as_group_choice(overrides)
+    check_override_keys(overrides)
+    return compose(overrides)
 
 
 def load_config(overrides: Sequence[str]) -> MemoryConfig:
@@ -294,6 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return service.serve(config) if args.command == "serve" else service.mcp_stdio(config)
         return asyncio.run(run(args, config))
+    except UnknownConfigKeyError as exc:
+        print(f"deepresearch-memory: error: {exc}", file=sys.stderr)
+        return 2
     except (HydraException, OmegaConfBaseException) as exc:
         # Hydra's message, without the blank lines and the search path it lists after them
         text = str(exc).split("Config search path")[0]
