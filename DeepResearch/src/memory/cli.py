@@ -11,7 +11,7 @@ embedding model (torch); the others start fast.
 
 Exit status: 0 done; 1 the backend failed (or `import` skipped bad lines, `health` found
 problems); 2 a mistake in the command, its input or the configuration. Errors are one line on
-stderr, never a traceback.
+stderr, never a traceback. Output piped into a reader that stops early (`| head`) ends with 0.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from DeepResearch.src.utils.config_keys import (
     check_override_keys,
     compose,
 )
+from DeepResearch.src.utils.pipes import closed_pipe_ends_quietly
 
 MAX_TOP_K = next(m.le for m in RetrievalConfig.model_fields["top_k"].metadata if isinstance(m, Le))
 
@@ -272,6 +273,12 @@ def split_overrides(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The console script; its output piped into a reader that stops early (`| head`) is a
+    normal end: exit status 0, nothing on stderr."""
+    return closed_pipe_ends_quietly(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -311,6 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemorySubsystemError as exc:  # input and configuration mistakes
         print(f"deepresearch-memory: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of the output is gone: closed_pipe_ends_quietly
+        raise
     except (sqlite3.Error, OSError) as exc:  # the store's files: full disk, lock, damage
         print(f"deepresearch-memory: backend error: {failure_cause(exc)}", file=sys.stderr)
         return 1
