@@ -26,13 +26,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from annotated_types import Le
-
 from DeepResearch.src.memory.backend_override import as_group_choice
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.cli_transfer import export_jsonl, import_jsonl
 from DeepResearch.src.memory.client import MemorySystemClient
-from DeepResearch.src.memory.config import MemoryConfig, RetrievalConfig
+from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.config_base import MAX_TOP_K
 from DeepResearch.src.memory.errors import (
     MemoryBackendError,
     MemoryInputError,
@@ -48,8 +47,6 @@ from DeepResearch.src.utils.config_keys import (
     compose,
 )
 from DeepResearch.src.utils.pipes import closed_pipe_ends_quietly
-
-MAX_TOP_K = next(m.le for m in RetrievalConfig.model_fields["top_k"].metadata if isinstance(m, Le))
 
 
 def compose_config(overrides: Sequence[str]) -> Any:
