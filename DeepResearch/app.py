@@ -16,6 +16,7 @@ from DeepResearch.src.agents.models import ModelConfigError
 from DeepResearch.src.memory.backend_override import as_group_choice
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
 from DeepResearch.src.rag.loader import DocumentsFolderError
+from DeepResearch.src.utils.config_keys import UnknownConfigKeyError, check_override_keys
 from DeepResearch.src.workflow.errors import ConfigurationError, WorkflowError
 from DeepResearch.src.workflow.resume import resume_command
 from DeepResearch.src.workflow.run import RunOutcome, run_graph, run_research, run_sync
@@ -80,10 +81,12 @@ def _main(cfg: DictConfig) -> None:
 
 
 def main() -> None:
-    """The console script: Hydra parses sys.argv (`memory.backend=X` read as the group choice)."""
+    """The console script: Hydra parses sys.argv (`memory.backend=X` read as the group choice);
+    an override naming no key of the configuration is refused first, in one line."""
     try:
         sys.argv[1:] = as_group_choice(sys.argv[1:])
-    except MemoryConfigError as exc:
+        check_override_keys([a for a in sys.argv[1:] if not a.startswith("-")])
+    except (MemoryConfigError, UnknownConfigKeyError) as exc:
         print(f"deepresearch: error: {exc}", file=sys.stderr)
         sys.exit(2)
     _main()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -152,8 +153,46 @@ def test_export_to_an_unwritable_path_is_one_error(tmp_path: Path, target: str) 
         one_error_line(memory_cli(store, "export", str(tmp_path / target)), 2, "cannot write", target)
 
 
+def test_a_reader_that_closes_the_pipe_early_is_a_normal_end(tmp_path: Path) -> None:
+    """`deepresearch-memory list | head -1`: far more output than a pipe holds (64 KiB), the
+    reader takes one line and closes its end; the command ends with 0 and a silent stderr."""
+    store = filled_store(tmp_path, 1500)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "list", "--limit", "3000",
+         "memory.backend=faiss", f"memory.faiss.path={store}"],
+        cwd=ROOT, env=env_without_keys(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0, err
+    assert first.startswith(b"m") and err == ""
+
+
+def test_an_export_into_a_pipe_whose_reader_stops_is_a_normal_end(tmp_path: Path) -> None:
+    """`export` into a named pipe (as into /dev/stdout): the reader takes one line and goes;
+    exit 0, nothing on stderr, and the pipe's name is left in place (it is no partial file)."""
+    store = filled_store(tmp_path, 1500)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "export", str(fifo),
+         "memory.backend=faiss", f"memory.faiss.path={store}"],
+        cwd=ROOT, env=env_without_keys(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    with fifo.open("rb") as reader:  # opens when the command opens its end
+        first = json.loads(reader.readline())
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert first["id"].startswith("m") and err == b"" and fifo.exists()
+
+
 def test_bad_overrides_and_filters_are_one_error(tmp_path: Path) -> None:
-    one_error_line(memory_cli(tmp_path / "m", "stats", "memory.faiss.paht=x"), 2, "memory.faiss.paht")
+    one_error_line(memory_cli(tmp_path / "m", "stats", "memory.faiss.paht=x"), 2,
+                   "unknown configuration key 'memory.faiss.paht'", "memory.faiss.path")
+    one_error_line(memory_cli(tmp_path / "m", "stats", "+memory.retreival.top_k=3"), 2,
+                   "'memory.retreival.top_k'", "memory.retrieval.top_k")
     one_error_line(memory_cli(tmp_path / "m", "forget", "--filter", "novalue"), 2, "KEY=VALUE")
 
 

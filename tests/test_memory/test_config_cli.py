@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,28 @@ def test_cli_does_not_import_torch_for_non_embedding_commands() -> None:
     code = "import sys; from DeepResearch.src.memory import cli; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_top_k_limit_the_docs_quote_is_the_one_validation_uses() -> None:
+    """One constant bounds top_k everywhere; every limit the docs give for it is that one."""
+    from DeepResearch.src.memory.config_base import MAX_TOP_K
+    from DeepResearch.src.memory.errors import MemoryInputError
+    from DeepResearch.src.memory.inputs import clean_top_k
+    from DeepResearch.src.memory.service.schemas import SearchRequest
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    quoted = [
+        int(n.replace(",", ""))
+        for doc in docs.glob("*.md")
+        for n in re.findall(r"top[_-]k`?[^\n]{0,40}?(?:at most |outside 1-|from 1 to )([\d,]+)",
+                            doc.read_text())
+    ]
+    assert len(quoted) >= 3 and set(quoted) == {MAX_TOP_K}, quoted
+    assert MemoryConfig.from_omegaconf({"retrieval": {"top_k": MAX_TOP_K}}).retrieval.top_k == MAX_TOP_K
+    with pytest.raises(MemoryConfigError, match="top_k"):
+        MemoryConfig.from_omegaconf({"retrieval": {"top_k": MAX_TOP_K + 1}})
+    with pytest.raises(ValueError, match=str(MAX_TOP_K)):
+        SearchRequest.model_validate({"query": "x", "top_k": MAX_TOP_K + 1})
+    assert clean_top_k(MAX_TOP_K) == MAX_TOP_K
+    with pytest.raises(MemoryInputError, match=str(MAX_TOP_K)):
+        clean_top_k(MAX_TOP_K + 1)

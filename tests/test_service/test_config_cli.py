@@ -18,7 +18,7 @@ pytestmark = pytest.mark.unit
     (["memory.service.workers=2"], "memory.service.workers=1, or use memory.backend=neo4j"),
     (["memory.service.port=70000"], "memory.service.port=70000"),
     (["memory.service.rate_limit.burst=0"], "memory.service.rate_limit.burst=0"),
-    (["+memory.service.colour=red"], "allowed keys here"),
+    (["+memory.service.colour=red"], "unknown configuration key 'memory.service.colour'"),
 ])
 def test_serve_refuses(overrides: list[str], says: str, tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.delenv("DEEPRESEARCH_MEMORY_API_KEYS", raising=False)

@@ -86,6 +86,37 @@ def test_unknown_flow_is_named(tmp_path: Path) -> None:
     assert "flow='magic' is unknown" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("override", "key", "nearest"),
+    [
+        ("flows.prime.enabled=true", "flows.prime.enabled", "flows.rag.enabled"),
+        ("+flows.prime.enabled=true", "flows.prime.enabled", "flows.rag.enabled"),
+        ("flows.default.max_iteration=3", "flows.default.max_iteration",
+         "flows.default.max_iterations"),
+        ("+flows.default.memory.retrival.min_similarity=0.5",
+         "flows.default.memory.retrival.min_similarity",
+         "flows.default.memory.retrieval.min_similarity"),
+        ("~memory.sesion_ttl", "memory.sesion_ttl", "memory.session_ttl"),
+    ],
+)
+def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
+    tmp_path: Path, override: str, key: str, nearest: str
+) -> None:
+    done = deepresearch(tmp_path, "question='x'", override)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert f"unknown configuration key {key!r}" in line and nearest in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_added_keys_where_the_config_is_open_are_accepted(tmp_path: Path) -> None:
+    done = deepresearch(
+        tmp_path, "question='x'", "llm=offline", "+memory.profiles.mine.max_items=3",
+        "+flows.default.memory.retrieval.min_similarity=0.5",
+    )
+    assert done.returncode == 0, done.stderr
+
+
 def test_bad_memory_value_is_named(tmp_path: Path) -> None:
     done = deepresearch(tmp_path, "question=x", "memory.retrieval.top_k=-3")
     assert done.returncode == 2

@@ -10,8 +10,9 @@ service, docs/service.md) and mcp (the MCP server on stdio). Only `search`, and
 embedding model (torch); the others start fast.
 
 Exit status: 0 done; 1 the backend failed, also part-way through the command (or `import`
-skipped bad lines, `health` found problems: damaged records among them); 2 a mistake in the command, its input or the configuration. Errors are one line on
-stderr, never a traceback.
+skipped bad lines, `health` found problems: damaged records among them); 2 a mistake in the
+command, its input or the configuration. Errors are one line on stderr, never a traceback.
+Output piped into a reader that stops early (`| head`) ends with 0.
 """
 
 from __future__ import annotations
@@ -26,13 +27,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from annotated_types import Le
-
 from DeepResearch.src.memory.backend_override import as_group_choice
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.cli_transfer import export_jsonl, import_jsonl
 from DeepResearch.src.memory.client import MemorySystemClient
-from DeepResearch.src.memory.config import MemoryConfig, RetrievalConfig
+from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.config_base import MAX_TOP_K
 from DeepResearch.src.memory.errors import (
     MemoryBackendError,
     MemoryInputError,
@@ -42,19 +42,20 @@ from DeepResearch.src.memory.inputs import parse_filters
 from DeepResearch.src.memory.records_io import record_to_json
 from DeepResearch.src.memory.store_folder import check_store_folder
 from DeepResearch.src.memory.writes import failure_cause
-
-CONFIG_MODULE = "DeepResearch.conf"  # the same configuration `deepresearch` composes
-MAX_TOP_K = next(m.le for m in RetrievalConfig.model_fields["top_k"].metadata if isinstance(m, Le))
+from DeepResearch.src.utils.config_keys import (
+    UnknownConfigKeyError,
+    check_override_keys,
+    compose,
+)
+from DeepResearch.src.utils.pipes import closed_pipe_ends_quietly
 
 
 def compose_config(overrides: Sequence[str]) -> Any:
-    """The project's Hydra config (a DictConfig) composed with `overrides`."""
-    from hydra import compose, initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
-    with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
-        return compose(config_name="config", overrides=as_group_choice(overrides))
+    """The project's Hydra config (a DictConfig) composed with `overrides` (the same
+    configuration `deepresearch` composes); an unknown key raises UnknownConfigKeyError."""
+    overrides = as_group_choice(overrides)
+    check_override_keys(overrides)
+    return compose(overrides)
 
 
 def load_config(overrides: Sequence[str]) -> MemoryConfig:
@@ -275,6 +276,12 @@ def split_overrides(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The console script; its output piped into a reader that stops early (`| head`) is a
+    normal end: exit status 0, nothing on stderr."""
+    return closed_pipe_ends_quietly(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
@@ -299,6 +306,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return service.serve(config) if args.command == "serve" else service.mcp_stdio(config)
         return asyncio.run(run(args, config))
+    except UnknownConfigKeyError as exc:
+        print(f"deepresearch-memory: error: {exc}", file=sys.stderr)
+        return 2
     except (HydraException, OmegaConfBaseException) as exc:
         # Hydra's message, without the blank lines and the search path it lists after them
         text = str(exc).split("Config search path")[0]
@@ -311,6 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemorySubsystemError as exc:  # input and configuration mistakes
         print(f"deepresearch-memory: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of the output is gone: closed_pipe_ends_quietly
+        raise
     except (sqlite3.Error, OSError) as exc:  # the store's files: full disk, lock, damage
         print(f"deepresearch-memory: backend error: {failure_cause(exc)}", file=sys.stderr)
         return 1

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -39,15 +41,20 @@ async def export_jsonl(client: MemorySystemClient, scope: MemoryFilter, path: Pa
     except OSError as exc:
         raise MemoryInputError(f"cannot write {path}: {exc.strerror or exc}") from None
     n = 0
+    regular = stat.S_ISREG(os.fstat(fh.fileno()).st_mode)  # not a pipe, /dev/stdout, a device
     try:
         with fh:
             async for record in scan_all(client, scope):
                 fh.write(json.dumps(record_to_json(record), ensure_ascii=False) + "\n")
                 n += 1
+    except BrokenPipeError:  # exported to a pipe (/dev/stdout) whose reader stopped: a normal end
+        raise
     except OSError as exc:
-        path.unlink(missing_ok=True)
+        if regular:  # only a file this export wrote is removed, never a pipe's or device's name
+            path.unlink(missing_ok=True)
         print(f"deepresearch-memory: export to {path} failed after {n} memories: "
-              f"{exc.strerror or exc}; the partial file was removed", file=sys.stderr)
+              f"{exc.strerror or exc}" + ("; the partial file was removed" if regular else ""),
+              file=sys.stderr)
         return 1
     print(f"exported {n} memories to {path}")
     return 0

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from DeepResearch.src.memory.config_base import Section
+from DeepResearch.src.memory.config_base import MAX_TOP_K, Section
 from DeepResearch.src.memory.config_service import (  # noqa: F401  (re-exported)
     RateLimitConfig,
     ServiceConfig,
@@ -90,7 +90,7 @@ class FeedbackConfig(Section):
 
 
 class RetrievalConfig(Section):
-    top_k: int = Field(default=5, ge=1, le=1000)
+    top_k: int = Field(default=5, ge=1, le=MAX_TOP_K)
     min_similarity: float = Field(default=0.0, ge=-1.0, le=1.0)
     max_age_seconds: float | None = Field(default=None, gt=0)
     hybrid: bool = True

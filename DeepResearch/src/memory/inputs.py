@@ -19,6 +19,7 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import JSONScalar, MemoryRecord
 from DeepResearch.src.memory.compression import compress_content
+from DeepResearch.src.memory.config_base import MAX_TOP_K
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.models import RelationType
 
@@ -37,7 +38,6 @@ ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")
 ID_RULE = "1-200 characters of letters, digits and _ . : @ - (first a letter or digit; no '..')"
 MAX_METADATA_BYTES = 65_536
 MAX_METADATA_DEPTH = 32
-MAX_TOP_K = 1000
 # Names a metadata key may not take: the record's own fields (and the filter keys for them).
 RECORD_FIELD_NAMES = frozenset(
     {"id", "namespace", "session_id", "memory_type", "agent_type", "content", "created_at",

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
+from DeepResearch.src.memory.config_base import MAX_TOP_K
 from DeepResearch.src.memory.facts.validation import parse_timestamp
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
@@ -87,7 +88,7 @@ class StoreResponse(BaseModel):
 
 class SearchRequest(_Scoped):
     query: str = Field(min_length=1)
-    top_k: int | None = Field(default=None, ge=1, le=1000)
+    top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
     filters: dict[str, Any] | None = None
     session_id: str | None = Field(default=None, pattern=ID_PATTERN,
                                    description="one session (default: every session)")

@@ -1,0 +1,139 @@
+"""Command-line overrides checked against the keys the composed configuration has.
+
+Hydra refuses `flows.prime.enabled=true` with a multi-line error and accepts
+`+flows.prime.enabled=true` silently (the key is added, nothing reads it). Both commands
+(`deepresearch`, `deepresearch-memory`) check their overrides here first: a key the
+configuration does not have gets one line naming it and the nearest known keys.
+
+A `+` key is accepted where the configuration is an open mapping (OPEN_KEYS: a new memory
+profile, a new agent's profile choice, ...) and, under `flows.<flow>.memory.`, where it names
+a `memory.` key (a flow's own memory settings: docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from fnmatch import fnmatchcase
+from importlib.resources import files
+from typing import Any
+
+CONFIG_MODULE = "DeepResearch.conf"
+
+# Mappings whose keys are the user's to choose: `+memory.profiles.mine.max_items=5`.
+OPEN_KEYS = (
+    "memory.profiles.*",
+    "memory.facts.object_types.*",
+    "flows.*.memory.agent_profiles.*",
+)
+
+
+class UnknownConfigKeyError(ValueError):
+    """An override names a key the composed configuration does not have."""
+
+    def __init__(self, key: str, nearest: Sequence[str]) -> None:
+        self.key = key
+        self.nearest = list(nearest)
+        hint = f"nearest known keys: {', '.join(self.nearest)}" if nearest else (
+            "no known key is close; `--cfg job` shows them all")
+        super().__init__(f"unknown configuration key {key!r}; {hint}")
+
+
+def dotted_keys(node: Any, prefix: str = "") -> set[str]:
+    """Every key of a (Dict/List)Config or plain mapping, dotted: `flows`, `flows.rag`, ..."""
+    from omegaconf import DictConfig, OmegaConf
+
+    if isinstance(node, DictConfig):
+        node = OmegaConf.to_container(node, resolve=False)
+    out: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            full = f"{prefix}{key}"
+            out.add(full)
+            out |= dotted_keys(value, full + ".")
+    return out
+
+
+def nearest_keys(key: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The known keys closest to `key` (difflib ratio), best first; leaf-name matches help."""
+    known = sorted(known)
+    close = difflib.get_close_matches(key, known, n=n, cutoff=0.6)
+    if len(close) < n:  # `flows.default.max_iteration` vs a deep key: compare the last parts too
+        leaf = key.rsplit(".", 1)[-1]
+        by_leaf = [k for k in known if k not in close and difflib.SequenceMatcher(
+            None, leaf, k.rsplit(".", 1)[-1]).ratio() >= 0.8 and k.split(".")[0] == key.split(".")[0]]
+        close += difflib.get_close_matches(key, by_leaf, n=n - len(close), cutoff=0.0)
+    return close
+
+
+def compose(overrides: Sequence[str]) -> Any:
+    """The package's Hydra configuration (a DictConfig) composed with `overrides`."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_module(config_module=CONFIG_MODULE, version_base="1.3"):
+            return hydra_compose(config_name="config", overrides=list(overrides))
+    finally:
+        GlobalHydra.instance().clear()
+
+
+def config_groups() -> set[str]:
+    """The config groups of the package's configuration: llm, flows, memory, memory/backend."""
+    groups: set[str] = set()
+
+    def walk(folder: Any, prefix: str) -> None:
+        for entry in folder.iterdir():
+            if entry.is_dir() and not entry.name.startswith("__"):
+                groups.add(prefix + entry.name)
+                walk(entry, f"{prefix}{entry.name}/")
+
+    walk(files(CONFIG_MODULE), "")
+    return groups
+
+
+def is_known(key: str, known: set[str]) -> bool:
+    """`key` is in the configuration, under an open mapping, or a flow's memory setting."""
+    if key in known or any(fnmatchcase(key, pattern) for pattern in OPEN_KEYS):
+        return True
+    parts = key.split(".")
+    if len(parts) > 3 and parts[0] == "flows" and parts[2] == "memory":
+        return f"flows.{parts[1]}" in known and "memory." + ".".join(parts[3:]) in known
+    return False
+
+
+def check_override_keys(overrides: Sequence[str]) -> None:
+    """Raise UnknownConfigKeyError for the first override naming an unknown key.
+
+    The known keys are those of the configuration composed with the group choices among
+    `overrides` (llm=openai, memory/backend=neo4j: `memory.backend=X` already rewritten by
+    memory/backend_override.as_group_choice). Hydra's
+    own overrides (hydra.*, hydra/...) and lines Hydra cannot parse are left to Hydra."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(overrides))
+    except HydraException:
+        return  # Hydra reports the syntax error itself
+    groups = config_groups()
+    choices = [o.input_line for o in parsed if o.key_or_group in groups and o.input_line]
+    values = [o for o in parsed if o.key_or_group not in groups and not o.is_hydra_override()]
+    if not values:
+        return
+    known = dotted_keys(compose(choices))
+    for o in values:
+        key = o.key_or_group
+        if not is_known(key, known):
+            raise UnknownConfigKeyError(key, nearest_keys(key, known | flow_memory_keys(key, known)))
+
+
+def flow_memory_keys(key: str, known: set[str]) -> set[str]:
+    """For a key under `flows.<flow>.memory.`: the memory keys that flow may set, spelt so."""
+    parts = key.split(".")
+    if len(parts) < 4 or parts[0] != "flows" or parts[2] != "memory":
+        return set()
+    prefix = f"flows.{parts[1]}."
+    return {prefix + k for k in known if k.startswith("memory.")}
