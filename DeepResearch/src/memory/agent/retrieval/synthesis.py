@@ -26,11 +26,13 @@ confidence >= 0.8, m their mean confidence and s the share of tool calls that su
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from DeepResearch.src.memory.agent.retrieval.types import (
     MEMORY_TOOL,
+    AnswerFact,
     Confidence,
     ConversationAnalysis,
     FoundFact,
@@ -167,18 +169,19 @@ def sentence(fact: FoundFact) -> str:
         years = _number(attrs.get("years") or attrs.get("years_experience"))
         text = f"{s} has {level}-level {o} skills" if level else f"{s} has {o} skills"
         return text + (f" with {years} years of experience" if years else "")
+    span = f" from {start} to {end}" if start and end else (f" until {end}" if end else "")
     if p == "LIVES_IN":
-        return f"{s} previously lived in {o}" if closed else f"{s} lives in {o}" + (f" since {start}" if start else "")
+        return f"{s} previously lived in {o}{span}" if closed else f"{s} lives in {o}" + (f" since {start}" if start else "")
     simple = {
         "INTERESTED_IN": "is interested in", "STUDIED_AT": "studied at", "KNOWS": "knows",
         "CLOSE_TO": "is close to", "MEMBER_OF": "is a member of", "MENTIONED": "mentioned",
         "PARTICIPATED_IN": "took part in",
     }
     if p in simple:
-        return f"{s} {simple[p]} {o}" + (f" (until {end})" if closed and end else "")
+        return f"{s} {simple[p]} {o}" + (f" ({span.strip()})" if closed and span else "")
     if fact.sentence:
         return " ".join(fact.sentence.split()).rstrip(".")
-    return f"{s} {p.replace('_', ' ').casefold()} {o}"
+    return f"{s} {p.replace('_', ' ').casefold()} {o}" + (f" ({span.strip()})" if closed and span else "")
 
 
 def format_fact(fact: FoundFact) -> str:
@@ -186,6 +189,22 @@ def format_fact(fact: FoundFact) -> str:
     if not evidence:
         evidence = f"fact {fact.fact_id}" if fact.fact_id else "none"
     return f"{sentence(fact).rstrip('.')} (confidence: {fact.confidence:.2f}, evidence: {evidence})"
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+def answer_fact(fact: FoundFact, now: float | None = None) -> AnswerFact:
+    """The fact as the answer returns it: its sentence, structure and validity."""
+    now = time.time() if now is None else now
+    return AnswerFact(
+        text=format_fact(fact), subject=fact.subject, predicate=fact.predicate, object=fact.object,
+        confidence=round(fact.confidence, 6), evidence=list(fact.evidence),
+        valid_at=_iso(fact.valid_at), invalid_at=_iso(fact.invalid_at),
+        current=(fact.invalid_at is None or fact.invalid_at > now)
+        and (fact.valid_at is None or fact.valid_at <= now),
+    )
 
 
 def confidence_score(facts: list[FoundFact], calls: int, successes: int) -> float:

@@ -156,8 +156,23 @@ class RetrievalMetadata(BaseModel):
     planner: Literal["model", "rules"] = "rules"
 
 
+class AnswerFact(BaseModel):
+    """One returned fact with its structure and validity (`facts[i]` is its sentence)."""
+
+    text: str
+    subject: str
+    predicate: str | None  # None: a memory without structure (a message)
+    object: str
+    confidence: float
+    evidence: list[str]
+    valid_at: str | None  # ISO 8601 UTC; None: unknown
+    invalid_at: str | None  # when it ended; None: still true (or unknown)
+    current: bool  # true now: not ended, and not starting in the future
+
+
 class RetrievalResult(BaseModel):
     facts: list[str]
     confidence: Confidence
     metadata: RetrievalMetadata
+    details: list[AnswerFact] = Field(default_factory=list)  # the same facts, structured
     trace: list[TraceEvent] = Field(default_factory=list)
