@@ -318,3 +318,18 @@ async def test_the_model_asks_for_history_and_the_answer_carries_validity(team_h
     google = jobs["Charlie previously worked at Google from 2019 to 2021 as a Software Engineer"]
     assert google.invalid_at == "2021-02-01T00:00:00+00:00" and not google.current
     assert jobs["Charlie works at Stripe since 2021"].current
+
+
+async def test_the_channel_s_people_rank_after_weak_answers_and_context(team: FactGraph) -> None:
+    """A participation fact is certain (confidence 1.0), an answer may not be: a weak answer
+    and an off-topic hit kept as context still come before the channel's people."""
+    await team.add_facts([
+        dict(subject="Erin", predicate="INTERESTED_IN", object="deep learning", confidence=0.8, evidence="e1"),
+        dict(subject="Gus", predicate="INTERESTED_IN", object="chess", confidence=0.3, evidence="g1"),
+    ])
+    for question, answer in (("Anyone here into neural networks?", "Erin is interested in deep learning"),
+                             ("Tell me about Gus", "Gus is interested in chess")):
+        result = await retrieve_context(team, None, [question], channel_id="general")
+        found = [i for i, f in enumerate(result.facts) if f.startswith(answer)]
+        channel = [i for i, f in enumerate(result.facts) if "took part in general" in f]
+        assert found and channel and max(found) < min(channel), result.facts

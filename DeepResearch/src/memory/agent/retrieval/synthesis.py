@@ -7,8 +7,10 @@ Relevance of a fact, in [0, 1], is the sum of
   0.2  its predicate is one the question asks about: by the question's kind (experts ->
        HAS_SKILL, INTERESTED_IN; organization -> WORKS_AT, WORKED_AT; location -> LIVES_IN;
        ...) or, about a person, by its words ("where does Alice work" -> WORKS_AT, WORKED_AT),
-capped at 1. Facts are ranked by 0.6 * relevance + 0.4 * confidence (ties: the more
-confident, the newer, then the tool's own order, e.g. find_experts' expertise).
+capped at 1. Facts are ranked in three tiers: the answers (relevance >= 0.4), then the
+off-topic hits kept as context, then the channel's people; within a tier by 0.6 * relevance
++ 0.4 * confidence (ties: the more confident, the newer, then the tool's own order, e.g.
+find_experts' expertise).
 A semantic or memory hit that names nothing the conversation asks about (relevance < 0.4)
 is not on topic: it is returned, ranked after the others, only if its similarity to the
 search's query is at least `min_similarity` (default 0.3; with all-MiniLM-L6-v2 unrelated
@@ -81,7 +83,8 @@ def score_relevance(fact: FoundFact, analysis: ConversationAnalysis) -> float:
         asked |= _KIND_PREDICATES.get(need.kind, set()) | set(need.focus)
     if fact.predicate and fact.predicate.upper() in asked:
         score += 0.2
-    if needs and all(n.kind == "channel" for n in needs):
+    fact.context = bool(needs) and all(n.kind == "channel" for n in needs)
+    if fact.context:
         score = min(score, CONTEXT)  # the channel's people: context, after the answers
     return min(1.0, score)
 
@@ -104,16 +107,24 @@ def deduplicate(facts: list[FoundFact]) -> list[FoundFact]:
         best, worse = (fact, other) if fact.confidence > other.confidence else (other, fact)
         best.evidence = tuple(dict.fromkeys(best.evidence + worse.evidence))
         best.relevance = max(best.relevance, worse.relevance)
+        best.context = best.context and worse.context  # an answer too, if either copy is
         known = [s for s in (best.similarity, worse.similarity) if s is not None]
         best.similarity = max(known) if known else None
         kept[key] = best
     return list(kept.values())
 
 
+def tier(fact: FoundFact) -> int:
+    """0 an answer (on topic), 1 an off-topic hit kept as context, 2 the channel's people."""
+    return 2 if fact.context else 0 if fact.relevance >= ON_TOPIC else 1
+
+
 def rank(facts: list[FoundFact]) -> list[FoundFact]:
+    """Answers first, then off-topic context, then the channel's people; within a tier by
+    0.6 relevance + 0.4 confidence, then confidence, the newer, the tool's own order."""
     return sorted(
         facts,
-        key=lambda f: (round(0.6 * f.relevance + 0.4 * f.confidence, 9), f.confidence,
+        key=lambda f: (-tier(f), round(0.6 * f.relevance + 0.4 * f.confidence, 9), f.confidence,
                        f.valid_at or 0.0, -f.order),
         reverse=True,
     )

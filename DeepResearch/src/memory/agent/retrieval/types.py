@@ -111,6 +111,7 @@ class FoundFact:
     relevance: float = 0.0
     similarity: float | None = None  # to the query, for what a similarity search found
     order: int = 0  # its position in the tool's answer (the tool's own ranking)
+    context: bool = False  # found only for the channel's people: ranked after every answer
 
     def key(self) -> tuple[str, ...]:
         """De-duplication identity: same person + predicate + object (or the same text)."""
