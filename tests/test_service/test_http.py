@@ -174,6 +174,11 @@ def test_ingest_facts_retrieve(service: TestClient) -> None:
     out = r.json()
     assert any("Ann Lee works at Acme" in f for f in out["facts"]) and len(out["facts"]) <= 5
     assert out["confidence"] in ("high", "medium", "low")
+    # the same facts with their structure and validity
+    assert [d["text"] for d in out["details"]] == out["facts"]
+    acme = next(d for d in out["details"] if d["object"] == "Acme")
+    assert (acme["subject"], acme["predicate"], acme["current"], acme["invalid_at"]) == (
+        "Ann Lee", "WORKS_AT", True, None)
     md = out["metadata"]
     assert md["request_id"] == r.headers["x-request-id"] and md["iterations_used"] >= 1
     assert md["queries_executed"] >= 1 and md["processing_time_ms"] > 0

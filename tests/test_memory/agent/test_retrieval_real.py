@@ -100,7 +100,9 @@ async def test_an_unknown_person_falls_back_to_semantic_search(team: FactGraph) 
     calls = [e.call for e in result.trace if e.call]
     assert calls[0].tool == "get_person_profile" and calls[0].output_size == 0
     assert "no person named 'Zed' is known" in (calls[0].message or "")
-    assert [c.tool for c in calls][1:] == ["semantic_search_facts", "search_memory"]
+    # no timeline for a person the graph does not know; current facts, then ended ones too
+    assert [c.tool for c in calls][1:] == ["semantic_search_facts", "semantic_search_facts", "search_memory"]
+    assert calls[2].input == {"query": "Zed", "include_history": True}
     assert result.metadata.stop_reason == "plan_exhausted"
     assert result.confidence == "low"  # the nearest facts come back, but none names Zed
 
@@ -236,3 +238,98 @@ async def test_noise_does_not_use_up_max_facts(team: FactGraph) -> None:
     tools = [e.call.tool for e in result.trace if e.call]
     assert "find_experts" in tools, (result.metadata.stop_reason, tools)
     assert any(f.startswith("Alice has expert-level Python skills") for f in result.facts)
+
+
+CHARLIE_AT_GOOGLE = dict(subject="Charlie", predicate="WORKS_AT", object="Google", confidence=0.92,
+                         evidence="msg_456", valid_at="2019-01", invalid_at="2021-02",
+                         attributes={"role": "Software Engineer"})
+
+
+@pytest.fixture
+async def team_history(team: FactGraph) -> FactGraph:
+    await team.add_facts([CHARLIE_AT_GOOGLE])
+    return team
+
+
+async def test_didn_t_charlie_work_there_finds_his_ended_job(team_history: FactGraph) -> None:
+    """Seed 002's third example: "there" is Google, named a message earlier; Charlie's job
+    there has ended, so only his history answers, and the answer says when it ended."""
+    result = await retrieve_context(team_history, None, [
+        {"author_name": "user1", "content": "I'm thinking about applying to Google"},
+        {"author_name": "user2", "content": "Didn't Charlie work there?"},
+        {"author_name": "user1", "content": "Yeah, I should ask him about it"},
+    ])
+    charlie = [d for d in result.details if d.subject == "Charlie" and d.object == "Google"]
+    assert charlie and charlie[0].text.startswith(
+        "Charlie previously worked at Google from 2019 to 2021 as a Software Engineer "
+        "(confidence: 0.92, evidence: msg_456)"), result.facts
+    assert charlie[0].invalid_at == "2021-02-01T00:00:00+00:00" and not charlie[0].current
+    assert charlie[0].valid_at == "2019-01-01T00:00:00+00:00"
+    # the other Google people, past ones included
+    assert {d.subject for d in result.details if d.object == "Google"} >= {"Alice", "Bob", "Dana"}
+    assert [d.text for d in result.details] == result.facts
+    current = next(d for d in result.details if d.subject == "Alice" and d.object == "Google")
+    assert current.current and current.invalid_at is None
+
+
+async def test_anyone_work_at_google_includes_past_employees(team: FactGraph) -> None:
+    result = await retrieve_context(team, None, ["Anyone work at Google?"])
+    assert any(f.startswith("Dana previously worked at Google from 2018 to 2019") for f in result.facts), result.facts
+    assert {f.split(" ")[0] for f in result.facts} >= {"Alice", "Bob", "Dana"}
+    calls = [e.call for e in result.trace if e.call]
+    assert (calls[0].tool, calls[0].input) == (
+        "find_people_by_organization", {"organization": "Google", "current_only": False})
+
+
+async def test_a_question_no_current_fact_answers_searches_history(team: FactGraph) -> None:
+    """Dana's current profile has no job: her timeline is asked next and says when the
+    ended one ended."""
+    result = await retrieve_context(team, None, ["Where does Dana work?"])
+    tools = [e.call.tool for e in result.trace if e.call]
+    assert tools[:2] == ["get_person_profile", "get_person_timeline"]
+    job = [d for d in result.details if d.predicate == "WORKS_AT"]
+    assert [d.text.split(" (")[0] for d in job] == ["Dana previously worked at Google from 2018 to 2019"]
+    assert job[0].invalid_at == "2020-01-01T00:00:00+00:00" and not job[0].current
+    nobody_now = await retrieve_context(team, None, ["Who works at Microsoft?"])
+    assert any(f.startswith("Alice previously worked at Microsoft from 2019 to 2021")
+               for f in nobody_now.facts), nobody_now.facts
+
+
+async def test_the_model_asks_for_history_and_the_answer_carries_validity(team_history: FactGraph) -> None:
+    prompts: list[str] = []
+    plans = [
+        {"action": "call", "tool": "get_person_profile",
+         "arguments": {"person": "Charlie", "fact_types": ["WORKS_AT"], "include_history": True}},
+        {"action": "finish", "reason": "found Charlie's jobs"},
+    ]
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if "goal_met" in info.output_tools[0].parameters_json_schema.get("properties", {}):
+            return ModelResponse(parts=[ToolCallPart("final_result", {"goal_met": False})])
+        prompts.append(str(messages[-1].parts[-1].content))
+        return ModelResponse(parts=[ToolCallPart("final_result", plans.pop(0))])
+
+    result = await retrieve_context(team_history, None, ["Didn't Charlie work at Google?"],
+                                    model=FunctionModel(respond))
+    assert "include_history" in prompts[0]  # the model is shown the argument
+    jobs = {d.text.split(" (")[0]: d for d in result.details}
+    assert set(jobs) == {"Charlie works at Stripe since 2021",
+                         "Charlie previously worked at Google from 2019 to 2021 as a Software Engineer"}
+    google = jobs["Charlie previously worked at Google from 2019 to 2021 as a Software Engineer"]
+    assert google.invalid_at == "2021-02-01T00:00:00+00:00" and not google.current
+    assert jobs["Charlie works at Stripe since 2021"].current
+
+
+async def test_the_channel_s_people_rank_after_weak_answers_and_context(team: FactGraph) -> None:
+    """A participation fact is certain (confidence 1.0), an answer may not be: a weak answer
+    and an off-topic hit kept as context still come before the channel's people."""
+    await team.add_facts([
+        dict(subject="Erin", predicate="INTERESTED_IN", object="deep learning", confidence=0.8, evidence="e1"),
+        dict(subject="Gus", predicate="INTERESTED_IN", object="chess", confidence=0.3, evidence="g1"),
+    ])
+    for question, answer in (("Anyone here into neural networks?", "Erin is interested in deep learning"),
+                             ("Tell me about Gus", "Gus is interested in chess")):
+        result = await retrieve_context(team, None, [question], channel_id="general")
+        found = [i for i, f in enumerate(result.facts) if f.startswith(answer)]
+        channel = [i for i, f in enumerate(result.facts) if "took part in general" in f]
+        assert found and channel and max(found) < min(channel), result.facts

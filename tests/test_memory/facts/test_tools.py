@@ -41,12 +41,23 @@ async def test_people_by_skill_with_min_proficiency(team: FactGraph) -> None:
     assert people(await TOOLS["find_people_by_skill"](team, "Cobol")) == []
 
 
-async def test_people_by_organization_now_and_ever(team: FactGraph) -> None:
-    assert sorted(people(await TOOLS["find_people_by_organization"](team, "Google"))) == ["Alice", "Bob"]
-    ever = await TOOLS["find_people_by_organization"](team, "google", current_only=False)
-    assert sorted(people(ever)) == ["Alice", "Bob", "Dana"]
-    assert people(await TOOLS["find_people_by_organization"](team, "Microsoft")) == []
-    assert people(await TOOLS["find_people_by_organization"](team, "Microsoft", False)) == ["Alice"]
+async def test_people_by_organization_ever_unless_current_only(team: FactGraph) -> None:
+    ever = await TOOLS["find_people_by_organization"](team, "google")
+    assert sorted(people(ever)) == ["Alice", "Bob", "Dana"]  # Dana left: past members by default
+    dana = next(h for h in ever.people if h.person.name == "Dana").facts[0]
+    assert dana.invalid_at == "2020-01-01T00:00:00+00:00" and not dana.current
+    now = await TOOLS["find_people_by_organization"](team, "Google", current_only=True)
+    assert sorted(people(now)) == ["Alice", "Bob"]
+    assert people(await TOOLS["find_people_by_organization"](team, "Microsoft", current_only=True)) == []
+    assert people(await TOOLS["find_people_by_organization"](team, "Microsoft")) == ["Alice"]
+
+
+async def test_profile_with_history_and_fact_types(team: FactGraph) -> None:
+    jobs = await TOOLS["get_person_profile"](team, "Alice", fact_types=["works_at"], include_history=True)
+    assert sorted((f.object, f.current) for f in jobs.facts) == [("Google", True), ("Microsoft", False)]
+    assert {f.predicate for f in jobs.facts} == {"WORKS_AT"}
+    current = await TOOLS["get_person_profile"](team, "Alice", fact_types=["WORKS_AT"])
+    assert [f.object for f in current.facts] == ["Google"]
 
 
 async def test_relationships_direct_and_shared(team: FactGraph) -> None:
@@ -142,6 +153,13 @@ async def test_the_toolset_serves_an_agent(team: FactGraph) -> None:
     result = await agent.run("who knows Rust?")
     assert "Charlie" in result.output and "confidence" in result.output
     assert set(fact_toolset(team).tools) == set(TOOLS)
+
+
+async def test_an_unknown_fact_type_is_refused_naming_it(team: FactGraph) -> None:
+    from DeepResearch.src.memory.errors import MemoryInputError
+
+    with pytest.raises(MemoryInputError, match="LOVES"):
+        await TOOLS["get_person_profile"](team, "Alice", fact_types=["LOVES"])
 
 
 @pytest.mark.parametrize("bad", [{"min_proficiency": "guru"}, {"limit": 0}])

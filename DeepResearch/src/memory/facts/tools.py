@@ -17,6 +17,7 @@ from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.search import search_facts
 from DeepResearch.src.memory.facts.validation import (
     check_confidence,
+    check_fact_types,
     check_name,
     check_proficiency,
     parse_time,
@@ -89,16 +90,25 @@ def _answer(tool: str, message: str, **fields: Any) -> ToolAnswer:
     return ToolAnswer(tool=tool, message=message, **fields)
 
 
-async def get_person_profile(graph: FactGraph, person: str, limit: int | None = None) -> ToolAnswer:
-    """Everything currently known about a person: their facts and the facts naming them."""
+async def get_person_profile(
+    graph: FactGraph, person: str, fact_types: list[str] | None = None,
+    include_history: bool = False, limit: int | None = None,
+) -> ToolAnswer:
+    """Everything known about a person: their facts and the facts naming them, current ones
+    unless include_history (then ended facts too, each with when it ended); `fact_types`
+    keeps those predicates only (e.g. ["WORKS_AT", "HAS_SKILL"])."""
+    types = check_fact_types(fact_types, "fact_types", graph.config.predicates)
     who = await _one(graph, person, ["Person"], "person")
     if isinstance(who, str):
         return _answer("get_person_profile", who)
     n = graph.clean_limit(limit)
-    facts = await _find(graph, subject_ids=(who.id,), limit=n)
-    facts += await _find(graph, object_ids=(who.id,), limit=max(0, n - len(facts)) or 1)
+    history = bool(include_history)
+    facts = await _find(graph, subject_ids=(who.id,), predicates=types, include_history=history, limit=n)
+    facts += await _find(graph, object_ids=(who.id,), predicates=types, include_history=history,
+                         limit=max(0, n - len(facts)) or 1)
     out = await graph.views(facts[:n])
-    return _answer("get_person_profile", f"{_count(out, 'current fact')} about {who.name}",
+    what = "fact" if history else "current fact"
+    return _answer("get_person_profile", f"{_count(out, what)} about {who.name}",
                    person=entity_out(who), facts=out)
 
 
@@ -117,10 +127,10 @@ async def find_people_by_skill(
 
 
 async def find_people_by_organization(
-    graph: FactGraph, organization: str, current_only: bool = True, limit: int | None = None
+    graph: FactGraph, organization: str, current_only: bool = False, limit: int | None = None
 ) -> ToolAnswer:
-    """People who work (worked, studied, are members) at an organisation; with
-    current_only=False also those who have left."""
+    """People who work, worked, studied or are members at an organisation, those who left
+    included (their facts say when it ended); current_only=True: only those there now."""
     facts = await _find(graph, predicates=ORGANIZATION_PREDICATES, include_history=not current_only,
                         **await _objects(graph, organization, ["Organization"]))
     hits = await _people(graph, facts, graph.clean_limit(limit))

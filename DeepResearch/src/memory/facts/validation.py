@@ -77,12 +77,27 @@ def iso(epoch: float | None) -> str | None:
     return None if epoch is None else datetime.fromtimestamp(epoch, tz=UTC).isoformat()
 
 
-def check_confidence(value: Any) -> float:
+def check_confidence(value: Any, what: str = "confidence") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
         math.isfinite(value) and 0.0 <= value <= 1.0
     ):
-        raise MemoryInputError(f"confidence={value!r}: must be a number in [0, 1]")
+        raise MemoryInputError(f"{what}={value!r}: must be a number in [0, 1]")
     return float(value)
+
+
+def check_fact_types(value: Any, what: str, predicates: Sequence[str]) -> tuple[str, ...] | None:
+    """None, or a non-empty list of known predicates (any case) -> the upper-case tuple."""
+    if value is None:
+        return None
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple) or not items or not all(isinstance(i, str) for i in items):
+        raise MemoryInputError(f"{what}={value!r}: give a list of predicates, e.g. ['WORKS_AT']")
+    upper = tuple(dict.fromkeys(i.strip().upper() for i in items))
+    unknown = [i for i in upper if i not in predicates]
+    if unknown:
+        raise MemoryInputError(f"{what}={value!r}: unknown predicate(s) {unknown}; "
+                               f"choices: {list(predicates)}")
+    return upper
 
 
 def check_name(value: Any, what: str) -> str:

@@ -162,6 +162,7 @@ def build_mcp_server(state: ServiceState) -> MCPServer:
             state, ns, messages, channel_id or "mcp", max_facts, max_iterations,
             ctx.request_id or "mcp"))
         return {"facts": result.facts, "confidence": result.confidence,
+                "details": [d.model_dump(mode="json") for d in result.details],
                 "metadata": result.metadata.model_dump(mode="json")}
 
     for name, tool in TOOLS.items():

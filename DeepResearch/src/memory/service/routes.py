@@ -126,6 +126,7 @@ async def retrieve(body: RetrieveRequest, c: CallDep) -> RetrieveResponse:
                         for e in result.trace if e.kind == "tool" and e.call is not None])
     return RetrieveResponse(
         facts=result.facts, confidence=result.confidence,
+        details=[d.model_dump(mode="json") for d in result.details],
         metadata=RetrieveMetadata(
             queries_executed=md.queries_executed, facts_retrieved=md.facts_retrieved,
             processing_time_ms=md.processing_time_ms, iterations_used=md.iterations_used,

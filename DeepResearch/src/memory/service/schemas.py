@@ -185,6 +185,10 @@ class RetrieveResponse(BaseModel):
     facts: list[str]
     confidence: Literal["high", "medium", "low"]
     metadata: RetrieveMetadata
+    details: list[dict[str, Any]] = Field(
+        default_factory=list, description="the same facts, structured: text, subject, predicate, "
+        "object, confidence, evidence, valid_at, invalid_at (when an ended fact ended; ISO 8601 "
+        "UTC), current")
 
 
 class IngestRequest(_Scoped):

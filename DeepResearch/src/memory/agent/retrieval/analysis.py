@@ -11,19 +11,26 @@ Each question is matched against a short list of intents, first match wins:
                  a known person: then find_people_by_skill(X), find_experts(X); X a known
                  person (an author): also get_relationships_between(asker, X)
   skill          "who has experience with X", "who is good at X" -> find_people_by_skill(X)
-  organization   "who works at X" (current), "who worked at X" (history)
-                 -> find_people_by_organization(X, current_only)
+  organization   "who works at X" -> find_people_by_organization(X, current_only=True),
+                 then current_only=False; "who worked at X", "anyone work at X?" -> only
+                 current_only=False (past members too)
+  employment     "didn't Charlie work there?", "has Charlie ever worked at X?" ("there": the
+                 latest name before the question that is not a person)
+                 -> get_person_profile(Charlie, fact_types=[WORKS_AT, WORKED_AT],
+                 include_history=True), and a second need: find_people_by_organization(X)
   location       "who lives in X", "who is based in X" -> find_people_by_location(X)
   topic          "who is interested in X", "who is working on X" -> find_people_by_topic(X)
   timeline       "where did Alice work before", "Alice's career since 2020"
                  -> get_person_timeline(Alice, since, until)
   person         "where does Alice work", "tell me about Alice", "who is Alice"
-                 -> get_person_profile(Alice)
+                 -> get_person_profile(Alice), then get_person_timeline(Alice) when the
+                 profile has nothing the question asks about (an ended job)
   participants   "who is in this channel" -> get_conversation_participants(channel_id); with a
                  channel_id and no such question, the same call as context ("channel" need)
 
-Every need ends with semantic_search_facts over its words and, with a client, the hybrid
-memory retrieval (search_memory) as fallbacks; a conversation with no question gets one
+Every need ends with semantic_search_facts over its words (current facts, then ended ones
+too) and, with a client, the hybrid memory retrieval (search_memory) as fallbacks; a
+question about the past (asks_past) starts with the history; a conversation with no question gets one
 need over its last message. When no intent is recognised, up to 3 names the conversation
 mentions get a profile lookup each ("mention" needs).
 """
@@ -76,10 +83,14 @@ _STOP = {
     "have", "had", "will", "tell", "me", "please", "hey", "hi", "hello", "thanks", "anyone",
     "someone", "any", "this", "that", "there", "here", "our", "my", "your", "ok", "okay",
     "yes", "no", "also", "let", "let's", "if", "in", "on", "at", "for", "with", "about", "to",
+    "didn't", "doesn't", "don't", "isn't", "wasn't", "hasn't", "hadn't", "weren't", "aren't",
+    "yeah", "yep", "nope", "well", "oh",
 }
 _X = r"(?P<x>[\w#+.\-/' ]+?)"
 _A = r"(?P<a>[\w'\- ]+?)"
 _B = r"(?P<b>[\w'\- ]+?)"
+_AUX = r"(?:did|didn't|didnt|does|doesn't|doesnt|has|hasn't|had|hadn't|was|wasn't|is|isn't)"
+_JOB = r"(?:work|worked|working|employed|intern|interned)"
 _END = (r"\s*(?:[?!.,;:]|\s+(?:now|currently|today|these days|right now|at the moment|before|"
         r"previously|in the past|ever|already|here|well)\b|$)")
 
@@ -90,6 +101,9 @@ _INTENTS: list[tuple[str, re.Pattern[str]]] = [
         ("relationship", rf"how (?:do|did|does) {_A} and {_B} know each other"),
         ("relationship", rf"how (?:is|are|was) {_A} (?:related|connected) to {_B}{_END}"),
         ("relationship", rf"\b(?:does|do|did) {_A} know {_B}{_END}"),
+        ("organization_any", rf"\b(?:anyone|anybody|someone|somebody|people)(?: here| else)? (?:ever )?(?:work|works|worked|working|employed) (?:at|for) {_X}{_END}"),
+        ("employment", rf"\b{_AUX} {_A} (?:ever |once |also |previously |formerly |use to |used to )?{_JOB} (?:at|for|in) {_X}{_END}"),
+        ("employment", rf"\b{_AUX} {_A} (?:ever |once |also |previously |formerly |use to |used to )?{_JOB} there\b"),
         ("experts", rf"who (?:should|could|can|do|would|might) (?:i|we) (?:ask|talk to|contact|consult|ping|reach out to) (?:about|on|for|regarding|re) {_X}{_END}"),
         ("experts", rf"who(?:'s| is| are)? (?:an? |the )?(?:experts?|go-to person|go-to|best person|specialists?|gurus?) (?:in|on|for|at|with|about) {_X}{_END}"),
         ("experts", rf"\bexperts? (?:in|on|for|about) {_X}{_END}"),
@@ -122,6 +136,16 @@ _INTENTS: list[tuple[str, re.Pattern[str]]] = [
         ("person", rf"\b{_A}'s (?:skills|job|role|employer|company|location|interests|profile)\b"),
     ]
 ]
+
+# A question about the past: its answer may be a fact that has ended.
+_PAST = re.compile(r"\b(?:did|didn't|didnt|was|wasn't|were|weren't|had|hadn't|used to|previously|"
+                   r"formerly|before|ever|in the past|once|worked|lived|studied|left|quit)\b", re.I)
+
+
+def asks_past(question: str) -> bool:
+    """The question asks about the past ("didn't Charlie work there?", "who used to ...")."""
+    return bool(_PAST.search(question))
+
 
 MAX_MENTIONED = 3  # names looked up when no question's intent is recognised
 _YEAR = re.compile(r"\b(19\d{2}|20\d{2})\b")
@@ -221,8 +245,13 @@ def focus_of(question: str) -> list[str]:
     return found
 
 
-def _fallbacks(text: str, with_memory: bool) -> list[PlannedCall]:
-    calls = [PlannedCall(tool="semantic_search_facts", arguments={"query": text}, reason="facts near the words")]
+def _fallbacks(text: str, with_memory: bool, past: bool = False) -> list[PlannedCall]:
+    """Semantic search over current facts, then over ended ones too (a question a current
+    fact cannot answer; a question about the past starts there), then the memories."""
+    calls = [] if past else [
+        PlannedCall(tool="semantic_search_facts", arguments={"query": text}, reason="facts near the words")]
+    calls.append(PlannedCall(tool="semantic_search_facts", arguments={"query": text, "include_history": True},
+                             reason="facts near the words, ended ones too"))
     if with_memory:
         calls.append(PlannedCall(tool="search_memory", arguments={"query": text}, reason="hybrid memory retrieval"))
     return calls
@@ -234,10 +263,14 @@ def plan_need(
     people: list[str],
     channel_id: str | None,
     with_memory: bool,
+    context: list[str] | None = None,
 ) -> list[Need]:
-    """The needs one question expresses (one, or two for "who knows <a person>"), each with
-    its calls; empty for no recognised intent."""
+    """The needs one question expresses (one, or two for "who knows <a person>" and "didn't
+    <a person> work at <X>"), each with its calls; empty for no recognised intent.
+    `context`: the names written before the question, oldest first ("there" is the latest
+    one that is not a person)."""
     extra: list[Need] = []
+    past = asks_past(question)
     for kind, pattern in _INTENTS:
         match = pattern.search(question)
         if not match:
@@ -281,10 +314,28 @@ def plan_need(
                 PlannedCall(tool="find_people_by_skill", arguments={"skill": x}),
                 PlannedCall(tool="find_experts", arguments={"topic": x}),
             ]
-        elif kind in ("organization", "organization_past") and x:
+        elif kind in ("organization", "organization_past", "organization_any") and x:
+            # Who works there now, then (when nobody does, or the question is about the past
+            # or open about time: "anyone work at X?") who ever did.
             calls = [PlannedCall(tool="find_people_by_organization",
-                                 arguments={"organization": x, "current_only": kind == "organization"})]
+                                 arguments={"organization": x, "current_only": False})]
+            if kind == "organization" and not past:
+                calls.insert(0, PlannedCall(tool="find_people_by_organization",
+                                            arguments={"organization": x, "current_only": True}))
             kind = "organization"
+        elif kind == "employment" and a:
+            if not x:  # "didn't Charlie work there?": the latest place named before
+                known = {p.casefold() for p in people} | {a.casefold()}
+                x = next((e for e in reversed(context or []) if e.casefold() not in known), "")
+            subject = a
+            calls = [PlannedCall(tool="get_person_profile", arguments={
+                "person": a, "fact_types": ["WORKS_AT", "WORKED_AT"], "include_history": True})]
+            if x:
+                extra.append(Need(question=f"who works or worked at {x}", kind="organization", subject=x,
+                                  calls=[PlannedCall(tool="find_people_by_organization",
+                                                     arguments={"organization": x, "current_only": False}),
+                                         *_fallbacks(x, with_memory, past=True)]))
+            kind = "person"
         elif kind == "location" and x:
             calls = [PlannedCall(tool="find_people_by_location", arguments={"location": x})]
         elif kind == "topic" and x:
@@ -309,12 +360,15 @@ def plan_need(
                 PlannedCall(tool="get_person_profile", arguments={"person": a}),
             ]
         elif kind == "person" and a:
-            calls = [PlannedCall(tool="get_person_profile", arguments={"person": a})]
-            if re.search(r"\b(?:before|previously|used to|history|since|until)\b", question, re.I):
-                calls.append(PlannedCall(tool="get_person_timeline", arguments={"person": a}))
+            # the current profile, then the timeline (ended facts too) when the profile has
+            # nothing the question asks about; a question about the past starts there
+            calls = [PlannedCall(tool="get_person_profile", arguments={"person": a}),
+                     PlannedCall(tool="get_person_timeline", arguments={"person": a})]
+            if past or re.search(r"\b(?:history|since|until)\b", question, re.I):
+                calls.reverse()
         else:
             continue
-        calls += _fallbacks(subject if kind not in ("participants",) else question, with_memory)
+        calls += _fallbacks(subject if kind not in ("participants",) else question, with_memory, past)
         focus = focus_of(question) if kind in ("person", "timeline", "who_knows", "relationship") else []
         return [Need(question=question, kind=kind, subject=subject, calls=calls, focus=focus), *extra]
     return []
@@ -335,8 +389,12 @@ def analyze(
     needs: list[Need] = []
     seen: set[tuple[str, str]] = set()
     for question, asker in questions[:5]:
-        found = plan_need(question, asker, people, channel_id, with_memory) or [
-            Need(question=question, kind="search", subject=question, calls=_fallbacks(question, with_memory))]
+        at = next((i for i, t in enumerate(turns) if question in t.content), len(turns))
+        context = find_entities(turns[:at]) + [e for e in find_entities(turns[at:at + 1])
+                                               if turns[at].content.find(e) < turns[at].content.find(question)]
+        found = plan_need(question, asker, people, channel_id, with_memory, context) or [
+            Need(question=question, kind="search", subject=question,
+                 calls=_fallbacks(question, with_memory, asks_past(question)))]
         for need in found:
             if (need.kind, need.subject.casefold()) in seen:
                 continue
@@ -344,7 +402,8 @@ def analyze(
             needs.append(need)
     if not needs and turns:
         last = turns[-1].content
-        needs.append(Need(question=last, kind="search", subject=last, calls=_fallbacks(last, with_memory)))
+        needs.append(Need(question=last, kind="search", subject=last,
+                          calls=_fallbacks(last, with_memory, asks_past(last))))
     if needs and all(n.kind == "search" for n in needs):
         # No intent recognised: the people the conversation names are context too (a
         # name that is not a person's costs one call that finds nothing).

@@ -25,6 +25,7 @@ from pydantic_graph import BaseNode, End, GraphBuilder, GraphRunContext
 
 from DeepResearch.src.memory.agent.retrieval.state import RetrievalDeps, RetrievalState
 from DeepResearch.src.memory.agent.retrieval.synthesis import (
+    answer_fact,
     confidence_score,
     deduplicate,
     format_fact,
@@ -147,6 +148,10 @@ class ExecuteTool(RetrievalNode):
             broad = call.tool in ("semantic_search_facts", MEMORY_TOOL) and need is not None \
                 and need.kind != "search"
             answering = [f for f in found if mentions(f, [need.subject])] if broad and need else found
+            if need is not None and need.kind == "person" and need.focus:
+                # "where does Dana work?": her current profile answers only with a job; when
+                # it has none, her timeline (ended facts) is asked next
+                answering = [f for f in answering if (f.predicate or "").upper() in need.focus]
             state.need_hits[call.need] += len(answering)
         state.no_progress = 0 if new else state.no_progress + 1
         state.calls.append(record)
@@ -208,6 +213,7 @@ class Synthesize(RetrievalNode):
         confidence = grade(chosen, len(state.calls), successes)
         result = RetrievalResult(
             facts=[format_fact(f) for f in chosen],
+            details=[answer_fact(f) for f in chosen],
             confidence=confidence,
             metadata=RetrievalMetadata(
                 queries_executed=len(state.calls),

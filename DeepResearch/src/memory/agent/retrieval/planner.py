@@ -13,6 +13,7 @@ model, the run is stuck after 3 such calls whatever the model says.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Protocol
 
 from pydantic_ai import Agent
@@ -50,10 +51,15 @@ class RulesPlanner:
 
     async def plan(self, state: RetrievalState, deps: RetrievalDeps) -> PlannedCall | None:
         available = set(deps.runner.available())
+        unknown = {m.group(1).casefold() for c in state.calls
+                   if (m := re.match(r"no person named '(.+)' is known", c.message or ""))}
         for index, need in enumerate(state.analysis.needs):
             if state.need_hits[index]:
                 continue
             for call in need.calls:
+                person = str(call.arguments.get("person") or "").casefold()
+                if person and person in unknown:
+                    continue  # the graph already said no such person is known
                 if call.tool in available and not state.call_counts[call.key()]:
                     return call
         return None
@@ -72,7 +78,10 @@ Given the conversation, its analysis, the tools and the calls made so far (with 
 facts each returned), answer with the next call (action 'call', the tool and its keyword
 arguments exactly as the signature names them) or action 'finish' when the facts found
 answer the conversation's questions or nothing more can be found. Never repeat a call that
-returned nothing."""
+returned nothing. Tools answer with current facts by default: when the question is about the
+past ("didn't Charlie work there?", "who used to ...") or the current facts do not answer it,
+ask for ended facts too (include_history=True, current_only=False, get_person_timeline);
+an ended fact's sentence says when it ended."""
 
 EVALUATE_INSTRUCTIONS = """\
 You judge whether the facts retrieved so far answer the conversation's questions.

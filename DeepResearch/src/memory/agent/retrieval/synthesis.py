@@ -7,8 +7,10 @@ Relevance of a fact, in [0, 1], is the sum of
   0.2  its predicate is one the question asks about: by the question's kind (experts ->
        HAS_SKILL, INTERESTED_IN; organization -> WORKS_AT, WORKED_AT; location -> LIVES_IN;
        ...) or, about a person, by its words ("where does Alice work" -> WORKS_AT, WORKED_AT),
-capped at 1. Facts are ranked by 0.6 * relevance + 0.4 * confidence (ties: the more
-confident, the newer, then the tool's own order, e.g. find_experts' expertise).
+capped at 1. Facts are ranked in three tiers: the answers (relevance >= 0.4), then the
+off-topic hits kept as context, then the channel's people; within a tier by 0.6 * relevance
++ 0.4 * confidence (ties: the more confident, the newer, then the tool's own order, e.g.
+find_experts' expertise).
 A semantic or memory hit that names nothing the conversation asks about (relevance < 0.4)
 is not on topic: it is returned, ranked after the others, only if its similarity to the
 search's query is at least `min_similarity` (default 0.3; with all-MiniLM-L6-v2 unrelated
@@ -26,11 +28,13 @@ confidence >= 0.8, m their mean confidence and s the share of tool calls that su
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from DeepResearch.src.memory.agent.retrieval.types import (
     MEMORY_TOOL,
+    AnswerFact,
     Confidence,
     ConversationAnalysis,
     FoundFact,
@@ -79,7 +83,8 @@ def score_relevance(fact: FoundFact, analysis: ConversationAnalysis) -> float:
         asked |= _KIND_PREDICATES.get(need.kind, set()) | set(need.focus)
     if fact.predicate and fact.predicate.upper() in asked:
         score += 0.2
-    if needs and all(n.kind == "channel" for n in needs):
+    fact.context = bool(needs) and all(n.kind == "channel" for n in needs)
+    if fact.context:
         score = min(score, CONTEXT)  # the channel's people: context, after the answers
     return min(1.0, score)
 
@@ -102,16 +107,24 @@ def deduplicate(facts: list[FoundFact]) -> list[FoundFact]:
         best, worse = (fact, other) if fact.confidence > other.confidence else (other, fact)
         best.evidence = tuple(dict.fromkeys(best.evidence + worse.evidence))
         best.relevance = max(best.relevance, worse.relevance)
+        best.context = best.context and worse.context  # an answer too, if either copy is
         known = [s for s in (best.similarity, worse.similarity) if s is not None]
         best.similarity = max(known) if known else None
         kept[key] = best
     return list(kept.values())
 
 
+def tier(fact: FoundFact) -> int:
+    """0 an answer (on topic), 1 an off-topic hit kept as context, 2 the channel's people."""
+    return 2 if fact.context else 0 if fact.relevance >= ON_TOPIC else 1
+
+
 def rank(facts: list[FoundFact]) -> list[FoundFact]:
+    """Answers first, then off-topic context, then the channel's people; within a tier by
+    0.6 relevance + 0.4 confidence, then confidence, the newer, the tool's own order."""
     return sorted(
         facts,
-        key=lambda f: (round(0.6 * f.relevance + 0.4 * f.confidence, 9), f.confidence,
+        key=lambda f: (-tier(f), round(0.6 * f.relevance + 0.4 * f.confidence, 9), f.confidence,
                        f.valid_at or 0.0, -f.order),
         reverse=True,
     )
@@ -167,18 +180,19 @@ def sentence(fact: FoundFact) -> str:
         years = _number(attrs.get("years") or attrs.get("years_experience"))
         text = f"{s} has {level}-level {o} skills" if level else f"{s} has {o} skills"
         return text + (f" with {years} years of experience" if years else "")
+    span = f" from {start} to {end}" if start and end else (f" until {end}" if end else "")
     if p == "LIVES_IN":
-        return f"{s} previously lived in {o}" if closed else f"{s} lives in {o}" + (f" since {start}" if start else "")
+        return f"{s} previously lived in {o}{span}" if closed else f"{s} lives in {o}" + (f" since {start}" if start else "")
     simple = {
         "INTERESTED_IN": "is interested in", "STUDIED_AT": "studied at", "KNOWS": "knows",
         "CLOSE_TO": "is close to", "MEMBER_OF": "is a member of", "MENTIONED": "mentioned",
         "PARTICIPATED_IN": "took part in",
     }
     if p in simple:
-        return f"{s} {simple[p]} {o}" + (f" (until {end})" if closed and end else "")
+        return f"{s} {simple[p]} {o}" + (f" ({span.strip()})" if closed and span else "")
     if fact.sentence:
         return " ".join(fact.sentence.split()).rstrip(".")
-    return f"{s} {p.replace('_', ' ').casefold()} {o}"
+    return f"{s} {p.replace('_', ' ').casefold()} {o}" + (f" ({span.strip()})" if closed and span else "")
 
 
 def format_fact(fact: FoundFact) -> str:
@@ -186,6 +200,22 @@ def format_fact(fact: FoundFact) -> str:
     if not evidence:
         evidence = f"fact {fact.fact_id}" if fact.fact_id else "none"
     return f"{sentence(fact).rstrip('.')} (confidence: {fact.confidence:.2f}, evidence: {evidence})"
+
+
+def _iso(epoch: float | None) -> str | None:
+    return None if epoch is None else datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+def answer_fact(fact: FoundFact, now: float | None = None) -> AnswerFact:
+    """The fact as the answer returns it: its sentence, structure and validity."""
+    now = time.time() if now is None else now
+    return AnswerFact(
+        text=format_fact(fact), subject=fact.subject, predicate=fact.predicate, object=fact.object,
+        confidence=round(fact.confidence, 6), evidence=list(fact.evidence),
+        valid_at=_iso(fact.valid_at), invalid_at=_iso(fact.invalid_at),
+        current=(fact.invalid_at is None or fact.invalid_at > now)
+        and (fact.valid_at is None or fact.valid_at <= now),
+    )
 
 
 def confidence_score(facts: list[FoundFact], calls: int, successes: int) -> float:

@@ -111,6 +111,7 @@ class FoundFact:
     relevance: float = 0.0
     similarity: float | None = None  # to the query, for what a similarity search found
     order: int = 0  # its position in the tool's answer (the tool's own ranking)
+    context: bool = False  # found only for the channel's people: ranked after every answer
 
     def key(self) -> tuple[str, ...]:
         """De-duplication identity: same person + predicate + object (or the same text)."""
@@ -156,8 +157,23 @@ class RetrievalMetadata(BaseModel):
     planner: Literal["model", "rules"] = "rules"
 
 
+class AnswerFact(BaseModel):
+    """One returned fact with its structure and validity (`facts[i]` is its sentence)."""
+
+    text: str
+    subject: str
+    predicate: str | None  # None: a memory without structure (a message)
+    object: str
+    confidence: float
+    evidence: list[str]
+    valid_at: str | None  # ISO 8601 UTC; None: unknown
+    invalid_at: str | None  # when it ended; None: still true (or unknown)
+    current: bool  # true now: not ended, and not starting in the future
+
+
 class RetrievalResult(BaseModel):
     facts: list[str]
     confidence: Confidence
     metadata: RetrievalMetadata
+    details: list[AnswerFact] = Field(default_factory=list)  # the same facts, structured
     trace: list[TraceEvent] = Field(default_factory=list)
