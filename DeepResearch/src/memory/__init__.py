@@ -54,7 +54,27 @@ _HOMES = {
     "MemoryBinding": "toolset",
     "memory_toolset": "toolset",
 }
-__all__ = sorted(_HOMES)
+__all__ = [
+    "IndexMismatchError",
+    "MemoryBackendError",
+    "MemoryBinding",
+    "MemoryConfig",
+    "MemoryConfigError",
+    "MemoryDocument",
+    "MemoryHealth",
+    "MemoryInputError",
+    "MemoryStats",
+    "MemorySubsystemError",
+    "MemorySystemClient",
+    "MemoryType",
+    "ProfileConfig",
+    "RelatedMemory",
+    "Relation",
+    "RelationType",
+    "RetrievedMemory",
+    "SyncMemorySystemClient",
+    "memory_toolset",
+]
 
 
 def __getattr__(name: str) -> object:
