@@ -95,3 +95,18 @@ def test_an_in_memory_run_loads_neither_faiss_nor_the_embedded_backend(tmp_path)
     loaded = json.loads(line.removeprefix("MODULES "))
     assert "DeepResearch.src.memory.backends.in_memory" in loaded  # the probe saw the run
     assert [m for m in loaded if m.split(".")[0] == "faiss" or ".backends.embedded" in m] == []
+
+
+def test_help_loads_neither_the_agents_nor_the_workflow(tmp_path) -> None:
+    """`deepresearch --help` answers without importing pydantic-ai and the workflow (most of
+    the ~2 s a run's imports take)."""
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_PROBE, "--help"],
+        capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
+    )
+    assert done.returncode == 0 and "question" in done.stdout, done.stderr[-2000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("MODULES "))
+    loaded = json.loads(line.removeprefix("MODULES "))
+    assert "hydra" in loaded  # the probe saw the start
+    assert [m for m in loaded if m.split(".")[0] == "pydantic_ai"
+            or m.startswith("DeepResearch.src.workflow.run")] == []

@@ -27,6 +27,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from DeepResearch.src.commandline import (
+    UnknownConfigKeyError,
+    check_override_keys,
+    closed_pipe_ends_quietly,
+    compose,
+)
 from DeepResearch.src.memory.backend_override import as_group_choice
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.cli_transfer import export_jsonl, import_jsonl
@@ -42,12 +48,6 @@ from DeepResearch.src.memory.inputs import parse_filters
 from DeepResearch.src.memory.records_io import record_to_json
 from DeepResearch.src.memory.store_folder import check_store_folder
 from DeepResearch.src.memory.writes import failure_cause
-from DeepResearch.src.utils.config_keys import (
-    UnknownConfigKeyError,
-    check_override_keys,
-    compose,
-)
-from DeepResearch.src.utils.pipes import closed_pipe_ends_quietly
 
 
 def compose_config(overrides: Sequence[str]) -> Any:

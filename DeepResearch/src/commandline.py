@@ -1,19 +1,27 @@
-"""Command-line overrides checked against the keys the composed configuration has.
+"""Command-line plumbing both commands share (`deepresearch`, `deepresearch-memory`); it imports
+nothing of the framework or the memory package, so either may use it.
 
-Hydra refuses `flows.prime.enabled=true` with a multi-line error and accepts
-`+flows.prime.enabled=true` silently (the key is added, nothing reads it). Both commands
-(`deepresearch`, `deepresearch-memory`) check their overrides here first: a key the
-configuration does not have gets one line naming it and the nearest known keys.
-
+**Overrides checked against the configuration's keys.** Hydra refuses
+`flows.prime.enabled=true` with a multi-line error and accepts `+flows.prime.enabled=true`
+silently (the key is added, nothing reads it). Both commands check their overrides here first:
+a key the configuration does not have gets one line naming it and the nearest known keys.
 A `+` key is accepted where the configuration is an open mapping (OPEN_KEYS: a new memory
 profile, a new agent's profile choice, ...) and, under `flows.<flow>.memory.`, where it names
 a `memory.` key (a flow's own memory settings: docs/configuration.md).
+
+**A reader that closes the pipe early** (`deepresearch-memory list | head`) ends the output:
+writing to a pipe whose reader is gone raises BrokenPipeError, at a print or at the final
+flush. That is the normal end of a command piped into `head`: exit status 0, nothing on
+stderr. Standard output is pointed at /dev/null so the interpreter's own flush at exit does
+not raise again ("Exception ignored ... BrokenPipeError", exit status 120).
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from fnmatch import fnmatchcase
 from importlib.resources import files
 from typing import Any
@@ -137,3 +145,16 @@ def flow_memory_keys(key: str, known: set[str]) -> set[str]:
         return set()
     prefix = f"flows.{parts[1]}."
     return {prefix + k for k in known if k.startswith("memory.")}
+
+
+def closed_pipe_ends_quietly(command: Callable[[], int]) -> int:
+    """`command()`'s exit status, with its output flushed; 0 when the reader closed the pipe."""
+    try:
+        status = command()
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
