@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from DeepResearch.src.memory.backends.embedded import DB_FILE
-from test_memory.test_cli_errors import line, memory_cli, write_lines
+from DeepResearch.src.memory.backends.embedded import DB_FILE, INDEX_FILE
+from test_memory.test_cli_errors import b64, line, memory_cli, unit, write_lines
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 LONG = "a long memory on the STAR aligner. " * 200  # compressed (over 4 KiB)
 
 
-def store_with(tmp_path: Path, n: int = 8) -> Path:
-    store = tmp_path / "memory"
+def store_with(tmp_path: Path, n: int = 8, name: str = "memory", seed: int = 0) -> Path:
+    store = tmp_path / name
     rows = [line(i, content=(LONG if i == 3 else f"memory {i} on the STAR aligner"),
-                 metadata={"topic": "rna"}) for i in range(n)]
-    done = memory_cli(store, "import", str(write_lines(tmp_path / "in.jsonl", rows)))
+                 metadata={"topic": "rna"}, vector=b64(unit(seed + i))) for i in range(n)]
+    done = memory_cli(store, "import", str(write_lines(tmp_path / f"{name}.jsonl", rows)))
     assert done.returncode == 0, done.stderr
     return store
 
@@ -105,3 +105,17 @@ def test_a_search_whose_backend_is_lost_part_way_exits_non_zero(tmp_path: Path) 
     done = memory_cli(store, "search", "STAR aligner")
     assert done.returncode == 1 and "Traceback" not in done.stderr, (done.stdout, done.stderr)
     assert "lost during the command" in done.stderr and "damaged" in done.stderr
+
+
+def test_an_index_copied_from_another_store_is_rebuilt_with_one_warning_and_health_is_ok(
+    tmp_path: Path,
+) -> None:
+    ours = store_with(tmp_path, name="ours")
+    theirs = store_with(tmp_path, name="theirs", seed=1000)  # same size, other vectors
+    (ours / INDEX_FILE).write_bytes((theirs / INDEX_FILE).read_bytes())
+    done = memory_cli(ours, "health")
+    assert done.returncode == 0 and json.loads(done.stdout)["ok"], (done.stdout, done.stderr)
+    warnings = [w for w in done.stderr.splitlines() if INDEX_FILE in w]
+    assert len(warnings) == 1 and "another store" in warnings[0] and "rebuilding" in warnings[0]
+    done = memory_cli(ours, "health")
+    assert done.returncode == 0 and INDEX_FILE not in done.stderr

@@ -180,3 +180,29 @@ async def test_verify_reports_vectors_that_are_not_unit_length(tmp_path: Path) -
     problems = await backend.verify()
     assert len(problems) == 1 and "1 stored vectors" in problems[0]
     await backend.close()
+
+
+async def test_a_stored_vector_of_the_wrong_length_is_counted_not_indexed_nor_fatal(
+    tmp_path: Path, caplog
+) -> None:
+    records = await _store(tmp_path)
+    with sqlite3.connect(tmp_path / DB_FILE) as conn:
+        conn.execute("UPDATE records SET vector = substr(vector, 1, 20) WHERE id = 'r5'")
+    (tmp_path / INDEX_FILE).unlink()  # built again from the records: r5 cannot be indexed
+    for _ in range(2):  # neither open warns about the index (nor rebuilds it again)
+        with caplog.at_level("WARNING"):
+            backend = await _open(tmp_path)
+            assert not [r for r in caplog.records if r.levelname == "WARNING"]
+            hits = await backend.vector_search(records[5].vector, 3, MemoryFilter())
+            assert "r5" not in [c.record.id for c in hits] and len(hits) == 3
+            exact = await backend.vector_search(records[5].vector, 3, MemoryFilter(ids=("r4", "r5")))
+            assert [c.record.id for c in exact] == ["r4"]
+            problems = await backend.verify()
+        assert len(problems) == 1 and "1 damaged records" in problems[0] and "'r5'" in problems[0]
+        assert "stored vector has 5 values" in problems[0]
+        await backend.close()
+        caplog.clear()
+    backend = await _open(tmp_path)
+    assert await backend.delete(MemoryFilter(ids=("r5",))) == 1
+    assert await backend.verify() == []
+    await backend.close()

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
+import zstandard
 from neo4j import GraphDatabase
 
 from DeepResearch.src.memory import MemoryConfig
@@ -211,7 +212,7 @@ async def test_batched_writes_round_trip_every_field(store: Neo4jBackend) -> Non
             temporal_weight=2.0,
             expires_at=1e10,
             content_codec="zstd",
-            content_blob=bytes([0, 1, 2, i % 256]),
+            content_blob=zstandard.compress(f"the full content {i}".encode()),  # reads check it
             metadata={"i": i, "nested": {"x": [1, None, "y"]}},
         )
         for i in range(130)  # batch_size=50: three transactions

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from DeepResearch.src.memory.backends.base import MemoryFilter
 from DeepResearch.src.memory.backends.embedded.database import backend_error
 from DeepResearch.src.memory.backends.embedded.records import Records, stack
 from DeepResearch.src.memory.backends.embedded.vectors import (
@@ -62,12 +63,13 @@ class IndexCache:
                 return
         self._seen = None
         self.catch_up(records)
-        total = len(records.indexable()[0])  # damaged vectors are never indexed
+        total = records.count(MemoryFilter())
+        held = self.index.live + len(self.index.unindexed)  # damaged vectors are not indexed
         differ, compared = mismatched_vectors(records, self.index, OPEN_SAMPLE)
-        if self.index.live != total or differ:
+        if held != total or differ:
             log.warning("memory index %s holds %d vectors for %d records (%d of %d sampled "
                         "differ from the records'); rebuilding it from the records",
-                        self.path, self.index.live, total, differ, compared)
+                        self.path, held, total, differ, compared)
             self.rebuild(records)
             self.save()
 
@@ -87,11 +89,14 @@ class IndexCache:
         while True:
             rows, gone = records.changes_after(index.seq, deleted_pos, CATCH_UP_BATCH)
             seqs, vectors = stack(rows, records.dimension)
+            if len(seqs) < len(rows):
+                index.unindexed |= {r[0] for r in rows} - set(seqs.tolist())
             index.add(seqs, vectors)
             if len(seqs):
                 index.seq = int(seqs[-1])
             if gone:
                 index.remove([seq for _, seq in gone])
+                index.unindexed -= {seq for _, seq in gone}
                 index.deleted_pos = gone[-1][0]
             deleted_pos = -1
             if len(rows) < CATCH_UP_BATCH:

@@ -65,7 +65,7 @@ def verify_index(records: Records, index: VectorIndex, path: Path) -> list[str]:
     """The index against the records (every record in it once, nothing else, a sample of its
     vectors equal to theirs), and the saved file (checksum, store id)."""
     problems: list[str] = []
-    live = records.indexable()[0]  # a record with a damaged vector is not indexed
+    live = np.setdiff1d(records.all_seqs(), np.fromiter(index.unindexed, np.int64))
     ids = index.ids()
     if index.stale:
         ids = ids[~np.isin(ids, np.fromiter(index.stale, np.int64, len(index.stale)))]

@@ -203,14 +203,12 @@ class Records:
         return out
 
     def matching_seqs(self, flt: MemoryFilter, limit: int) -> np.ndarray:
-        """Seqs of the rows matching `flt`, at most `limit` of them (those with a damaged
-        vector left out: the index does not hold them)."""
+        """Seqs of the rows matching `flt`, at most `limit` of them."""
         where, params = filter_sql(flt)
         with self.db.lock:
             (text,) = self.db.conn.execute(
-                "SELECT group_concat(seq) FROM (SELECT seq FROM records WHERE "
-                f"{where} AND length(vector) = ? LIMIT ?)",
-                [*params, 4 * self.dimension, limit],
+                f"SELECT group_concat(seq) FROM (SELECT seq FROM records WHERE {where} LIMIT ?)",
+                [*params, limit],
             ).fetchone()
         return _seqs(text)
 
@@ -234,16 +232,6 @@ class Records:
         with self.db.lock:
             row = self.db.conn.execute("SELECT length(vector) FROM records LIMIT 1").fetchone()
         return None if row is None else int(row[0]) // 4
-
-    def indexable(self) -> tuple[np.ndarray, int]:
-        """(seqs of the rows whose vector has the store's dimension: those the index holds,
-        how many rows there are in all)."""
-        with self.db.lock:
-            text, total = self.db.conn.execute(
-                "SELECT group_concat(CASE WHEN length(vector) = ? THEN seq END), count(*) "
-                "FROM records", (4 * self.dimension,)
-            ).fetchone()
-        return _seqs(text), int(total)
 
     def damaged(self) -> dict[str, str]:
         """{id: why} of every row a read cannot decode (what `health` counts)."""

@@ -284,6 +284,8 @@ class EmbeddedBackend(MemoryBackend):
         process committed since the index caught up from SQLite."""
         assert self._index is not None
         seqs = np.sort(seqs)
+        if self._index.unindexed:  # a damaged stored vector: not in the index
+            seqs = seqs[~np.isin(seqs, np.fromiter(self._index.unindexed, np.int64))]
         known = int(np.searchsorted(seqs, self._index.seq, side="right"))
         vectors = self._index.vectors(seqs[:known])
         if known == len(seqs):

@@ -45,7 +45,8 @@ class VectorIndex:
     """The index, where it stands in the records' history (`seq`: every record up to it has
     been added; `deleted_pos`: every deletion up to it applied), and the HNSW kind's deleted
     ids still inside it (HNSW cannot remove; reads drop them, as SQLite no longer has them).
-    `store_id`: the store it is built for (Database.store_id), kept in its file."""
+    `store_id`: the store it is built for (Database.store_id), kept in its file; `unindexed`:
+    the records up to `seq` left out because their stored vector has the wrong length."""
 
     def __init__(self, settings: IndexSettings, store_id: str) -> None:
         self.settings = settings
@@ -54,6 +55,7 @@ class VectorIndex:
         self.seq = 0
         self.deleted_pos = 0
         self.stale: set[int] = set()
+        self.unindexed: set[int] = set()  # seqs of records whose stored vector is damaged
         self.changes = 0  # rows added or removed since the file was written or read
 
     def _new(self) -> faiss.IndexIDMap2:
@@ -119,7 +121,7 @@ class VectorIndex:
             "kind": self.settings.kind, "dimension": self.settings.dimension,
             "store_id": self.store_id, "seq": self.seq, "deleted_pos": self.deleted_pos,
             "ntotal": int(self.index.ntotal),
-            "stale": sorted(self.stale), "bytes": int(body.nbytes), "crc32": zlib.crc32(body),
+            "stale": sorted(self.stale), "unindexed": sorted(self.unindexed), "bytes": int(body.nbytes), "crc32": zlib.crc32(body),
         }
         write_atomically(path, MAGIC + json.dumps(header).encode() + b"\n", body)
         self.changes = 0
@@ -158,6 +160,7 @@ class VectorIndex:
         self.index = index
         self.seq, self.deleted_pos = int(header["seq"]), int(header["deleted_pos"])
         self.stale = set(header["stale"])
+        self.unindexed = set(header.get("unindexed", []))
         self.changes = 0
 
 
