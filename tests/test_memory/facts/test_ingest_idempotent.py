@@ -111,3 +111,13 @@ async def test_a_late_message_splits_the_fact_it_falls_inside(graph: FactGraph) 
     assert [f.object for f in await graph.facts("Ann", "LIVES_IN")] == ["Rome"]
     await graph.ingest(MOVES)  # all again: nothing changes
     assert len(await graph.facts("Ann", "LIVES_IN", include_history=True)) == 4
+
+
+async def test_a_forgotten_message_leaves_no_trace_in_the_timeline(graph: FactGraph) -> None:
+    await graph.ingest([MOVES[0], MOVES[2]])  # Berlin (Jan, Mar): one fact, evidence l1, l3
+    assert await graph.client.forget("l3") == 1
+    assert not any('"l3"' in line for line in await export_lines(graph))
+    await graph.ingest([MOVES[1]])  # Paris (Feb): the forgotten March statement stays gone
+    rows = [(f.object, f.valid_at[:7], f.invalid_at and f.invalid_at[:7], f.evidence)
+            for f in await graph.facts("Ann", "LIVES_IN", include_history=True)]
+    assert rows == [("Paris", "2024-02", None, ["l2"]), ("Berlin", "2024-01", "2024-02", ["l1"])]

@@ -108,6 +108,23 @@ class Statement:
         return [list(self.evidence), self.at, self.learned, self.confidence, self.end]
 
 
+def keep_statements(attributes: dict[str, Any], evidence: set[str]) -> dict[str, Any]:
+    """`attributes` with the statements (`_stated`) cut to `evidence`: what forgetting
+    leaves of a fact whose evidence it cut (no id of a forgotten memory stays behind)."""
+    rows = attributes.get(STATED)
+    if not isinstance(rows, list):
+        return attributes
+    kept = []
+    for row in rows:
+        try:
+            ids = [e for e in row[0] if e in evidence]
+        except (TypeError, IndexError):
+            continue
+        if ids:
+            kept.append([ids, *row[1:]])
+    return {**attributes, STATED: kept}
+
+
 def _object_key(fact: Fact) -> str:
     return fact.object_id if fact.object_id is not None else "=" + name_key(fact.object_value or "")
 
