@@ -40,7 +40,8 @@ async def graph_of(path: Path) -> list[tuple[Any, ...]]:
 async def times_of(path: Path) -> set[float | None]:
     async with MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(path)})) as c:
         facts = await FactGraph(c).facts(include_history=True, limit=10_000)
-    return {f.valid_at and datetime.fromisoformat(f.valid_at).timestamp() for f in facts}
+    return {f.valid_at and round(datetime.fromisoformat(f.valid_at).timestamp(), 3)
+            for f in facts}
 
 
 async def test_a_run_with_the_backend_down_spills_its_document_facts(
@@ -62,6 +63,7 @@ async def test_a_run_with_the_backend_down_spills_its_document_facts(
     lines = [json.loads(line) for line in spilled.read_text(encoding="utf-8").splitlines()]
     facts = [line for line in lines if line.get("kind") == "unwritten_fact"]
     assert facts and len(facts) < len(lines)  # the facts, and the run's memories
+    assert spilled.stat().st_mode & 0o777 == 0o600
 
     restored = tmp_path / "restored"
     done = subprocess.run(
@@ -71,4 +73,4 @@ async def test_a_run_with_the_backend_down_spills_its_document_facts(
     assert done.returncode == 0, done.stderr
     assert f"and {len(facts)} facts" in done.stdout
     assert await graph_of(restored) == expected
-    assert await times_of(restored) == {f["valid_at"] for f in facts}  # the run's times
+    assert await times_of(restored) == {f["valid_at"] and round(f["valid_at"], 3) for f in facts}  # the run's times

@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import re
+import stat
 import sys
 import tempfile
 import threading
@@ -308,10 +309,14 @@ class WriteQueue:
                               **fact}) + "\n" for fact in facts]
         failures: list[str] = []
         config = self.client.config
-        for folder in _spill_folders(Path(config.storage.spill_dir or config.faiss.path), failures):
+        for folder, private in _spill_folders(Path(config.storage.spill_dir or config.faiss.path),
+                                              failures):
             path = folder / name
             try:
-                folder.mkdir(parents=True, exist_ok=True)
+                if private:
+                    private_folder(folder)
+                else:
+                    folder.mkdir(parents=True, exist_ok=True)
                 _write_new_file(path, lines)
             except OSError as exc:
                 failures.append(f"{folder}: {exc.strerror or exc}")
@@ -331,9 +336,32 @@ class WriteQueue:
         raise OSError("; ".join(failures))
 
 
+def private_folder(folder: Path) -> None:
+    """Make sure `folder` is this user's alone: created with mode 0700 when missing; an
+    existing one must be a real folder (not a link) owned by this user with mode 0700, or
+    OSError says what is wrong (a shared folder such as the temp folder may hold a folder
+    of that name made by someone else)."""
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    info = folder.lstat()
+    problem = None
+    if not stat.S_ISDIR(info.st_mode):
+        problem = "is not a folder (a link or a file)"
+    elif info.st_uid != os.geteuid():
+        problem = f"belongs to uid {info.st_uid}, not to this user (uid {os.geteuid()})"
+    elif info.st_mode & 0o077:
+        problem = f"has mode {stat.S_IMODE(info.st_mode):04o}, not 0700"
+    if problem is not None:
+        log.warning("memory: not spilling into %s: it %s", folder, problem)
+        raise OSError(f"refused: it {problem}; a spill folder must be yours with mode 0700 "
+                      "(remove it, or set memory.storage.spill_dir)")
+
+
 def _write_new_file(path: Path, lines: list[str]) -> None:
-    """Create `path` (never an existing file) with `lines`, synced; removed again on failure."""
-    with path.open("x", encoding="utf-8") as fh:
+    """Create `path` (never an existing file, never through a link) with mode 0600 and
+    `lines`, synced; removed again on failure."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
         try:
             fh.writelines(lines)
             fh.flush()
@@ -361,9 +389,10 @@ def spill_name(session_id: str) -> str:
     return f"unwritten-{stamp}-{os.getpid()}-{slug}-{digest}.jsonl"
 
 
-def _spill_folders(store: Path, failures: list[str]) -> Iterator[Path]:
-    """Where a spill may go, in order; a folder that cannot even be named is a failure."""
-    yield store
+def _spill_folders(store: Path, failures: list[str]) -> Iterator[tuple[Path, bool]]:
+    """Where a spill may go, in order, and whether the folder must be private (the fallbacks
+    in shared places: `private_folder`); a folder that cannot even be named is a failure."""
+    yield store, False
     for name, where in (("working folder", Path.cwd), ("temp folder", tempfile.gettempdir)):
         try:
             base = where()
@@ -371,7 +400,7 @@ def _spill_folders(store: Path, failures: list[str]) -> Iterator[Path]:
             failures.append(f"{name}: {exc.strerror or exc}")
             continue
         yield Path(base) / ("memory-unwritten" if name == "working folder"
-                            else "deepresearch-memory-unwritten")
+                            else "deepresearch-memory-unwritten"), True
 
 
 def _flush_at_exit() -> None:

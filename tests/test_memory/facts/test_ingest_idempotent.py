@@ -33,7 +33,9 @@ async def test_the_same_messages_sent_again_change_nothing(graph: FactGraph) -> 
         assert report.episodes == ["a1", "a2"]
         assert await export_lines(graph) == first  # same rows, same confidences and times
     history = await graph.facts("Ann", "LIVES_IN", include_history=True)
-    assert len(history) == 2 and sum(f.current for f in history) == 1
+    assert len(history) == 2
+    # both read as true since 2023-01-01: the later message's city is the current one
+    assert [f.object for f in history if f.current] == ["Paris"]
 
 
 async def test_a_realistic_chat_sent_again_adds_no_fact(graph: FactGraph) -> None:
@@ -74,18 +76,26 @@ async def timeline(graph: FactGraph, prefix: str = "") -> list[tuple[Any, ...]]:
                   for f in facts)
 
 
+async def timelines(config: MemoryConfig, embedder: Embedder, messages: list[dict[str, Any]],
+                    tag: str) -> dict[tuple[str, ...], list[tuple[Any, ...]]]:
+    """The timeline each arrival order of `messages` (one ingest each) leaves, in a namespace
+    of its own."""
+    seen: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    for n, order in enumerate(itertools.permutations(messages)):
+        async with MemorySystemClient(config, namespace=f"{tag}-{n}", session_id="s",
+                                      embedder=embedder) as client:
+            graph = FactGraph(client)
+            prefix = f"{tag}{n}-"  # ids are unique across namespaces: one prefix per order
+            for m in order:
+                await graph.ingest([{**m, "message_id": prefix + m["message_id"]}])
+            seen[tuple(m["message_id"] for m in order)] = await timeline(graph, prefix)
+    return seen
+
+
 async def test_any_arrival_order_gives_the_same_timeline(
     memory_config_factory: Callable[..., MemoryConfig], fact_embedder: Embedder,
 ) -> None:
-    config = memory_config_factory()
-    seen: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-    for n, order in enumerate(itertools.permutations(MOVES[:3])):
-        async with MemorySystemClient(config, namespace=f"order-{n}", session_id="s",
-                                      embedder=fact_embedder) as client:
-            graph = FactGraph(client)
-            for m in order:  # ids are unique across namespaces: one prefix per order
-                await graph.ingest([{**m, "message_id": f"o{n}-{m['message_id']}"}])
-            seen[tuple(m["message_id"] for m in order)] = await timeline(graph, f"o{n}-")
+    seen = await timelines(memory_config_factory(), fact_embedder, MOVES[:3], "order")
     expected = [("Berlin", "2024-01-01T00:00:00+00:00", "2024-02-01T00:00:00+00:00", False,
                  ("l1",), 0.9),
                 ("Berlin", "2024-03-01T00:00:00+00:00", None, True, ("l3",), 0.9),
@@ -95,6 +105,15 @@ async def test_any_arrival_order_gives_the_same_timeline(
     expected = [(*row[:5], confidence) for row in expected]
     for order, got in seen.items():
         assert got == expected, order
+
+
+async def test_moves_read_as_the_same_time_give_one_timeline_in_any_order(
+    memory_config_factory: Callable[..., MemoryConfig], fact_embedder: Embedder,
+) -> None:
+    seen = await timelines(memory_config_factory(), fact_embedder, TWO_MOVES, "year")
+    first, second = seen.values()
+    assert first == second
+    assert [row[0] for row in first if row[3]] == ["Paris"]  # the later message's
 
 
 async def test_a_late_message_splits_the_fact_it_falls_inside(graph: FactGraph) -> None:
@@ -111,3 +130,13 @@ async def test_a_late_message_splits_the_fact_it_falls_inside(graph: FactGraph) 
     assert [f.object for f in await graph.facts("Ann", "LIVES_IN")] == ["Rome"]
     await graph.ingest(MOVES)  # all again: nothing changes
     assert len(await graph.facts("Ann", "LIVES_IN", include_history=True)) == 4
+
+
+async def test_a_forgotten_message_leaves_no_trace_in_the_timeline(graph: FactGraph) -> None:
+    await graph.ingest([MOVES[0], MOVES[2]])  # Berlin (Jan, Mar): one fact, evidence l1, l3
+    assert await graph.client.forget("l3") == 1
+    assert not any('"l3"' in line for line in await export_lines(graph))
+    await graph.ingest([MOVES[1]])  # Paris (Feb): the forgotten March statement stays gone
+    rows = [(f.object, f.valid_at[:7], f.invalid_at and f.invalid_at[:7], f.evidence)
+            for f in await graph.facts("Ann", "LIVES_IN", include_history=True)]
+    assert rows == [("Paris", "2024-02", None, ["l2"]), ("Berlin", "2024-01", "2024-02", ["l1"])]

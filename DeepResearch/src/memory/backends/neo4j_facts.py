@@ -20,6 +20,7 @@ nodes beside the memories, on the backend's own connection (driver, retries, fai
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -219,7 +220,8 @@ class Neo4jFactStore(FactStore):
                 {"id": i, "namespace": ns} for ns, i in plan.delete_facts]})
         if plan.update_facts:
             await run(self.fq.set_evidence, {"rows": [
-                {"id": f.id, "namespace": f.namespace, "evidence": list(f.evidence)}
+                {"id": f.id, "namespace": f.namespace, "evidence": list(f.evidence),
+                 "attributes_json": json.dumps(f.attributes, ensure_ascii=False, sort_keys=True)}
                 for f in plan.update_facts]})
         return plan.delete_memories
 

@@ -183,7 +183,8 @@ class FactQueries:
         )
         self.set_evidence = (
             f"UNWIND $rows AS r MATCH (f:{F} {{id: r.id}}) USING INDEX f:{F}(id) "
-            "WHERE f.namespace = r.namespace SET f.evidence = r.evidence"
+            "WHERE f.namespace = r.namespace "
+            "SET f.evidence = r.evidence, f.attributes_json = r.attributes_json"
         )
 
     @staticmethod

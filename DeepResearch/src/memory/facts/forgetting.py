@@ -11,7 +11,8 @@ memory delete (all or nothing). The rules:
   so an episode stored under another id still takes its message with it);
 - a fact left with no evidence is deleted, with its sentence memory; that memory's id is in
   turn removed from the evidence of other facts (repeated until nothing changes);
-- a fact keeping other evidence stays, with the remaining evidence. Its confidence is kept:
+- a fact keeping other evidence stays, with the remaining evidence (and the statements the
+  rules keep of it, rules.py, without the removed ids). Its confidence is kept:
   a repeat raised it by noisy-or (rules.py) from the new evidence's confidence, which is not
   stored, so the share of the removed evidence cannot be taken back out.
 
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from DeepResearch.src.memory.facts.model import EPISODE_MEMORY_TYPE, Fact
+from DeepResearch.src.memory.facts.rules import keep_statements
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +117,7 @@ class Cascade:
                 self._forget(fact.namespace, fact.id, {fact.id})
             elif kept != fact.evidence:
                 fact.evidence = kept
+                fact.attributes = keep_statements(fact.attributes, set(kept))
                 self._changed.add(fact.id)
 
     def plan(self) -> Plan:

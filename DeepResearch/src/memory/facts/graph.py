@@ -35,7 +35,7 @@ from DeepResearch.src.memory.facts.model import (
     FactQuery,
 )
 from DeepResearch.src.memory.facts.resolution import Hint, Resolution, Resolver
-from DeepResearch.src.memory.facts.rules import apply_rules
+from DeepResearch.src.memory.facts.rules import SAID, apply_rules
 from DeepResearch.src.memory.facts.store import FactStore, name_key
 from DeepResearch.src.memory.facts.validation import (
     check_attributes,
@@ -69,6 +69,7 @@ class FactSpec:
     valid_at: float | None
     invalid_at: float | None
     subject_external_id: str | None = None  # the author id, when the subject is the author
+    said_at: float | None = None  # when its message was written (orders same-time statements)
 
     def to_json(self) -> dict[str, Any]:
         """The spec as `FactGraph.spec` reads it back (a spill file's unwritten fact)."""
@@ -121,7 +122,8 @@ class FactGraph:
 
     def _spec(self, data: Mapping[str, Any]) -> FactSpec:
         known = {"subject", "predicate", "object", "subject_type", "object_type", "attributes",
-                 "confidence", "evidence", "valid_at", "invalid_at", "subject_external_id"}
+                 "confidence", "evidence", "valid_at", "invalid_at", "subject_external_id",
+                 "said_at"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise MemoryInputError(f"unknown field(s) {unknown}; fields: {sorted(known)}")
@@ -152,6 +154,7 @@ class FactGraph:
             confidence=check_confidence(data.get("confidence")),
             evidence=check_evidence(data.get("evidence")), valid_at=valid_at,
             invalid_at=invalid_at, subject_external_id=data.get("subject_external_id"),
+            said_at=parse_time(data.get("said_at"), "said_at"),
         )
 
     # -- writes ---------------------------------------------------------------------------
@@ -255,12 +258,15 @@ class FactGraph:
         if spec.predicate in self.config.single_valued:
             hint = Hint(spec.subject_external_id, spec.predicate, name_key(spec.object))
         subject = await self._resolve(resolver, spec.subject, spec.subject_type, hint, now)
+        attributes = dict(spec.attributes)
+        if spec.said_at is not None:  # for the rules alone (apply_rules takes it out)
+            attributes[SAID] = spec.said_at
         return Fact(
             id=f"fact-{uuid4().hex}", namespace=self.namespace, subject_id=subject.id,
             predicate=spec.predicate, object_id=obj.id if obj else None,
             object_value=None if obj else spec.object, confidence=spec.confidence,
             evidence=spec.evidence, created_at=now, valid_at=spec.valid_at,
-            invalid_at=spec.invalid_at, attributes=dict(spec.attributes),
+            invalid_at=spec.invalid_at, attributes=attributes,
         )
 
     async def _resolve(

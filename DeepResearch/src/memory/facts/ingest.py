@@ -79,6 +79,7 @@ def _extracted_spec(graph: FactGraph, found: ExtractedFact, by_id: dict[str, Mes
         spec.subject_external_id = source.author_id
     if spec.valid_at is None and spec.predicate in graph.config.single_valued:
         spec.valid_at = source.timestamp  # true at least since it was said
+    spec.said_at = source.timestamp
     return spec
 
 

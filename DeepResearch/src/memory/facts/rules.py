@@ -30,7 +30,8 @@ from DeepResearch.src.memory.facts.model import Fact
 from DeepResearch.src.memory.facts.store import name_key
 
 INF = float("inf")
-STATED = "_stated"  # single-valued facts: their statements, [evidence, at, learned, conf, end]
+STATED = "_stated"  # single-valued facts: statements, [evidence, at, learned, conf, end, said]
+SAID = "_said_at"  # a new fact's message time (ingest): orders statements of the same time
 
 
 @dataclass(slots=True)
@@ -59,12 +60,13 @@ def _covers(known: Fact, at: float | None) -> bool:
 
 def apply_rules(new: Fact, known: Sequence[Fact], single_valued: bool, now: float) -> Outcome:
     """`known`: the subject's facts of the same predicate (history included)."""
+    said = new.attributes.pop(SAID, None)
     live = [f for f in known if f.expired_at is None]
     for old in live:
         if same_object(old, new) and set(new.evidence) <= set(old.evidence):
             return Outcome(old)  # this evidence was applied already: sending it again is a no-op
     if single_valued:
-        return _timeline(new, live, now)
+        return _timeline(new, live, now, said)
     for old in (f for f in live if same_object(f, new)):
         extends = (old.invalid_at is None and new.valid_at is not None
                    and old.valid_at is not None and new.valid_at < old.valid_at)
@@ -92,6 +94,7 @@ class Statement:
     confidence: float
     end: float | None  # an explicit end, as said
     fact: Fact  # the fact it was stored with (object, attributes)
+    said: float | None = None  # when its message was written
 
     @property
     def time(self) -> float:
@@ -101,18 +104,36 @@ class Statement:
             return -INF  # true until a time already past, start unknown
         return self.learned
 
-    def key(self) -> tuple[float, str, tuple[str, ...]]:
-        return (self.time, _object_key(self.fact), self.evidence)
+    def key(self) -> tuple[float, float, str, tuple[str, ...]]:
+        said = self.time if self.said is None else self.said
+        return (self.time, said, _object_key(self.fact), self.evidence)
 
     def row(self) -> list[Any]:
-        return [list(self.evidence), self.at, self.learned, self.confidence, self.end]
+        return [list(self.evidence), self.at, self.learned, self.confidence, self.end, self.said]
+
+
+def keep_statements(attributes: dict[str, Any], evidence: set[str]) -> dict[str, Any]:
+    """`attributes` with the statements (`_stated`) cut to `evidence`: what forgetting
+    leaves of a fact whose evidence it cut (no id of a forgotten memory stays behind)."""
+    rows = attributes.get(STATED)
+    if not isinstance(rows, list):
+        return attributes
+    kept = []
+    for row in rows:
+        try:
+            ids = [e for e in row[0] if e in evidence]
+        except (TypeError, IndexError):
+            continue
+        if ids:
+            kept.append([ids, *row[1:]])
+    return {**attributes, STATED: kept}
 
 
 def _object_key(fact: Fact) -> str:
     return fact.object_id if fact.object_id is not None else "=" + name_key(fact.object_value or "")
 
 
-def _statements(fact: Fact, starts: set[float]) -> list[Statement]:
+def _statements(fact: Fact, starts: set[float], said_at: float | None) -> list[Statement]:
     """The statements a fact holds: its `_stated` rows (evidence forgotten since left out),
     and, for evidence no row names (a fact written before rows were kept, a new fact), one
     statement of the fact's own times (an `invalid_at` that is another fact's start was a
@@ -122,25 +143,27 @@ def _statements(fact: Fact, starts: set[float]) -> list[Statement]:
     rows = fact.attributes.get(STATED)
     for row in rows if isinstance(rows, list) else []:
         try:
-            ev, at, learned, conf, end = row
+            ev, at, learned, conf, end, *said = row
             kept = tuple(e for e in ev if e in evidence)
         except (TypeError, ValueError):
             continue
         if kept:
-            out.append(Statement(kept, at, learned, conf, end, fact))
+            out.append(Statement(kept, at, learned, conf, end, fact, said[0] if said else None))
             evidence -= set(kept)
     rest = tuple(e for e in fact.evidence if e in evidence)
     if rest:
         end = None if fact.invalid_at in starts else fact.invalid_at
-        out.append(Statement(rest, fact.valid_at, fact.created_at, fact.confidence, end, fact))
+        out.append(Statement(rest, fact.valid_at, fact.created_at, fact.confidence, end, fact,
+                             said_at))
     return out
 
 
-def _timeline(new: Fact, live: list[Fact], now: float) -> Outcome:
+def _timeline(new: Fact, live: list[Fact], now: float, said: float | None) -> Outcome:
     known_same = {e for f in live if same_object(f, new) for e in f.evidence}
     new.evidence = tuple(e for e in new.evidence if e not in known_same)
     starts = {f.valid_at for f in live if f.valid_at is not None}
-    statements = sorted((s for f in [*live, new] for s in _statements(f, starts)),
+    statements = sorted((s for f in [*live, new]
+                         for s in _statements(f, starts, said if f is new else None)),
                         key=Statement.key)
     segments: list[list[Statement]] = []
     ends: list[float | None] = []

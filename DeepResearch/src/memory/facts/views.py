@@ -18,7 +18,7 @@ from DeepResearch.src.memory.facts.store import fact_is_current
 # Attributes kept with a fact but left out of its sentence (provenance, not meaning).
 UNSPOKEN = frozenset({"rule", "last_seen"})
 # Attributes kept for the rules alone (rules.py: a single-valued fact's statements): never shown.
-INTERNAL = frozenset({"_stated"})
+INTERNAL = frozenset({"_stated", "_said_at"})
 
 
 class EntityOut(BaseModel):

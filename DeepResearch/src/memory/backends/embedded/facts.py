@@ -131,8 +131,9 @@ class EmbeddedFactStore(FactStore):
         plan = plan_sync(forgotten, lambda lookup: _touching(conn, lookup))
         for chunk in chunks([fact_id for _, fact_id in plan.delete_facts]):
             conn.execute(f"DELETE FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk)
-        conn.executemany("UPDATE facts SET evidence = ? WHERE id = ?",
-                         [(json.dumps(list(f.evidence)), f.id) for f in plan.update_facts])
+        conn.executemany("UPDATE facts SET evidence = ?, attributes = ? WHERE id = ?",
+                         [(json.dumps(list(f.evidence)), json.dumps(f.attributes), f.id)
+                          for f in plan.update_facts])
         return plan.delete_memories
 
     # -- reads ----------------------------------------------------------------------------
