@@ -198,11 +198,11 @@ class Reads:
             return None
         try:
             await self.writes.drain_pending()
-            found = await self.backend.get([memory_id])
+            found = await self.backend.get([memory_id], self.namespace)
         except MemoryBackendError as exc:
             self._lost(exc)
             return None
-        if not found or found[0].namespace != self.namespace or not readable(found[0]):
+        if not found or not readable(found[0]):
             return None
         return RetrievedMemory(document=to_document(found[0]), similarity=1.0, score=1.0, rank=1)
 
@@ -221,8 +221,7 @@ class Reads:
             return []
         try:
             await self.writes.drain_pending()
-            start = await self.backend.get([memory_id])
-            if not start or start[0].namespace != self.namespace:
+            if not await self.backend.get([memory_id], self.namespace):
                 return []
             walks = await self.backend.related_many(
                 [memory_id], rel_types, depth, self._bounded()
