@@ -108,6 +108,11 @@ def test_keys_and_namespaces(service: TestClient) -> None:
     ("/api/memory/facts", {"facts": []}, 422, "validation_error", "facts"),
     ("/api/memory/ingest", {"messages": [MSG], "channel_id": "bad channel"}, 422,
      "validation_error", "channel_id"),
+    # the one id rule (config, client, service): no '..'
+    ("/api/memory/memories", {"content": "x", "session_id": "a..b"}, 422, "validation_error",
+     "'a..b' is not a valid id"),
+    ("/api/memory/ingest", {"messages": [{**MSG, "message_id": "m..1"}], "channel_id": "c"},
+     422, "validation_error", "'m..1' is not a valid id"),
     # the timestamp rules of ingest in Python and the CLI: milliseconds are refused, not divided
     ("/api/memory/ingest", {"messages": [{**MSG, "timestamp": 1709287300000}], "channel_id": "c"},
      422, "validation_error", "messages.0.timestamp: Value error, message: field 'timestamp' = "

@@ -19,6 +19,7 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import JSONScalar, MemoryRecord
 from DeepResearch.src.memory.compression import compress_content
+from DeepResearch.src.memory.config_base import ID_RULE, is_valid_id
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.models import RelationType
 
@@ -33,8 +34,6 @@ RECORD_FIELDS = frozenset(
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")  # filterable keys
 _METADATA_STORE_KEY = re.compile(r"^[^\x00-\x1f\x7f]{1,128}$")
 # Namespaces, sessions, memory and loop ids: safe in a file name, a log line and a query.
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")
-ID_RULE = "1-200 characters of letters, digits and _ . : @ - (first a letter or digit; no '..')"
 MAX_METADATA_BYTES = 65_536
 MAX_METADATA_DEPTH = 32
 MAX_TOP_K = 1000
@@ -184,7 +183,7 @@ def clean_name(value: Any, name: str) -> str:
 
 def clean_id(value: Any, name: str) -> str:
     """A namespace, session, loop or memory id: ID_RULE."""
-    if not isinstance(value, str) or not ID_PATTERN.match(value) or ".." in value:
+    if not is_valid_id(value):
         raise MemoryInputError(f"{name}={_short(value)} is not a valid id: use {ID_RULE}")
     return value
 

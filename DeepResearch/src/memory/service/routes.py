@@ -13,7 +13,6 @@ from fastapi.responses import JSONResponse
 from DeepResearch.src.memory.service import operations as ops
 from DeepResearch.src.memory.service.metrics import CONTENT_TYPE_LATEST, Trace
 from DeepResearch.src.memory.service.schemas import (
-    ID_PATTERN,
     AddFactsRequest,
     AddFactsResponse,
     DeleteResponse,
@@ -180,10 +179,8 @@ async def debug_request(request_id: str, c: CallDep) -> dict[str, object]:
 
 
 def _check_id(value: str, what: str) -> None:
-    import re
-
+    from DeepResearch.src.memory.config_base import ID_RULE, is_valid_id
     from DeepResearch.src.memory.errors import MemoryInputError
 
-    if not re.match(ID_PATTERN, value) or ".." in value:
-        raise MemoryInputError(f"{what} {value[:80]!r} is not valid: 1-200 letters, digits and "
-                               "_ . : @ -, starting with a letter or digit")
+    if not is_valid_id(value):
+        raise MemoryInputError(f"{what} {value[:80]!r} is not valid: use {ID_RULE}")
