@@ -24,7 +24,7 @@ from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.models import RelationType
 
 if TYPE_CHECKING:
-    from DeepResearch.src.memory.config import MemoryConfig
+    from DeepResearch.src.memory.config import MemoryConfig, ProfileConfig
 
 RESERVED_FILTER_KEYS = {"memory_type": "memory_types", "agent_type": "agent_types", "session_id": "session_ids", "id": "ids"}
 RECORD_FIELDS = frozenset(
@@ -186,6 +186,19 @@ def clean_id(value: Any, name: str) -> str:
     if not is_valid_id(value):
         raise MemoryInputError(f"{name}={_short(value)} is not a valid id: use {ID_RULE}")
     return value
+
+
+def clean_profile(config: MemoryConfig, name: Any) -> ProfileConfig | None:
+    """The profile a caller names (None: none); MemoryInputError naming the value and the
+    configured profiles otherwise."""
+    if name is None:
+        return None
+    if not isinstance(name, str) or name not in config.profiles:
+        raise MemoryInputError(
+            f"profile={_short(name)} is not a configured profile; choices: "
+            f"{sorted(config.profiles)}"
+        )
+    return config.profiles[name]
 
 
 def clean_top_k(top_k: Any) -> int:

@@ -21,6 +21,7 @@ from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.inputs import (
     clean_content,
     clean_id,
+    clean_profile,
     clean_relations,
     clean_time,
     clean_top_k,
@@ -120,7 +121,7 @@ class Reads:
         if top_k is not None:
             top_k = clean_top_k(top_k)
         now = time.time() if as_of is None else clean_as_of(as_of)
-        prof = self.config.profile(profile)
+        prof = clean_profile(self.config, profile)
         kwargs = parse_filters(filters)
         if not await self._ready():
             return []
