@@ -113,12 +113,13 @@ async def test_import_stays_inside_the_client_namespace(make_client: MakeClient)
     assert await client.backend.count(MemoryFilter()) == 0
 
 
-async def test_an_id_of_another_namespace_is_refused_at_store(make_client: MakeClient) -> None:
+async def test_the_same_id_in_two_namespaces_is_two_memories(make_client: MakeClient) -> None:
     alice, bob = make_client(namespace="alice"), make_client(namespace="bob")
     if alice.config.backend == "in_memory":
         pytest.skip("each in_memory client has a store of its own")
     await alice.store("alice's original note", id="note-1")
-    with pytest.raises(MemoryInputError, match="another namespace"):
-        await bob.store("bob tries to replace it", id="note-1")
+    await bob.store("bob's own note", id="note-1")
     assert (await alice.get("note-1")).document.content == "alice's original note"
-    assert await bob.get("note-1") is None and (await bob.stats()).outbox == 0
+    assert (await bob.get("note-1")).document.content == "bob's own note"
+    assert await bob.forget(["note-1"]) == 1
+    assert (await alice.get("note-1")).document.content == "alice's original note"

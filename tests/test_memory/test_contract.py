@@ -328,20 +328,39 @@ async def test_a_namespace_sees_nothing_of_another(client: MemorySystemClient, e
     assert await backend.count(MemoryFilter()) == 3
 
 
-async def test_an_id_of_another_namespace_is_refused_and_nothing_written(
-    client: MemorySystemClient, embedder
-) -> None:
+async def test_an_id_is_scoped_by_its_namespace(client: MemorySystemClient, embedder) -> None:
+    """Namespace c writing ids a's memories have: two records each, neither touching the
+    other's content, relations, search or delete."""
     records = await _two_namespaces(client, embedder)
     backend = client.backend
-    fresh = [MemoryRecord(id=f"c{i}", namespace="c", session_id="s", memory_type="note",
-                          content=f"new memory {i}", created_at=2000.0 + i,
-                          vector=records[i].vector) for i in range(3)]
-    fresh[1].id = "a1"  # taken in namespace a
-    with pytest.raises(MemoryBackendError, match="a1"):
-        await backend.upsert(fresh)
-    assert await backend.count(MemoryFilter(namespaces=("c",))) == 0
-    (kept,) = await backend.get(["a1"])
-    assert (kept.namespace, kept.content) == ("a", NS_TEXTS[1])
+    same = [MemoryRecord(id=f"a{i}", namespace="c", session_id="s", memory_type="note",
+                         content=f"c's own memory {i}", created_at=2000.0 + i,
+                         relations=[("follows", f"a{i - 1}")] if i else [],
+                         vector=records[2 - i].vector) for i in range(3)]
+    await backend.upsert(same)
+    assert await backend.count(MemoryFilter(namespaces=("c",))) == 3
+    assert await backend.count(MemoryFilter(namespaces=("a",))) == 3
+    (a1,) = await backend.get(["a1"], "a")
+    (c1,) = await backend.get(["a1"], "c")
+    assert (a1.namespace, a1.content) == ("a", NS_TEXTS[1])
+    assert (c1.namespace, c1.content, c1.relations) == ("c", "c's own memory 1", [("follows", "a0")])
+    assert await backend.get(["a1"]) == []  # the default namespace has no a1
+    walks = await backend.related_many(["a1"], None, 2, MemoryFilter(namespaces=("c",)))
+    assert sorted((r.record.namespace, r.record.content) for r in walks["a1"]) == [
+        ("c", "c's own memory 0"), ("c", "c's own memory 2")]
+    walks = await backend.related_many(["a1"], None, 2, MemoryFilter(namespaces=("a",)))
+    assert sorted(r.record.content for r in walks["a1"]) == sorted([NS_TEXTS[0], NS_TEXTS[2]])
+    query = embedder.embed([NS_TEXTS[1]])[0]
+    (hit,) = await backend.vector_search(query, 1, MemoryFilter(namespaces=("a",)))
+    assert (hit.record.namespace, hit.record.id) == ("a", "a1")
+    await backend.upsert([MemoryRecord(id="a1", namespace="c", session_id="s",
+                                       memory_type="note", content="c replaced its a1",
+                                       created_at=3000.0, vector=records[0].vector)])
+    assert (await backend.get(["a1"], "c"))[0].content == "c replaced its a1"
+    assert (await backend.get(["a1"], "a"))[0].content == NS_TEXTS[1]
+    assert await backend.delete(MemoryFilter(namespaces=("c",), ids=("a1",))) == 1
+    assert [r.id for r in await backend.scan(MemoryFilter(namespaces=("a",)))] == ["a0", "a1", "a2"]
+    assert await backend.count(MemoryFilter(ids=("a1",))) == 1
 
 
 async def test_a_batch_is_all_or_nothing(client: MemorySystemClient, embedder) -> None:

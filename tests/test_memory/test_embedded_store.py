@@ -4,6 +4,7 @@ old cache files replaced."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -15,7 +16,6 @@ import pytest
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
 from DeepResearch.src.memory.backends.embedded import INDEX_FILE, EmbeddedBackend, store
-from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.text import fts_query
 
 pytestmark = pytest.mark.integration
@@ -213,16 +213,65 @@ async def test_the_index_is_saved_at_close_and_read_back(tmp_path: Path, kind: s
     await backend.close()
 
 
-async def test_namespace_collision_is_refused_with_the_id(tmp_path: Path) -> None:
-    backend = await _backend(tmp_path)
-    await backend.upsert(_records(2))
-    taken = _records(3, seed=2, prefix="x")
-    for r in taken:
-        r.namespace = "tenant-b"
-    taken[2].id = "r1"
-    with pytest.raises(MemoryBackendError, match=r"'r1'.*'default'"):
-        await backend.upsert(taken)
-    assert await backend.count(MemoryFilter(namespaces=("tenant-b",))) == 0
+# The records and relations tables as a store of schema version 3 has them: an id unique
+# across namespaces, relations without a namespace.
+V3_TABLES = """
+CREATE TABLE records_v3 (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL DEFAULT 'default', session_id TEXT NOT NULL,
+    memory_type TEXT NOT NULL, agent_type TEXT, content TEXT NOT NULL, created_at REAL NOT NULL,
+    importance REAL NOT NULL, temporal_weight REAL NOT NULL, expires_at REAL,
+    content_codec TEXT, content_blob BLOB, metadata TEXT NOT NULL, vector BLOB NOT NULL,
+    event_at REAL);
+INSERT INTO records_v3 SELECT * FROM records;
+UPDATE sqlite_sequence SET seq = (SELECT seq FROM sqlite_sequence WHERE name = 'records')
+    WHERE name = 'records_v3';
+CREATE TABLE relations_v3 (src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL,
+    pos INTEGER NOT NULL, PRIMARY KEY (src, type, dst)) WITHOUT ROWID;
+INSERT INTO relations_v3 SELECT src, type, dst, pos FROM relations;
+DROP TABLE records; ALTER TABLE records_v3 RENAME TO records;
+DROP TABLE relations; ALTER TABLE relations_v3 RENAME TO relations;
+CREATE INDEX relations_dst ON relations (dst, type);
+PRAGMA user_version = 3;
+"""
+
+
+async def test_a_store_with_ids_unique_across_namespaces_is_migrated(tmp_path: Path) -> None:
+    """A store written when ids were unique across namespaces opens with ids scoped by
+    namespace: its rows, seqs (the index's ids), relations and search kept; another
+    namespace can then store the same ids."""
+    path = tmp_path / "memory"
+    backend = await _backend(path)
+    alice = _records(3, prefix="m")
+    for i, r in enumerate(alice):
+        r.namespace = "alice"
+        r.relations = [("follows", f"m{i - 1}")] if i else []
+    await backend.upsert(alice)
+    await backend.delete(MemoryFilter(ids=("m2",)))  # its seq is never given again
+    await backend.close()
+    with sqlite3.connect(path / "memory.sqlite3") as conn:
+        conn.executescript(V3_TABLES)
+        assert "UNIQUE" in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'records'").fetchone()[0]
+    backend = await _backend(path)
+    bob = _records(3, seed=5, prefix="m")
+    for r in bob:
+        r.namespace = "bob"
+    await backend.upsert(bob)
+    assert [r.content for r in await backend.get(["m1"], "alice")] == [alice[1].content]
+    assert [r.content for r in await backend.get(["m1"], "bob")] == [bob[1].content]
+    (kept,) = await backend.get(["m1"], "alice")
+    assert kept.relations == [("follows", "m0")]
+    walk = await backend.related_many(["m1"], None, 1, MemoryFilter(namespaces=("alice",)))
+    assert [(r.record.namespace, r.record.id) for r in walk["m1"]] == [("alice", "m0")]
+    for who in (alice[:2], bob):
+        for r in who:
+            (hit,) = await backend.vector_search(r.vector, 1, MemoryFilter(namespaces=(r.namespace,)))
+            assert (hit.record.namespace, hit.record.id) == (r.namespace, r.id)
+    seqs = [row[0] for row in backend._require().db.conn.execute(
+        "SELECT seq FROM records WHERE namespace = 'bob'")]
+    assert min(seqs) > 3  # after alice's three, the deleted one's included
+    assert await backend.verify() == []
     await backend.close()
 
 

@@ -165,7 +165,7 @@ async def test_the_graph_written_and_memories_searchable(
                   "ORDER BY f")
     assert [r["f"] for r in rows] == ["f1", "f2", "f4"]
     # the sentences are ordinary memories: read, vector and full-text searchable
-    [m] = await b.get(["f2"])
+    [m] = await b.get(["f2"], NS)
     assert m.content == "Alice works at Google" and m.memory_type == FACT_MEMORY_TYPE
     hits = await b.vector_search(unit(2), 1, MemoryFilter(namespaces=(NS,)))
     assert hits[0].record.id == "f2"
@@ -270,17 +270,19 @@ async def test_a_put_is_all_or_nothing(
             await store.put(**{**good, **change})
     nodes = cypher(neo4j_clean_uri, "MATCH (n) RETURN count(n) AS n")
     assert nodes[0]["n"] == 0
-    # refused inside the transaction, after the entities and facts were written in it: the
-    # memory id belongs to another namespace
-    await b.upsert([record("taken", namespace="other")])
+    # refused inside the transaction, after the entities were written in it: the fact id
+    # belongs to another namespace (entity and fact ids are unique across namespaces)
+    await store.put(entities=[person("other-p", "Olga", ns="other")],
+                    facts=[fact("taken", "other-p", "HAS_SKILL", value="Go", ns="other")])
     with pytest.raises(MemoryBackendError, match="taken"):
-        await store.put(**{**good, "memories": [*good["memories"], sentence("taken", "x")]})
+        await store.put(**{**good, "facts": [*good["facts"],
+                                             fact("taken", "dan", "HAS_SKILL", value="C")]})
     assert await store.get_entities(NS, ["dan"]) == []
     assert await store.find_facts(FactQuery(namespace=NS, include_history=True)) == []
-    assert await b.get(["fd"]) == []
+    assert await b.get(["fd"], NS) == []
     await store.put(**good)  # the same batch without the bad item goes through whole
     assert [f.id for f in await store.find_facts(FactQuery(namespace=NS))] == ["fd"]
-    assert [m.id for m in await b.get(["fd"])] == ["fd"]
+    assert [m.id for m in await b.get(["fd"], NS)] == ["fd"]
 
 
 async def test_values_are_parameters_and_calls_time_out(

@@ -10,7 +10,6 @@ from neo4j import GraphDatabase
 
 from DeepResearch.src.memory.backends.base import MemoryFilter
 from DeepResearch.src.memory.backends.neo4j_store import Neo4jBackend
-from DeepResearch.src.memory.errors import MemoryBackendError
 from test_memory.neo4j_helpers import LABEL, backend, record, unit
 
 pytestmark = [pytest.mark.neo4j, pytest.mark.integration]
@@ -78,22 +77,21 @@ async def test_delete_removes_only_its_namespace(store: Neo4jBackend) -> None:
     assert await store.delete(MemoryFilter(namespaces=("alice",), session_ids=("s1",))) == 3
     assert await store.count(ALICE) == 0
     assert [r.id for r in await store.scan(BOB)] == ["bob-1", "bob-2", "bob-3"]
-    assert [r.record.id for r in await store.related("bob-1", None, 2)] == ["bob-2", "bob-3"]
+    walk = await store.related_many(["bob-1"], None, 2, BOB)
+    assert [r.record.id for r in walk["bob-1"]] == ["bob-2", "bob-3"]
 
 
 async def test_relation_walks_never_reach_or_cross_another_namespace(
     store: Neo4jBackend,
 ) -> None:
     await twins(store)
-    # a bridge: alice-3 -> bob-1 (a relation to an id that is bob's), bob-1 <- bob-2 <- ...
+    # alice-3 -> "bob-1": an id of alice's namespace (a placeholder), never bob's memory
     await store.upsert([record("alice-3", namespace="alice", content="Salmon counts reads",
                                seed=3, created_at=3.0,
                                relations=[("follows", "alice-2"), ("references", "bob-1")])])
     walk = await store.related_many(["alice-3"], None, 3, ALICE)
     assert [(r.record.id, r.depth) for r in walk["alice-3"]] == [("alice-2", 1), ("alice-1", 2)]
-    # unconfined, the bridge is there: the confinement is what keeps bob out
-    unconfined = await store.related_many(["alice-3"], None, 2, None)
-    assert "bob-1" in {r.record.id for r in unconfined["alice-3"]}
+    assert await store.related_many(["alice-3"], None, 2, None) == {}  # not in "default"
     # from bob's side the walk may not step onto alice-3 and beyond
     assert {r.record.id for r in (await store.related_many(["bob-1"], None, 3, BOB))["bob-1"]} \
         == {"bob-2", "bob-3"}
@@ -104,29 +102,29 @@ async def test_relation_walks_never_reach_or_cross_another_namespace(
     assert {r.record.id for r in near["alice-2"]} == {"alice-1", "alice-3"}
 
 
-async def test_an_id_of_another_namespace_is_refused_and_nothing_is_written(
+async def test_the_same_id_in_two_namespaces_is_two_nodes(
     store: Neo4jBackend, neo4j_clean_uri: str
 ) -> None:
     await store.upsert([record("shared-id", namespace="alice", content="alice's own")])
-    batch = [
-        record("bob-new", namespace="bob", content="would be written first"),
-        record("shared-id", namespace="bob", content="bob overwrites alice"),
-        record("bob-later", namespace="bob"),
-    ]
-    with pytest.raises(MemoryBackendError, match=r"'shared-id' already exists in namespace "
-                       r"'alice'.*namespace 'bob'.*nothing of this batch was written"):
-        await store.upsert(batch)
-    [kept] = await store.get(["shared-id"])
-    assert (kept.namespace, kept.content) == ("alice", "alice's own")
-    assert await store.count(BOB) == 0
-    with GraphDatabase.driver(neo4j_clean_uri, auth=None) as driver:
-        nodes = driver.execute_query("MATCH (n) RETURN count(n) AS n").records[0]["n"]
-    assert nodes == 1  # no node, placeholder or edge left by the refused batch
-
-    with pytest.raises(MemoryBackendError, match=r"'twice'.*namespaces 'alice' and 'bob'"):
-        await store.upsert([record("twice", namespace="alice"), record("twice", namespace="bob")])
+    await store.upsert([record("shared-id", namespace="bob", content="bob's own",
+                               relations=[("follows", "prev")]),
+                        record("twice", namespace="alice"), record("twice", namespace="bob")])
+    [a] = await store.get(["shared-id"], "alice")
+    [b] = await store.get(["shared-id"], "bob")
+    assert (a.content, a.relations, b.content) == ("alice's own", [], "bob's own")
     await store.upsert([record("shared-id", namespace="alice", content="alice updates it")])
-    assert (await store.get(["shared-id"]))[0].content == "alice updates it"
+    assert (await store.get(["shared-id"], "alice"))[0].content == "alice updates it"
+    assert (await store.get(["shared-id"], "bob"))[0].content == "bob's own"
+    assert await store.count(MemoryFilter(ids=("twice",))) == 2
+    assert await store.delete(MemoryFilter(namespaces=("bob",), ids=("shared-id",))) == 1
+    assert (await store.get(["shared-id"], "alice"))[0].content == "alice updates it"
+    with GraphDatabase.driver(neo4j_clean_uri, auth=None) as driver:
+        constraints = driver.execute_query(
+            "SHOW CONSTRAINTS YIELD labelsOrTypes, properties, type "
+            "WHERE type = 'UNIQUENESS' RETURN labelsOrTypes[0] AS label, properties").records
+    scoped = {(c["label"], tuple(c["properties"])) for c in constraints}
+    assert (store.q.label, ("namespace", "id")) in scoped
+    assert (store.q.label, ("id",)) not in scoped
 
 
 async def test_memories_written_before_namespaces_join_the_default_one(
@@ -160,3 +158,34 @@ async def test_similar_to_links_stay_inside_the_namespace(neo4j_clean_uri: str) 
             f"MATCH (x:{LABEL})-[:SIMILAR_TO]->(y:{LABEL}) RETURN x.id AS x, y.id AS y"
         ).records
     assert [(e["x"], e["y"]) for e in edges] == [("a2", "a1")]
+
+
+async def test_a_database_with_id_only_constraints_is_converted(neo4j_clean_uri: str) -> None:
+    """A database set up when ids were unique across namespaces: its id-only constraints go,
+    a placeholder takes the namespace of the memory pointing at it, and another namespace
+    can then write the same ids."""
+    with GraphDatabase.driver(neo4j_clean_uri, auth=None) as driver:
+        for label in (LABEL, f"{LABEL}Pending"):
+            driver.execute_query(f"CREATE CONSTRAINT `{label}_id_unique` IF NOT EXISTS "
+                                 f"FOR (m:`{label}`) REQUIRE m.id IS UNIQUE")
+    first = backend(neo4j_clean_uri)
+    await first.open()
+    await first.upsert([record("m1", namespace="alice", relations=[("follows", "m0")])])
+    await first.close()
+    with GraphDatabase.driver(neo4j_clean_uri, auth=None) as driver:
+        driver.execute_query(f"MATCH (p:`{LABEL}Pending`) REMOVE p.namespace")
+        for label in (LABEL, f"{LABEL}Pending"):
+            driver.execute_query(f"DROP CONSTRAINT `{label}_namespace_id_unique` IF EXISTS")
+            driver.execute_query(f"CREATE CONSTRAINT `{label}_id_unique` IF NOT EXISTS "
+                                 f"FOR (m:`{label}`) REQUIRE m.id IS UNIQUE")
+    b = backend(neo4j_clean_uri)
+    await b.open()
+    try:
+        await b.upsert([record("m1", namespace="bob"), record("m0", namespace="bob")])
+        await b.upsert([record("m0", namespace="alice", content="alice's first")])
+        walk = await b.related_many(["m1"], None, 1, ALICE)
+        assert [(r.record.namespace, r.record.content) for r in walk["m1"]] == [
+            ("alice", "alice's first")]
+        assert await b.count(MemoryFilter(ids=("m0", "m1"))) == 4
+    finally:
+        await b.close()

@@ -126,7 +126,7 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
             print(_line(r))
         return 0
     if cmd == "show":
-        found = await client.backend.get([args.id])
+        found = await client.backend.get([args.id], client.namespace)
         if not found:
             print(f"deepresearch-memory: no memory with id {args.id!r}", file=sys.stderr)
             return 1

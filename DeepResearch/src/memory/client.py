@@ -217,27 +217,10 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         ]
         if not records:
             return []
-        await self._refuse_foreign_ids([r.id for r, item in zip(records, items, strict=True)
-                                        if item.get("id")])
         await self._embed_missing(records)
         await self._link_follows(records)
         await self.writes.submit(records)
         return [r.id for r in records]
-
-    async def _refuse_foreign_ids(self, ids: list[str]) -> None:
-        """Ids the caller chose may name a memory of another namespace, which this client may
-        not replace: refused here, before anything is acknowledged (backends refuse it too)."""
-        if not ids or not self.available:
-            return
-        try:
-            found = await self.backend.get(ids)
-        except MemoryBackendError:  # the write that follows meets the failure and reports it
-            return
-        foreign = sorted(r.id for r in found if r.namespace != self.namespace)
-        if foreign:
-            raise MemoryInputError(
-                f"memory id(s) {foreign[:5]} belong to another namespace; choose other ids"
-            )
 
     def _bounded(self, **conditions: Any) -> MemoryFilter:
         """A filter with the given conditions, inside this client's namespace."""

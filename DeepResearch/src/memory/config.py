@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from DeepResearch.src.memory.config_base import MAX_TOP_K, Section
+from DeepResearch.src.memory.config_base import MAX_TOP_K, Id, Section
 from DeepResearch.src.memory.config_service import (  # noqa: F401  (re-exported)
     RateLimitConfig,
     ServiceConfig,
@@ -275,8 +275,8 @@ def _default_profiles() -> dict[str, ProfileConfig]:
 class MemoryConfig(Section):
     enabled: bool = True
     backend: BackendName = "faiss"
-    namespace: str = Field(default="default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")
-    session_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")
+    namespace: Id = "default"
+    session_id: Id | None = None
     session_ttl: float | None = Field(default=None, gt=0)
     on_unavailable: Literal["warn", "fail"] = "warn"
     max_content_bytes: int = Field(default=1_000_000, ge=1)

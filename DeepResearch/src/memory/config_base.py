@@ -1,9 +1,32 @@
 """The base of every `memory` config section: an unknown key is an error, assignments are
-validated (config.py, config_service.py)."""
+validated (config.py, config_service.py). And the one id rule (namespaces, sessions, memory,
+message and channel ids) that the config, the client (inputs.clean_id) and the service's
+request bodies (`Id`) all apply."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
+ID_RULE = "1-200 characters of letters, digits and _ . : @ - (first a letter or digit; no '..')"
+_ID = re.compile(ID_REGEX)
+
+
+def is_valid_id(value: Any) -> bool:
+    return isinstance(value, str) and bool(_ID.match(value)) and ".." not in value
+
+
+def _checked_id(value: str) -> str:
+    if not is_valid_id(value):
+        raise ValueError(f"{value[:80]!r} is not a valid id: use {ID_RULE}")
+    return value
+
+
+# A pydantic field holding an id: the pattern for the schema, the full rule (no '..') checked.
+Id = Annotated[str, Field(pattern=ID_REGEX), AfterValidator(_checked_id)]
 
 # The most results one retrieval returns, wherever it is asked for: retrieve(top_k=...),
 # memory.retrieval.top_k, `deepresearch-memory search --top-k`, the HTTP service's top_k.

@@ -3,11 +3,9 @@ of API keys shared with the keys the service reads from the environment at start
 
 from __future__ import annotations
 
-import re
-
 from pydantic import Field, model_validator
 
-from DeepResearch.src.memory.config_base import Section
+from DeepResearch.src.memory.config_base import ID_RULE, Section, is_valid_id
 
 
 class RateLimitConfig(Section):
@@ -45,7 +43,6 @@ class ServiceConfig(Section):
         return self
 
 
-_NAMESPACE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
 MIN_API_KEY_CHARS = 16
 
 
@@ -59,9 +56,9 @@ def check_api_keys(keys: dict[str, str], where: str) -> dict[str, str]:
                 f"{where}: key {shown!r} must be at least {MIN_API_KEY_CHARS} printable "
                 "characters without spaces"
             )
-        if not isinstance(namespace, str) or not re.match(_NAMESPACE_PATTERN, namespace):
+        if not is_valid_id(namespace):
             raise ValueError(
-                f"{where}: key {shown!r} maps to namespace {namespace!r}; a namespace is 1-200 "
-                "letters, digits and _ . : @ -, starting with a letter or digit"
+                f"{where}: key {shown!r} maps to namespace {namespace!r}; a namespace is "
+                f"{ID_RULE}"
             )
     return keys

@@ -19,12 +19,12 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import JSONScalar, MemoryRecord
 from DeepResearch.src.memory.compression import compress_content
-from DeepResearch.src.memory.config_base import MAX_TOP_K
+from DeepResearch.src.memory.config_base import ID_RULE, MAX_TOP_K, is_valid_id
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.models import RelationType
 
 if TYPE_CHECKING:
-    from DeepResearch.src.memory.config import MemoryConfig
+    from DeepResearch.src.memory.config import MemoryConfig, ProfileConfig
 
 RESERVED_FILTER_KEYS = {"memory_type": "memory_types", "agent_type": "agent_types", "session_id": "session_ids", "id": "ids"}
 RECORD_FIELDS = frozenset(
@@ -34,8 +34,6 @@ RECORD_FIELDS = frozenset(
 _METADATA_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")  # filterable keys
 _METADATA_STORE_KEY = re.compile(r"^[^\x00-\x1f\x7f]{1,128}$")
 # Namespaces, sessions, memory and loop ids: safe in a file name, a log line and a query.
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$")
-ID_RULE = "1-200 characters of letters, digits and _ . : @ - (first a letter or digit; no '..')"
 MAX_METADATA_BYTES = 65_536
 MAX_METADATA_DEPTH = 32
 # Names a metadata key may not take: the record's own fields (and the filter keys for them).
@@ -184,9 +182,22 @@ def clean_name(value: Any, name: str) -> str:
 
 def clean_id(value: Any, name: str) -> str:
     """A namespace, session, loop or memory id: ID_RULE."""
-    if not isinstance(value, str) or not ID_PATTERN.match(value) or ".." in value:
+    if not is_valid_id(value):
         raise MemoryInputError(f"{name}={_short(value)} is not a valid id: use {ID_RULE}")
     return value
+
+
+def clean_profile(config: MemoryConfig, name: Any) -> ProfileConfig | None:
+    """The profile a caller names (None: none); MemoryInputError naming the value and the
+    configured profiles otherwise."""
+    if name is None:
+        return None
+    if not isinstance(name, str) or name not in config.profiles:
+        raise MemoryInputError(
+            f"profile={_short(name)} is not a configured profile; choices: "
+            f"{sorted(config.profiles)}"
+        )
+    return config.profiles[name]
 
 
 def clean_top_k(top_k: Any) -> int:
@@ -330,7 +341,7 @@ def unreadable(record: MemoryRecord) -> str | None:
     values `store` refuses), or None when it is fine. Reads skip such records."""
     for name in ("namespace", "session_id"):
         value = getattr(record, name)
-        if not isinstance(value, str) or not ID_PATTERN.match(value) or ".." in value:
+        if not isinstance(value, str) or not is_valid_id(value):
             return f"{name}={_short(value)} is not a valid id"
     if not isinstance(record.content, str) or not record.content.strip():
         return "empty content"

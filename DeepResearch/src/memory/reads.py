@@ -21,6 +21,7 @@ from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.inputs import (
     clean_content,
     clean_id,
+    clean_profile,
     clean_relations,
     clean_time,
     clean_top_k,
@@ -113,7 +114,7 @@ class Reads:
         if top_k is not None:
             top_k = clean_top_k(top_k)
         now = time.time() if as_of is None else clean_as_of(as_of)
-        prof = self.config.profile(profile)
+        prof = clean_profile(self.config, profile)
         kwargs = parse_filters(filters)
         if not await self._ready():
             return []
@@ -191,11 +192,11 @@ class Reads:
             return None
         try:
             await self.writes.drain_pending()
-            found = await self.backend.get([memory_id])
+            found = await self.backend.get([memory_id], self.namespace)
         except MemoryBackendError as exc:
             self._lost(exc)
             return None
-        if not found or found[0].namespace != self.namespace or not readable(found[0]):
+        if not found or not readable(found[0]):
             return None
         return RetrievedMemory(document=to_document(found[0]), similarity=1.0, score=1.0, rank=1)
 
@@ -214,8 +215,7 @@ class Reads:
             return []
         try:
             await self.writes.drain_pending()
-            start = await self.backend.get([memory_id])
-            if not start or start[0].namespace != self.namespace:
+            if not await self.backend.get([memory_id], self.namespace):
                 return []
             walks = await self.backend.related_many(
                 [memory_id], rel_types, depth, self._bounded()

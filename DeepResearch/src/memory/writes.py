@@ -196,8 +196,8 @@ class WriteQueue:
             try:
                 await self.client.backend.upsert(batch)
             except MemoryInputError:
-                # Data the backend refuses (an id of another namespace, a value Neo4j cannot
-                # store) never succeeds on a retry. A synchronous store reports it and writes
+                # Data the backend refuses (a value Neo4j cannot store, a wrong vector) never
+                # succeeds on a retry. A synchronous store reports it and writes
                 # nothing; a background write lands the good records and sets the refused
                 # ones aside for the spill file, so they neither block the others nor vanish.
                 if raise_failure:

@@ -70,10 +70,10 @@ async def test_deleting_a_session_forgets_what_only_it_said(graph: FactGraph) ->
     assert all(f.confidence == pytest.approx(confidence[f.id]) for f in after)
     # the forgotten facts' sentence memories went with them, and count in the delete
     backend = graph.client.backend
-    sentences = {r.id for r in await backend.get([f.id for f in before])}
+    sentences = {r.id for r in await backend.get([f.id for f in before], graph.namespace)}
     assert sentences == {f.id for f in after}
     assert removed == len(GENERAL) + len(before) - len(after)
-    assert [r.id for r in await backend.get(["g1", "g2", "d1"])] == ["d1"]
+    assert [r.id for r in await backend.get(["g1", "g2", "d1"], graph.namespace)] == ["d1"]
     # what the tools say
     assert (await TOOLS["get_person_profile"](graph, "Ann")).facts == []
     assert (await TOOLS["find_people_by_organization"](graph, "Acme")).people == []
@@ -144,7 +144,7 @@ async def test_a_failed_cascade_deletes_nothing(
     monkeypatch.undo()
     assert await all_facts(graph) == before
     ids = ["g1", "g2", *(f.id for f in before)]
-    assert [r.id for r in await fact_client.backend.get(ids)] == ids
+    assert [r.id for r in await fact_client.backend.get(ids, fact_client.namespace)] == ids
 
 
 def test_the_cascade_runs_until_nothing_changes() -> None:
@@ -166,7 +166,7 @@ def test_the_cascade_runs_until_nothing_changes() -> None:
     plan = cascade.plan()
     assert plan.delete_facts == [("n", "f1"), ("n", "f2")]
     assert [(f.id, f.evidence) for f in plan.update_facts] == [("f3", ("m2",))]
-    assert plan.delete_memories == ["f1", "f2"]
+    assert plan.delete_memories == [("n", "f1"), ("n", "f2")]
     assert reads == 3
     assert stored[2].evidence == ("f2", "m2")  # the cascade changed its own copy
 

@@ -87,7 +87,7 @@ async def test_put_writes_the_sentence_memories_searchable(
                          facts=[fact("f1", "p1", "WORKS_AT", "o1")],
                          memories=[memory("f1", text, embedder)])
     backend = fact_client.backend
-    assert [r.content for r in await backend.get(["f1"])] == [text]
+    assert [r.content for r in await backend.get(["f1"], NS)] == [text]
     flt = MemoryFilter(memory_types=("fact",))
     dense = await backend.vector_search(embedder.embed_query("where does alice work"), 3, flt)
     assert [c.record.id for c in dense] == ["f1"]
@@ -107,7 +107,7 @@ async def test_a_refused_batch_writes_nothing(
                              memories=[memory("f1", "Alice WORKS_AT Google", embedder), bad])
     assert await fact_store.get_entities(NS, ["p1"]) == []
     assert await fact_store.find_facts(FactQuery(NS, include_history=True)) == []
-    assert await fact_client.backend.get(["f1"]) == []
+    assert await fact_client.backend.get(["f1"], NS) == []
 
 
 def test_name_key_normalises_case_and_spaces() -> None:

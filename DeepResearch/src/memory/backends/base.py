@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -46,25 +46,32 @@ class MemoryRecord:
     metadata: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable, returned unchanged
     relations: list[tuple[str, str]] = field(default_factory=list)  # (RelationType value, target id)
     vector: np.ndarray | None = None  # float32, shape (dimension,), L2-normalised
-    # The hard boundary (user / tenant / project): no read, filter, walk or delete crosses it,
-    # and an upsert never replaces a record of another namespace.
+    # The hard boundary (user / tenant / project): no read, filter, walk or delete crosses it.
+    # A record is known by (namespace, id): two namespaces may each have a record "1".
     namespace: str = DEFAULT_NAMESPACE
     # When what the memory tells of happened (e.g. the date of a conversation's session), if
     # the caller knows it; `created_at` is when it was stored. Time-aware ranking reads it.
     event_at: float | None = None
 
 
-def refuse_other_namespaces(records: Sequence[MemoryRecord], owner: dict[str, str]) -> None:
-    """Raise MemoryBackendError when a record's id already belongs to another namespace
-    (`owner`: id -> namespace of the stored records with those ids); nothing is written."""
-    for record in records:
-        namespace = owner.setdefault(record.id, record.namespace)
-        if namespace != record.namespace:
-            raise MemoryBackendError(
-                f"record id {record.id!r} already belongs to namespace {namespace!r}, not "
-                f"{record.namespace!r}: ids are unique across namespaces (give it another "
-                f"id); nothing of this batch of {len(records)} was written"
-            )
+def by_namespace(keys: Iterable[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """(namespace, its ids in order, each once) of (namespace, id) keys."""
+    groups: dict[str, dict[str, None]] = {}
+    for namespace, record_id in keys:
+        groups.setdefault(namespace, {})[record_id] = None
+    return [(namespace, list(ids)) for namespace, ids in groups.items()]
+
+
+def walk_namespace(flt: MemoryFilter | None) -> str:
+    """The namespace a relation walk stays in: the filter's one namespace, or the default
+    one (a record's relations name ids of its own namespace)."""
+    if flt is None or flt.namespaces is None:
+        return DEFAULT_NAMESPACE
+    if len(flt.namespaces) != 1:
+        raise MemoryBackendError(
+            f"a relation walk stays in one namespace, the filter names {len(flt.namespaces)}"
+        )
+    return flt.namespaces[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +146,15 @@ class MemoryBackend(ABC):
 
     @abstractmethod
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
-        """Insert or replace records (vectors included) in one batch."""
+        """Insert or replace records (vectors included) in one batch: a record replaces the
+        one with its namespace and id."""
 
     @abstractmethod
-    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        """Records by id, in the order asked, missing ids left out; vectors included."""
+    async def get(
+        self, ids: Sequence[str], namespace: str = DEFAULT_NAMESPACE
+    ) -> list[MemoryRecord]:
+        """Records of `namespace` by id, in the order asked, missing ids left out; vectors
+        included."""
 
     @abstractmethod
     async def delete(self, flt: MemoryFilter) -> int:
@@ -192,7 +203,9 @@ class MemoryBackend(ABC):
     ) -> list[RelatedRecord]:
         """Records reachable from `record_id` over the given relation types (None: all; both
         directions), up to `depth` hops, nearest first, the start record excluded; `relation`
-        is the type of the edge that reached a record, `depth` its distance in hops."""
+        is the type of the edge that reached a record, `depth` its distance in hops. The
+        walk stays in one namespace: the default one here, `walk_namespace(flt)` in
+        `related_many`."""
         return (await self.related_many([record_id], relation_types, depth)).get(record_id, [])
 
     async def related_many(

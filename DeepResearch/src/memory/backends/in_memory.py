@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
+    DEFAULT_NAMESPACE,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -19,7 +20,7 @@ from DeepResearch.src.memory.backends.base import (
     MemoryRecord,
     RelatedRecord,
     indexed_text,
-    refuse_other_namespaces,
+    walk_namespace,
 )
 from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.errors import MemoryBackendError
@@ -29,20 +30,21 @@ from DeepResearch.src.memory.text import fts_query
 if TYPE_CHECKING:
     from DeepResearch.src.memory.backends.in_memory_facts import InMemoryFactStore
 
+Key = tuple[str, str]  # (namespace, id): ids are scoped by namespace
 
 class InMemoryBackend(MemoryBackend):
     name: ClassVar[str] = "in_memory"
 
     def __init__(self, dimension: int) -> None:
         self.dimension = dimension
-        self._records: dict[str, MemoryRecord] = {}
+        self._records: dict[Key, MemoryRecord] = {}  # by (namespace, id)
         self._fts = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._fts.execute("CREATE VIRTUAL TABLE fts USING fts5 (tokens)")
-        self._rows: dict[str, int] = {}  # record id -> its FTS5 rowid
-        self._ids: dict[int, str] = {}
+        self._rows: dict[Key, int] = {}  # record key -> its FTS5 rowid
+        self._ids: dict[int, Key] = {}
         self._next_row = 1
         self._matrix: np.ndarray | None = None  # rebuilt lazily after writes
-        self._matrix_ids: list[str] = []
+        self._matrix_ids: list[Key] = []
         self._open = False
         self._fact_store: InMemoryFactStore | None = None
 
@@ -66,48 +68,50 @@ class InMemoryBackend(MemoryBackend):
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """All of `records` or none: every one is checked before anything is written."""
         self._check_open()
-        owner = {r.id: r.namespace for r in self._records.values()}
         for record in records:
             if record.vector is None or record.vector.shape != (self.dimension,):
                 shape = None if record.vector is None else record.vector.shape
                 raise MemoryBackendError(
                     f"record {record.id!r}: vector shape {shape}, expected ({self.dimension},)"
                 )
-        refuse_other_namespaces(records, owner)
         for record in records:
             stored = copy.deepcopy(record)
             stored.vector = np.asarray(record.vector, dtype=np.float32).copy()
-            self._records[record.id] = stored
-            self._unindex(record.id)
-            self._rows[record.id], self._ids[self._next_row] = self._next_row, record.id
+            key = (record.namespace, record.id)
+            self._records[key] = stored
+            self._unindex(key)
+            self._rows[key], self._ids[self._next_row] = self._next_row, key
             self._fts.execute("INSERT INTO fts (rowid, tokens) VALUES (?, ?)",
                               (self._next_row, indexed_text(record)))
             self._next_row += 1
         self._matrix = None
 
-    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
+    async def get(
+        self, ids: Sequence[str], namespace: str = DEFAULT_NAMESPACE
+    ) -> list[MemoryRecord]:
         self._check_open()
-        return [copy.deepcopy(self._records[i]) for i in ids if i in self._records]
+        keys = [(namespace, i) for i in ids]
+        return [copy.deepcopy(self._records[k]) for k in keys if k in self._records]
 
     async def delete(self, flt: MemoryFilter) -> int:
         """The matching records, and what forgetting them does to the facts (the plan of
         facts/forgetting.py applied to the fact store's dicts: nothing in between can fail)."""
         self._check_open()
-        doomed = [r.id for r in self._records.values() if record_matches(r, flt)]
+        doomed = [k for k, r in self._records.items() if record_matches(r, flt)]
         if doomed and self._fact_store is not None:  # the facts built on them (forgetting.py)
             cascaded = self._fact_store.forget([
                 Forgotten.of(r.id, r.namespace, r.memory_type, r.metadata.get("message_id"))
                 for r in map(self._records.__getitem__, doomed)])
             doomed += [i for i in cascaded if i in self._records]
-        for record_id in doomed:
-            del self._records[record_id]
-            self._unindex(record_id)
+        for key in doomed:
+            del self._records[key]
+            self._unindex(key)
         if doomed:
             self._matrix = None
         return len(doomed)
 
-    def _unindex(self, record_id: str) -> None:
-        row = self._rows.pop(record_id, None)
+    def _unindex(self, key: Key) -> None:
+        row = self._rows.pop(key, None)
         if row is not None:
             self._fts.execute("DELETE FROM fts WHERE rowid = ?", (row,))
             del self._ids[row]
@@ -176,8 +180,10 @@ class InMemoryBackend(MemoryBackend):
     ) -> dict[str, list[RelatedRecord]]:
         self._check_open()
         wanted = None if relation_types is None else set(relation_types)
+        namespace = walk_namespace(flt)  # relations name ids of their record's namespace
+        records = {r.id: r for r in self._records.values() if r.namespace == namespace}
         neighbours: dict[str, list[tuple[str, str]]] = {}
-        for record in self._records.values():
+        for record in records.values():
             for rel_type, target in record.relations:
                 if wanted is None or rel_type in wanted:
                     neighbours.setdefault(record.id, []).append((rel_type, target))
@@ -189,11 +195,11 @@ class InMemoryBackend(MemoryBackend):
                 next_frontier = []
                 for node in frontier:
                     for rel_type, other in neighbours.get(node, []):
-                        if other in seen or other not in self._records:
+                        if other in seen or other not in records:
                             continue
                         seen.add(other)
                         next_frontier.append(other)
-                        record = self._records[other]
+                        record = records[other]
                         if flt is None or record_matches(record, flt):  # walked through either way
                             found.append(RelatedRecord(copy.deepcopy(record), rel_type, level))
                 frontier = next_frontier

@@ -58,7 +58,7 @@ class InMemoryFactStore(FactStore):
         for fact in facts:
             self._facts[fact.id] = copy.deepcopy(fact)
 
-    def forget(self, forgotten: Sequence[Forgotten]) -> list[str]:
+    def forget(self, forgotten: Sequence[Forgotten]) -> list[tuple[str, str]]:
         """The fact side of the backend's delete of `forgotten`: facts deleted or their
         evidence cut (facts/forgetting.py); returns the sentence memories to delete too."""
         plan = plan_sync(forgotten, lambda lookup: [

@@ -11,8 +11,9 @@ Graph model: `(:Memory {id, namespace, session_id, memory_type, content, created
 metadata values are read by filters with the dynamic lookup `m[$key]` (keys need no escaping).
 Relations are edges FOLLOWS / CAUSED_BY / REFERENCES / PART_OF / SIMILAR_TO from the record to
 its target; a target not written yet is a placeholder node labelled `<Label>Pending` until its
-memory arrives. Namespaces: every filtered query tests `m.namespace IN $f_namespaces`, and a
-filtered relation walk only steps on memories of those namespaces.
+memory arrives. Namespaces: a node is known by (namespace, id) (a composite uniqueness
+constraint; two namespaces may each have a memory "1"); every filtered query tests
+`m.namespace IN $f_namespaces`, and a relation walk only steps on memories of its namespace.
 """
 
 from __future__ import annotations
@@ -138,10 +139,16 @@ class Queries:
         L, P = f"`{self.label}`", f"`{self.pending}`"
         self.namespace_index = f"{self.label}_namespace"
         self.schema = [
-            f"CREATE CONSTRAINT `{self.label}_id_unique` IF NOT EXISTS "
-            f"FOR (m:{L}) REQUIRE m.id IS UNIQUE",
-            f"CREATE CONSTRAINT `{self.pending}_id_unique` IF NOT EXISTS "
-            f"FOR (m:{P}) REQUIRE m.id IS UNIQUE",
+            # Ids are scoped by namespace: the id-only constraints of older versions go, and
+            # placeholders written before take the namespace of a memory pointing at them.
+            f"DROP CONSTRAINT `{self.label}_id_unique` IF EXISTS",
+            f"DROP CONSTRAINT `{self.pending}_id_unique` IF EXISTS",
+            f"MATCH (p:{P}) WHERE p.namespace IS NULL OPTIONAL MATCH (p)<--(m:{L}) "
+            "WITH p, head(collect(m.namespace)) AS ns SET p.namespace = coalesce(ns, 'default')",
+            f"CREATE CONSTRAINT `{self.label}_namespace_id_unique` IF NOT EXISTS "
+            f"FOR (m:{L}) REQUIRE (m.namespace, m.id) IS UNIQUE",
+            f"CREATE CONSTRAINT `{self.pending}_namespace_id_unique` IF NOT EXISTS "
+            f"FOR (m:{P}) REQUIRE (m.namespace, m.id) IS UNIQUE",
             f"CREATE INDEX `{self.label}_session_id` IF NOT EXISTS FOR (m:{L}) ON (m.session_id)",
             f"CREATE INDEX `{self.namespace_index}` IF NOT EXISTS FOR (m:{L}) ON (m.namespace)",
             f"CREATE INDEX `{self.label}_created_at` IF NOT EXISTS FOR (m:{L}) ON (m.created_at)",
@@ -159,12 +166,10 @@ class Queries:
             "SHOW INDEXES YIELD name, type, labelsOrTypes, properties, options "
             "WHERE name = $name RETURN type, labelsOrTypes, properties, options"
         )
-        self.promote_pending = f"UNWIND $ids AS id MATCH (p:{P} {{id: id}}) REMOVE p:{P} SET p:{L}"
-        # MERGE first (it locks the id), so two writers of one id cannot both pass the check.
-        self.claim_ids = (
-            f"UNWIND $rows AS r MERGE (m:{L} {{id: r.id}}) ON CREATE SET m.namespace = r.namespace "
-            "WITH m, r WHERE m.namespace <> r.namespace "
-            "RETURN m.id AS id, m.namespace AS namespace, r.namespace AS wanted LIMIT 1"
+        # $rows / $keys: {namespace, id} maps (a node is known by both).
+        self.promote_pending = (
+            f"UNWIND $keys AS k MATCH (p:{P} {{namespace: k.namespace, id: k.id}}) "
+            f"REMOVE p:{P} SET p:{L}"
         )
         # Nodes written before namespaces existed belong to the default one (auto-commit only).
         self.default_namespace = (
@@ -172,22 +177,23 @@ class Queries:
             "CALL (m) { SET m.namespace = $namespace } IN TRANSACTIONS OF 10000 ROWS"
         )
         self.clear_outgoing = (
-            f"UNWIND $ids AS id MATCH (m:{L} {{id: id}})-[r]->() WHERE type(r) IN $types DELETE r"
+            f"UNWIND $keys AS k MATCH (m:{L} {{namespace: k.namespace, id: k.id}})-[r]->() "
+            "WHERE type(r) IN $types DELETE r"
         )
         # One pass: replace every property, then the vector (compact float storage).
         self.write_nodes = (
-            f"UNWIND $rows AS r MERGE (m:{L} {{id: r.id}}) SET m = r.props "
+            f"UNWIND $rows AS r MERGE (m:{L} {{namespace: r.namespace, id: r.id}}) SET m = r.props "
             "WITH m, r WHERE r.vector IS NOT NULL "
             "CALL db.create.setNodeVectorProperty(m, 'embedding', r.vector)"
         )
         self.ensure_targets = (
-            f"UNWIND $ids AS id OPTIONAL MATCH (t:{L} {{id: id}}) "
-            f"WITH id, t WHERE t IS NULL MERGE (:{P} {{id: id}})"
+            f"UNWIND $keys AS k OPTIONAL MATCH (t:{L} {{namespace: k.namespace, id: k.id}}) "
+            f"WITH k, t WHERE t IS NULL MERGE (:{P} {{namespace: k.namespace, id: k.id}})"
         )
         self._label_sql = L
         self._pending_sql = P
         self.similar_to = (
-            f"UNWIND $rows AS r MATCH (m:{L} {{id: r.id}}) "
+            f"UNWIND $rows AS r MATCH (m:{L} {{namespace: r.namespace, id: r.id}}) "
             "CALL db.index.vector.queryNodes($index, $k, r.vector) YIELD node, score "
             "WITH m, node, score WHERE node <> m AND score >= $min_score "
             "AND node.namespace = m.namespace "
@@ -208,8 +214,9 @@ class Queries:
             raise MemoryInputError(f"relationship type {rel!r} is not one of {ALL_REL_TYPES}")
         L, P = self._label_sql, self._pending_sql
         return (
-            f"UNWIND $pairs AS p MATCH (a:{L} {{id: p.src}}) "
-            f"OPTIONAL MATCH (b1:{L} {{id: p.dst}}) OPTIONAL MATCH (b2:{P} {{id: p.dst}}) "
+            f"UNWIND $pairs AS p MATCH (a:{L} {{namespace: p.namespace, id: p.src}}) "
+            f"OPTIONAL MATCH (b1:{L} {{namespace: p.namespace, id: p.dst}}) "
+            f"OPTIONAL MATCH (b2:{P} {{namespace: p.namespace, id: p.dst}}) "
             f"WITH a, coalesce(b1, b2) AS b WHERE b IS NOT NULL MERGE (a)-[:`{rel}`]->(b)"
         )
 
@@ -245,7 +252,10 @@ class Queries:
         )
 
     def get(self) -> str:
-        return f"UNWIND $ids AS id MATCH (m:{self._label_sql} {{id: id}}) RETURN {PROJECTION} AS m"
+        return (
+            f"UNWIND $ids AS id MATCH (m:{self._label_sql} {{namespace: $namespace, id: id}}) "
+            f"RETURN {PROJECTION} AS m"
+        )
 
     def scan(self, where: str, limited: bool) -> str:
         tail = " SKIP $offset" + (" LIMIT $limit" if limited else "")
@@ -271,7 +281,7 @@ class Queries:
             "CALL (m) { MATCH (m)-[r]->() DELETE r } "
             "WITH m, gone, EXISTS { (m)<--() } AS referenced "
             f"CALL (m, referenced) {{ WITH * WHERE referenced REMOVE m:{L} "
-            f"SET m = {{id: m.id}} SET m:{P} }} "
+            f"SET m = {{namespace: m.namespace, id: m.id}} SET m:{P} }} "
             "CALL (m, referenced) { WITH * WHERE NOT referenced DELETE m } "
             "RETURN collect(gone) AS gone"
         )
@@ -279,18 +289,17 @@ class Queries:
     def drop_orphan_pending(self) -> str:
         return f"MATCH (p:{self._pending_sql}) WHERE NOT (p)--() DELETE p"
 
-    def related(self, depth: int, confined: bool) -> str:
-        """For every start id in $ids at once: the memories within `depth` hops over the
-        relationship types in $types (both directions), with the hop count and the type of
-        the edge that reached each. `confined`: the start and every step are memories of the
-        namespaces $namespaces (the walk never passes through another one)."""
+    def related(self, depth: int) -> str:
+        """For every start id in $ids (of namespace $namespace) at once: the memories within
+        `depth` hops over the relationship types in $types (both directions), with the hop
+        count and the type of the edge that reached each. Every step is a memory of
+        $namespace (the walk never passes through another one)."""
         _check_depth(depth)
         L = self._label_sql
-        inside = " WHERE x.namespace IN $namespaces" if confined else ""
-        start = " WHERE s.namespace IN $namespaces" if confined else ""
         return (
-            f"UNWIND $ids AS start MATCH p = ANY SHORTEST (s:{L} {{id: start}}{start})"
-            f"(()-[r WHERE type(r) IN $types]-(x:{L}{inside})){{1,{depth}}}(t:{L}) WHERE t <> s "
+            f"UNWIND $ids AS start MATCH p = ANY SHORTEST (s:{L} {{namespace: $namespace, id: start}})"
+            f"(()-[r WHERE type(r) IN $types]-(x:{L} WHERE x.namespace = $namespace)){{1,{depth}}}"
+            f"(t:{L}) WHERE t <> s "
             f"WITH start, t AS m, length(p) AS depth, type(last(relationships(p))) AS rel "
             f"RETURN start, {PROJECTION} AS m, depth, rel ORDER BY start, depth, m.created_at, m.id"
         )

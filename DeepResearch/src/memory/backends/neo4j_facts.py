@@ -37,11 +37,9 @@ from DeepResearch.src.memory.backends.neo4j_facts_cypher import (
     fact_row,
 )
 from DeepResearch.src.memory.backends.neo4j_writes import (
-    CLAIM_STATEMENT,
     Statement,
     memory_rows,
     memory_statements,
-    namespace_conflict,
     similar_to_statement,
 )
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
@@ -154,7 +152,6 @@ class Neo4jFactStore(FactStore):
                 statements.append((claim, {"rows": [_claim_row(r) for r in batch]}))
                 statements.extend((query, {"rows": batch}) for query in write)
         if rows:
-            checks[len(statements) + CLAIM_STATEMENT] = "memory"
             statements.extend(memory_statements(self.conn.q, records, rows))
         if fact_rows and rows:
             statements.append((self.fq.link_statements, {"rows": fact_rows}))
@@ -163,8 +160,6 @@ class Neo4jFactStore(FactStore):
             kind = checks.get(i)
             if kind is None or not found:
                 return None
-            if kind == "memory":
-                return namespace_conflict(found)
             row = found[0]
             return MemoryBackendError(  # the wording of store.refuse_foreign_ids
                 f"{kind} id {row['id']!r} already belongs to namespace {row['namespace']!r}, "
@@ -204,10 +199,11 @@ class Neo4jFactStore(FactStore):
         for namespace in sorted(set(namespaces)):
             await run(self.fq.existing_lock, {"namespace": namespace})
 
-    async def forget(self, run: Run, forgotten: Sequence[Forgotten]) -> list[str]:
+    async def forget(self, run: Run, forgotten: Sequence[Forgotten]) -> list[tuple[str, str]]:
         """Inside the memory backend's delete transaction (`run`: its statements): the facts
         built on the deleted memories are deleted or their evidence cut, as
-        facts/forgetting.py plans; returns the sentence memories to delete with them."""
+        facts/forgetting.py plans; returns the (namespace, id) of the sentence memories to
+        delete with them."""
 
         async def touching(lookup: Lookup) -> list[Fact]:
             params = {"namespace": lookup.namespace, "ids": list(lookup.ids),

@@ -137,8 +137,8 @@ class FactQueries:
         # namespace index here (every fact of the namespace scanned per row).
         self.link_statements = (
             f"UNWIND $rows AS r MATCH (f:{F} {{id: r.id}}) USING INDEX f:{F}(id) "
-            f"WHERE f.namespace = r.namespace MATCH (m:{M} {{id: r.id}}) USING INDEX m:{M}(id) "
-            "WHERE m.namespace = r.namespace "
+            f"WHERE f.namespace = r.namespace MATCH (m:{M} {{namespace: r.namespace, id: r.id}}) "
+            f"USING INDEX m:{M}(namespace, id) "
             "MERGE (m)-[:STATES]->(f)"
         )
         # Reads return ONE record holding a list: the driver's per-record cost (~0.5 ms per

@@ -8,9 +8,9 @@ relationship edges, in a Neo4j 5.26+ server (a single instance, a cluster or a h
 - Search: `db.index.vector.queryNodes` over-fetches, then filters, fetching 4x more while
   the filter leaves fewer than k; past MAX_ANN_FETCH, or when the filter names sessions/ids
   with few records, an exact filtered scan answers.
-- Namespaces: every node carries `namespace` (indexed); filters, walks and deletes honour
-  `MemoryFilter.namespaces`. An upsert of an id that exists in another namespace raises
-  MemoryBackendError and writes nothing of its batch (checked inside the write transaction).
+- Namespaces: every node carries `namespace` (indexed); a memory is known by (namespace,
+  id), so two namespaces may each have a memory "1"; filters, walks and deletes honour
+  `MemoryFilter.namespaces`.
 - Bad records: each is checked before the write (neo4j_records.py); data the server still
   refuses raises MemoryInputError naming the record and the server's reason. Neither is
   retried, and a batch refused writes nothing.
@@ -26,12 +26,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
+    DEFAULT_NAMESPACE,
     BackendHealth,
     Candidate,
     MemoryBackend,
     MemoryFilter,
     MemoryRecord,
     RelatedRecord,
+    by_namespace,
+    walk_namespace,
 )
 from DeepResearch.src.memory.backends.decoding import damaged_summary, decoded, stored_problem
 from DeepResearch.src.memory.backends.filtering import record_matches
@@ -52,10 +55,8 @@ from DeepResearch.src.memory.backends.neo4j_cypher import (
 )
 from DeepResearch.src.memory.backends.neo4j_records import record_from_props
 from DeepResearch.src.memory.backends.neo4j_writes import (
-    CLAIM_STATEMENT,
     memory_rows,
     memory_statements,
-    namespace_conflict,
     similar_to_statement,
 )
 from DeepResearch.src.memory.errors import (
@@ -132,17 +133,13 @@ class Neo4jBackend(MemoryBackend):
     ) -> list[tuple[str, dict[str, Any]]]:
         return memory_statements(self.q, records, rows)
 
-    @staticmethod
-    def _namespace_conflict(i: int, found: list[Any]) -> MemoryBackendError | None:
-        return namespace_conflict(found) if i == CLAIM_STATEMENT else None
-
     async def _write_batch(
         self, records: Sequence[MemoryRecord], rows: list[dict[str, Any]]
     ) -> None:
         what = f"writing {len(rows)} memories"
         statements = self._batch_statements(records, rows)
         try:
-            await self.conn.write(what, statements, stop=self._namespace_conflict)
+            await self.conn.write(what, statements)
         except DataRefused as exc:
             raise await self._name_refused(records, rows, exc) from exc
         await self.link_similar(rows)
@@ -204,11 +201,13 @@ class Neo4jBackend(MemoryBackend):
             if gone and not flt.namespaces:
                 await facts.lock_namespaces(run, {g.namespace for g in gone})
             more = await facts.forget(run, gone) if gone else []
-            if not more:
-                return len(gone), 0
-            by_id, ids = filter_clause(MemoryFilter(ids=tuple(more)))
-            rows = await run(self.q.delete_batch(by_id), {**ids, "batch": len(more)})
-            return len(gone), len(rows[0]["gone"]) if rows else 0
+            cascaded = 0
+            for namespace, ids in by_namespace(more):
+                by_id, id_params = filter_clause(MemoryFilter(ids=tuple(ids),
+                                                              namespaces=(namespace,)))
+                rows = await run(self.q.delete_batch(by_id), {**id_params, "batch": len(ids)})
+                cascaded += len(rows[0]["gone"]) if rows else 0
+            return len(gone), cascaded
 
         total = 0
         while True:
@@ -221,10 +220,13 @@ class Neo4jBackend(MemoryBackend):
         return total
 
     # --- reads ---------------------------------------------------------------------------
-    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
+    async def get(
+        self, ids: Sequence[str], namespace: str = DEFAULT_NAMESPACE
+    ) -> list[MemoryRecord]:
         if not ids:
             return []
-        rows = await self.conn.read("reading memories", self.q.get(), {"ids": list(ids)})
+        rows = await self.conn.read("reading memories", self.q.get(),
+                                    {"ids": list(ids), "namespace": namespace})
         found = {r.id: r for r in decoded(rows, lambda r: record_from_props(r["m"]))}
         return [found[i] for i in ids if i in found]
 
@@ -327,19 +329,16 @@ class Neo4jBackend(MemoryBackend):
     ) -> dict[str, list[RelatedRecord]]:
         """One query for all starts (the base class walks `related` once per id: a round
         trip each, for the ~20 candidates neighbour smoothing asks about). The walk stays
-        inside `flt.namespaces` (start included); the rest of `flt` is applied to what it
-        returns."""
+        inside `walk_namespace(flt)` (start included); the rest of `flt` is applied to what
+        it returns."""
         starts = list(dict.fromkeys(record_ids))
         if depth <= 0 or not starts:
             return {}
         types = ALL_REL_TYPES if relation_types is None else [rel_type(t) for t in relation_types]
         if not types:
             return {}
-        params: dict[str, Any] = {"ids": starts, "types": types}
-        confined = flt is not None and flt.namespaces is not None
-        if confined:
-            params["namespaces"] = list(flt.namespaces)
-        rows = await self.conn.read("walking relations", self.q.related(depth, confined), params)
+        params = {"ids": starts, "types": types, "namespace": walk_namespace(flt)}
+        rows = await self.conn.read("walking relations", self.q.related(depth), params)
         out: dict[str, list[RelatedRecord]] = {}
         for record, r in decoded(rows, lambda r: (record_from_props(r["m"]), r)):
             if flt is None or record_matches(record, flt):

@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
+    DEFAULT_NAMESPACE,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -67,8 +68,10 @@ class SharedBackend(MemoryBackend):
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
         await self.inner.upsert(records)
 
-    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        return await self.inner.get(ids)
+    async def get(
+        self, ids: Sequence[str], namespace: str = DEFAULT_NAMESPACE
+    ) -> list[MemoryRecord]:
+        return await self.inner.get(ids, namespace)
 
     async def delete(self, flt: MemoryFilter) -> int:
         return await self.inner.delete(flt)

@@ -65,7 +65,7 @@ class Plan:
     delete_facts: list[tuple[str, str]] = field(default_factory=list)  # (namespace, fact id)
     update_facts: list[Fact] = field(default_factory=list)  # facts with their evidence cut
     # sentence memories of deleted facts that the delete itself did not select
-    delete_memories: list[str] = field(default_factory=list)
+    delete_memories: list[tuple[str, str]] = field(default_factory=list)  # (namespace, id)
 
 
 class Cascade:
@@ -73,22 +73,23 @@ class Cascade:
     facts read, until `lookups()` is empty; then `plan()`."""
 
     def __init__(self, forgotten: Iterable[Forgotten]) -> None:
-        self._gone_memories: set[str] = set()  # every memory id deleted (asked + cascaded)
+        # every (namespace, memory id) deleted (asked + cascaded)
+        self._gone_memories: set[tuple[str, str]] = set()
         self._gone_evidence: dict[str, set[str]] = {}  # namespace -> evidence ids gone
-        self._selected: set[str] = set()  # the ids the delete itself selected
+        self._selected: set[tuple[str, str]] = set()  # what the delete itself selected
         self._facts: dict[str, Fact] = {}  # every fact read, as the cascade changed it
         self._deleted: set[str] = set()
         self._changed: set[str] = set()
         self._todo: dict[str, tuple[set[str], set[str]]] = {}
         for memory in forgotten:
-            self._selected.add(memory.id)
+            self._selected.add((memory.namespace, memory.id))
             evidence = {memory.id}
             if memory.memory_type == EPISODE_MEMORY_TYPE and memory.message_id:
                 evidence.add(memory.message_id)
             self._forget(memory.namespace, memory.id, evidence)
 
     def _forget(self, namespace: str, memory_id: str, evidence: set[str]) -> None:
-        self._gone_memories.add(memory_id)
+        self._gone_memories.add((namespace, memory_id))
         new = evidence - self._gone_evidence.setdefault(namespace, set())
         self._gone_evidence[namespace] |= new
         ids, more = self._todo.setdefault(namespace, (set(), set()))
@@ -111,7 +112,7 @@ class Cascade:
                 continue
             gone = self._gone_evidence.get(fact.namespace, set())
             kept = tuple(e for e in fact.evidence if e not in gone)
-            if fact.id in self._gone_memories or not kept:
+            if (fact.namespace, fact.id) in self._gone_memories or not kept:
                 self._deleted.add(fact.id)
                 self._changed.discard(fact.id)
                 self._forget(fact.namespace, fact.id, {fact.id})
@@ -125,7 +126,8 @@ class Cascade:
         return Plan(
             delete_facts=[(self._facts[i].namespace, i) for i in deleted],
             update_facts=[self._facts[i] for i in sorted(self._changed)],
-            delete_memories=[i for i in deleted if i not in self._selected],
+            delete_memories=[(self._facts[i].namespace, i) for i in deleted
+                             if (self._facts[i].namespace, i) not in self._selected],
         )
 
 

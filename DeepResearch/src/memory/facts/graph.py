@@ -309,7 +309,8 @@ class FactGraph:
         """The memories carrying `facts`' sentences; a sentence already stored keeps its
         vector, the others are embedded (in one batch, in a worker thread)."""
         texts = [sentence(f, names) for f in facts]
-        stored = {r.id: r for r in await self.client.backend.get([f.id for f in facts])}
+        stored = {r.id: r for r in await self.client.backend.get([f.id for f in facts],
+                                                                self.namespace)}
         todo = [t for f, t in zip(facts, texts, strict=True)
                 if f.id not in stored or stored[f.id].content != t]
         vectors = dict(zip(todo, await asyncio.to_thread(self.client.embedder.embed, todo),

@@ -87,12 +87,14 @@ def build_mcp_server(state: ServiceState) -> MCPServer:
     @server.tool()
     async def search_memory(
         query: str, ctx: Context, top_k: int = 5, session_id: str | None = None,
-        filters: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None, profile: str | None = None,
     ) -> dict[str, Any]:
-        """Ranked memories for a query (best first): id, content, score, metadata."""
+        """Ranked memories for a query (best first): id, content, score, metadata. `profile`:
+        one of the configured retrieval profiles (e.g. planner, executor)."""
         ns = namespace(ctx)
         hits = await run("search_memory", lambda: ops.search(
-            state, ns, query, top_k=top_k, filters=filters, session_id=session_id))
+            state, ns, query, top_k=top_k, filters=filters, session_id=session_id,
+            profile=profile))
         return {"results": [
             {k: h[k] for k in ("id", "content", "score", "memory_type", "session_id", "metadata",
                                "created_at")}

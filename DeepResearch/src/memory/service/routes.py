@@ -4,16 +4,19 @@ app.py."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
+from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.inputs import clean_profile
 from DeepResearch.src.memory.service import operations as ops
 from DeepResearch.src.memory.service.metrics import CONTENT_TYPE_LATEST, Trace
 from DeepResearch.src.memory.service.schemas import (
-    ID_PATTERN,
     AddFactsRequest,
     AddFactsResponse,
     DeleteResponse,
@@ -74,6 +77,7 @@ async def store_memories(body: StoreRequest, c: CallDep) -> StoreResponse:
              tags=["memories"], summary="Ranked memories for a query")
 async def search_memories(body: SearchRequest, c: CallDep) -> SearchResponse:
     ns = c.scoped(body.namespace)
+    _check_field(lambda: clean_profile(c.state.config, body.profile), "profile", body.profile)
     hits = await ops.search(c.state, ns, body.query, top_k=body.top_k, filters=body.filters,
                             session_id=body.session_id, profile=body.profile)
     c.trace.step("searched", results=len(hits))
@@ -180,11 +184,18 @@ async def debug_request(request_id: str, c: CallDep) -> dict[str, object]:
     return trace.as_dict()
 
 
+def _check_field(check: Callable[[], object], field: str, value: object) -> None:
+    """A body field the schema cannot check alone (it depends on the configuration): its
+    MemoryInputError is a 422 naming the field, as the schema's own refusals are."""
+    try:
+        check()
+    except MemoryInputError as exc:
+        raise RequestValidationError([{"loc": ("body", field), "msg": str(exc),
+                                       "type": "value_error", "input": value}]) from None
+
+
 def _check_id(value: str, what: str) -> None:
-    import re
+    from DeepResearch.src.memory.config_base import ID_RULE, is_valid_id
 
-    from DeepResearch.src.memory.errors import MemoryInputError
-
-    if not re.match(ID_PATTERN, value) or ".." in value:
-        raise MemoryInputError(f"{what} {value[:80]!r} is not valid: 1-200 letters, digits and "
-                               "_ . : @ -, starting with a letter or digit")
+    if not is_valid_id(value):
+        raise MemoryInputError(f"{what} {value[:80]!r} is not valid: use {ID_RULE}")

@@ -12,10 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
-from DeepResearch.src.memory.config_base import MAX_TOP_K
+from DeepResearch.src.memory.config_base import MAX_TOP_K, Id
 from DeepResearch.src.memory.facts.validation import parse_timestamp
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
 MAX_BATCH = 1000
 MAX_MESSAGES = 500
 
@@ -43,8 +42,8 @@ class MemoryIn(_Body):
     memory_type: str | None = Field(default=None, max_length=100)
     agent_type: str | None = Field(default=None, max_length=100)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
-    session_id: str | None = Field(default=None, pattern=ID_PATTERN)
-    id: str | None = Field(default=None, pattern=ID_PATTERN,
+    session_id: Id | None = None
+    id: Id | None = Field(default=None,
                            description="give one to retry safely: storing an id again replaces it")
     ttl: float | None = Field(default=None, gt=0, description="seconds the memory lives")
 
@@ -60,8 +59,8 @@ class StoreRequest(_Scoped):
     memory_type: str | None = Field(default=None, max_length=100)
     agent_type: str | None = Field(default=None, max_length=100)
     importance: float | None = Field(default=None, ge=0.0, le=1.0)
-    session_id: str | None = Field(default=None, pattern=ID_PATTERN)
-    id: str | None = Field(default=None, pattern=ID_PATTERN)
+    session_id: Id | None = None
+    id: Id | None = None
     ttl: float | None = Field(default=None, gt=0)
     memories: list[MemoryIn] | None = Field(default=None, min_length=1, max_length=MAX_BATCH)
 
@@ -90,7 +89,7 @@ class SearchRequest(_Scoped):
     query: str = Field(min_length=1)
     top_k: int | None = Field(default=None, ge=1, le=MAX_TOP_K)
     filters: dict[str, Any] | None = None
-    session_id: str | None = Field(default=None, pattern=ID_PATTERN,
+    session_id: Id | None = Field(default=None,
                                    description="one session (default: every session)")
     profile: str | None = None
 
@@ -149,8 +148,8 @@ class ChatMessage(_Body):
     author_name: str = Field(min_length=1, max_length=200)
     content: str = Field(min_length=1)
     timestamp: MessageTime
-    message_id: str | None = Field(
-        default=None, pattern=ID_PATTERN,
+    message_id: Id | None = Field(
+        default=None,
         description="default: derived from channel, author, time and content (so sending a "
         "message again ingests nothing new)")
 
@@ -166,7 +165,7 @@ class ChatMessage(_Body):
 
 class RetrieveRequest(_Scoped):
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
-    channel_id: str = Field(pattern=ID_PATTERN)
+    channel_id: Id
     max_facts: int = Field(default=30, ge=1, le=100)
     max_iterations: int = Field(default=10, ge=1, le=20)
 
@@ -193,7 +192,7 @@ class RetrieveResponse(BaseModel):
 
 class IngestRequest(_Scoped):
     messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
-    channel_id: str = Field(pattern=ID_PATTERN)
+    channel_id: Id
 
 
 class IngestResponse(BaseModel):

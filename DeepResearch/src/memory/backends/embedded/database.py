@@ -17,14 +17,13 @@ from DeepResearch.src.memory.errors import MemoryBackendError
 
 DB_FILE = "memory.sqlite3"
 # PRAGMA user_version of a store with the current schema. 1: namespaces; 2: event_at;
-# 3: records_type_scope.
-SCHEMA_VERSION = 3
+# 3: records_type_scope; 4: ids scoped by namespace (records and relations).
+SCHEMA_VERSION = 4
 MMAP_BYTES = 256 * 1024 * 1024
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS records (
+RECORDS_TABLE = """
+CREATE TABLE IF NOT EXISTS {name} (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: the id FAISS knows a row by
-    id TEXT NOT NULL UNIQUE,
+    id TEXT NOT NULL,
     namespace TEXT NOT NULL DEFAULT 'default',
     session_id TEXT NOT NULL,
     memory_type TEXT NOT NULL,
@@ -38,15 +37,22 @@ CREATE TABLE IF NOT EXISTS records (
     content_blob BLOB,
     metadata TEXT NOT NULL,
     vector BLOB NOT NULL,
-    event_at REAL
+    event_at REAL,
+    UNIQUE (namespace, id)  -- an id is scoped by its namespace
 );
-CREATE INDEX IF NOT EXISTS records_created ON records (created_at, id);
-CREATE INDEX IF NOT EXISTS records_expires ON records (expires_at) WHERE expires_at IS NOT NULL;
-CREATE TABLE IF NOT EXISTS relations (
-    src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL, pos INTEGER NOT NULL,
-    PRIMARY KEY (src, type, dst)
+"""
+# A relation links two records of one namespace (src and dst are ids in it).
+RELATIONS_TABLE = """
+CREATE TABLE IF NOT EXISTS {name} (
+    namespace TEXT NOT NULL, src TEXT NOT NULL, type TEXT NOT NULL, dst TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    PRIMARY KEY (namespace, src, type, dst)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS relations_dst ON relations (dst, type);
+"""
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+{RECORDS_TABLE.format(name="records")}
+{RELATIONS_TABLE.format(name="relations")}
 -- rowid = records.seq, the column holds text.token_string of the full content
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (tokens);
 -- how many rows hold each term: a query skips terms in most rows (see records.text_search)
@@ -57,12 +63,17 @@ DROP INDEX IF EXISTS records_session;
 DROP INDEX IF EXISTS records_session_live;
 DROP INDEX IF EXISTS records_type_meta;
 DROP INDEX IF EXISTS records_type_live;
+DROP INDEX IF EXISTS relations_dst;
 """
 # Made once the namespace column exists (a store made before it gets it at its first open).
 # records_type_scope covers a memory-type filter (namespace and expiry included): the
 # vector and text searches' selectivity probe reads up to 5k of its entries instead of 5k
 # rows (13 -> 1.9 ms in a 100k-fact store; it ran twice per retrieve).
 INDEXES = (
+    "CREATE INDEX IF NOT EXISTS records_created ON records (created_at, id)",
+    "CREATE INDEX IF NOT EXISTS records_expires ON records (expires_at) "
+    "WHERE expires_at IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS relations_scope_dst ON relations (namespace, dst, type)",
     "CREATE INDEX IF NOT EXISTS records_scope "
     "ON records (namespace, session_id, created_at, expires_at)",
     "CREATE INDEX IF NOT EXISTS records_type_scope ON records (memory_type, namespace, expires_at)",
@@ -141,10 +152,40 @@ class Database:
             )
         if "event_at" not in columns:  # a store written before event times (version 1)
             self.conn.execute("ALTER TABLE records ADD COLUMN event_at REAL")
+        if "namespace" not in {row[1] for row in self.conn.execute("PRAGMA table_info(relations)")}:
+            self._scope_ids_by_namespace()
         for index in INDEXES:
             self.conn.execute(index)
         self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         self.conn.execute("COMMIT")
+
+    def _scope_ids_by_namespace(self) -> None:
+        """Version 4, inside the migration's transaction: the records table rebuilt with
+        UNIQUE (namespace, id) instead of a unique id (rows and seqs kept: the FTS rows and
+        the FAISS index still name them), relations given their source's namespace."""
+        conn = self.conn
+        columns = ", ".join(row[1] for row in conn.execute("PRAGMA table_info(records)"))
+        (top,) = conn.execute(
+            "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'records'"
+        ).fetchone()
+        conn.execute(RECORDS_TABLE.format(name="records_scoped"))
+        conn.execute(f"INSERT INTO records_scoped ({columns}) SELECT {columns} FROM records")
+        conn.execute(RELATIONS_TABLE.format(name="relations_scoped"))
+        conn.execute(
+            "INSERT INTO relations_scoped (namespace, src, type, dst, pos) SELECT coalesce("
+            "(SELECT namespace FROM records WHERE records.id = relations.src), 'default'), "
+            "src, type, dst, pos FROM relations"
+        )
+        for table in ("records", "relations"):
+            conn.execute(f"DROP TABLE {table}")
+            conn.execute(f"ALTER TABLE {table}_scoped RENAME TO {table}")
+        # the highest seq ever given stays (a deleted row's seq is never given again)
+        (now,) = conn.execute(
+            "SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = 'records'"
+        ).fetchone()
+        conn.execute("DELETE FROM sqlite_sequence WHERE name = 'records'")
+        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('records', ?)",
+                     (max(top, now),))
 
     def _check(self) -> None:
         """`PRAGMA quick_check`: a damaged file is refused here, not served later."""

@@ -123,7 +123,7 @@ class EmbeddedFactStore(FactStore):
 
         await self.backend._run("storing facts", write)
 
-    def forget(self, forgotten: list[Forgotten]) -> list[str]:
+    def forget(self, forgotten: list[Forgotten]) -> list[tuple[str, str]]:
         """Called by `Records.delete` inside its transaction, holding the database lock: the
         facts built on the deleted memories are deleted or their evidence cut, as
         facts/forgetting.py plans; returns the sentence memories to delete with them."""

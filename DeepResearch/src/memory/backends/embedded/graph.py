@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from DeepResearch.src.memory.backends.base import MemoryFilter, RelatedRecord
+from DeepResearch.src.memory.backends.base import MemoryFilter, RelatedRecord, walk_namespace
 from DeepResearch.src.memory.backends.embedded.records import Records
 
 CHUNK = 500  # nodes per edges query (SQLite bounds the number of parameters)
@@ -28,7 +28,8 @@ def walk(
     filtered in SQL by `flt`: the walk passes through records the filter refuses, and those
     are never decoded."""
     starts = list(dict.fromkeys(record_ids))
-    outgoing, incoming = _adjacency(db, starts, relation_types, depth)
+    namespace = walk_namespace(flt)
+    outgoing, incoming = _adjacency(db, namespace, starts, relation_types, depth)
     walks: dict[str, list[tuple[str, str, int]]] = {}
     for start in starts:
         seen, frontier, found = {start}, [start], []
@@ -45,7 +46,8 @@ def walk(
         if found:
             walks[start] = found
     records = {
-        r.id: r for r in db.get(sorted({o for found in walks.values() for o, _, _ in found}), flt)
+        r.id: r for r in db.get(
+            sorted({o for found in walks.values() for o, _, _ in found}), namespace, flt)
     }
     out: dict[str, list[RelatedRecord]] = {}
     for start, found in walks.items():
@@ -56,10 +58,11 @@ def walk(
 
 
 def _adjacency(
-    db: Records, starts: list[str], relation_types: Sequence[str] | None, depth: int
+    db: Records, namespace: str, starts: list[str], relation_types: Sequence[str] | None,
+    depth: int,
 ) -> tuple[Adjacency, Adjacency]:
-    """The outgoing and the incoming edges of every node within depth - 1 hops of a start:
-    one query per hop for all nodes."""
+    """The outgoing and the incoming edges of every node of `namespace` within depth - 1
+    hops of a start: one query per hop for all nodes."""
     types = None if relation_types is None else list(relation_types)
     outgoing: Adjacency = {}
     incoming: Adjacency = {}
@@ -73,7 +76,7 @@ def _adjacency(
         frontier = set()
         for start in range(0, len(todo), CHUNK):
             for adjacent, rows in zip(
-                (outgoing, incoming), db.edges(todo[start : start + CHUNK], types), strict=True
+                (outgoing, incoming), db.edges(namespace, todo[start : start + CHUNK], types), strict=True
             ):
                 for node, rel_type, other in rows:
                     adjacent.setdefault(node, []).append((rel_type, other))

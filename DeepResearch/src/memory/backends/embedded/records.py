@@ -14,8 +14,8 @@ import numpy as np
 from DeepResearch.src.memory.backends.base import (
     MemoryFilter,
     MemoryRecord,
+    by_namespace,
     indexed_text,
-    refuse_other_namespaces,
 )
 from DeepResearch.src.memory.backends.decoding import (
     DamagedRecord,
@@ -38,7 +38,7 @@ COLUMNS = (
 DELETED = ("RETURNING seq, id, namespace, memory_type, CASE WHEN json_valid(metadata) THEN "
            "(CASE json_type(metadata, '$.message_id') WHEN 'text' THEN "
            "json_extract(metadata, '$.message_id') END) END")
-Cascade = Callable[[list[Forgotten]], Sequence[str]]
+Cascade = Callable[[list[Forgotten]], Sequence[tuple[str, str]]]  # -> (namespace, id)s
 CHUNK = 500  # ids or seqs per IN (...) list (SQLite bounds the number of parameters)
 # In a store of COMMON_TERM_MIN_ROWS+ rows, query terms found in more than COMMON_TERM_SHARE
 # of them are left out (unless all are): their BM25 weight is ~0, and FTS5 scores every row a
@@ -63,7 +63,7 @@ class Records:
     # -- writes ---------------------------------------------------------------------------
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """All of `records` in one transaction, or none: a record replaces the one with its
-        id, unless that one belongs to another namespace (MemoryBackendError)."""
+        namespace and id."""
         texts = [indexed_text(r) for r in records]  # before the write lock is taken
         with self.db.transaction():
             self.write(records, texts)
@@ -72,10 +72,10 @@ class Records:
         """The body of `upsert`, inside a transaction the caller holds (the fact store writes
         memories, entities and facts in one); `texts` are the records' `indexed_text`."""
         conn = self.db.conn
-        self._refuse_other_namespaces(records)
         for record, text in zip(records, texts, strict=True):
             for (seq,) in conn.execute(
-                "DELETE FROM records WHERE id = ? RETURNING seq", (record.id,)
+                "DELETE FROM records WHERE namespace = ? AND id = ? RETURNING seq",
+                (record.namespace, record.id),
             ).fetchall():
                 self._forget_seq(seq)
             cur = conn.execute(
@@ -91,21 +91,14 @@ class Records:
                 ),
             )
             conn.execute("INSERT INTO fts (rowid, tokens) VALUES (?, ?)", (cur.lastrowid, text))
-            conn.execute("DELETE FROM relations WHERE src = ?", (record.id,))
+            conn.execute("DELETE FROM relations WHERE namespace = ? AND src = ?",
+                         (record.namespace, record.id))
             conn.executemany(
-                "INSERT OR IGNORE INTO relations (src, type, dst, pos) VALUES (?, ?, ?, ?)",
-                [(record.id, t, dst, pos) for pos, (t, dst) in enumerate(record.relations)],
+                "INSERT OR IGNORE INTO relations (namespace, src, type, dst, pos) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(record.namespace, record.id, t, dst, pos)
+                 for pos, (t, dst) in enumerate(record.relations)],
             )
-
-    def _refuse_other_namespaces(self, records: Sequence[MemoryRecord]) -> None:
-        owner: dict[str, str] = {}
-        ids = list(dict.fromkeys(r.id for r in records))
-        for chunk in chunks(ids):
-            owner.update(self.db.conn.execute(
-                f"SELECT id, namespace FROM records WHERE id IN ({','.join('?' * len(chunk))})",
-                chunk,
-            ).fetchall())
-        refuse_other_namespaces(records, owner)
 
     def _forget_seq(self, seq: int) -> None:
         """Within a write: a row's FTS entry goes, its seq enters the deletion log."""
@@ -120,14 +113,16 @@ class Records:
         with self.db.transaction() as conn:
             rows = conn.execute(f"DELETE FROM records WHERE {where} {DELETED}", params).fetchall()
             if rows and cascade is not None:
-                more = cascade([Forgotten.of(*row[1:]) for row in rows])
-                for chunk in chunks(list(more)):
-                    rows += conn.execute(
-                        f"DELETE FROM records WHERE id IN ({','.join('?' * len(chunk))}) "
-                        f"{DELETED}", chunk).fetchall()
+                for namespace, ids in by_namespace(cascade([Forgotten.of(*r[1:]) for r in rows])):
+                    for chunk in chunks(ids):
+                        rows += conn.execute(
+                            "DELETE FROM records WHERE namespace = ? AND id IN "
+                            f"({','.join('?' * len(chunk))}) {DELETED}",
+                            [namespace, *chunk]).fetchall()
             for seq, *_ in rows:
                 self._forget_seq(seq)
-            conn.executemany("DELETE FROM relations WHERE src = ?", [(r[1],) for r in rows])
+            conn.executemany("DELETE FROM relations WHERE namespace = ? AND src = ?",
+                             [(r[2], r[1]) for r in rows])
         return len(rows)
 
     def set_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
@@ -154,27 +149,30 @@ class Records:
         left out (one warning each)."""
         with self.db.lock:
             rows = self.db.conn.execute(sql, params).fetchall()
-            relations: dict[str, list[tuple[str, str]]] = {}
-            for chunk in chunks([row[1] for row in rows]):
-                for src, rel_type, dst in self.db.conn.execute(
-                    f"SELECT src, type, dst FROM relations WHERE src IN "
-                    f"({','.join('?' * len(chunk))}) ORDER BY src, pos",
-                    chunk,
-                ):
-                    relations.setdefault(src, []).append((rel_type, dst))
+            relations: dict[tuple[str, str], list[tuple[str, str]]] = {}
+            for namespace, ids in by_namespace((row[2], row[1]) for row in rows):
+                for chunk in chunks(ids):
+                    for src, rel_type, dst in self.db.conn.execute(
+                        "SELECT src, type, dst FROM relations WHERE namespace = ? AND src IN "
+                        f"({','.join('?' * len(chunk))}) ORDER BY src, pos",
+                        [namespace, *chunk],
+                    ):
+                        relations.setdefault((namespace, src), []).append((rel_type, dst))
         return decoded(rows, lambda row: (
-            row[0], _to_record(row, relations.get(row[1], []), self.dimension)))
+            row[0], _to_record(row, relations.get((row[2], row[1]), []), self.dimension)))
 
-    def get(self, ids: Sequence[str], flt: MemoryFilter | None = None) -> list[MemoryRecord]:
-        """Records by id, in the order asked, missing ids (and, with `flt`, those it refuses)
-        left out."""
+    def get(
+        self, ids: Sequence[str], namespace: str, flt: MemoryFilter | None = None
+    ) -> list[MemoryRecord]:
+        """Records of `namespace` by id, in the order asked, missing ids (and, with `flt`,
+        those it refuses) left out."""
         where, params = filter_sql(flt, use_indexes=False) if flt is not None else ("1", [])
         found: dict[str, MemoryRecord] = {}
         for chunk in chunks(list(ids)):
             found.update((r.id, r) for _, r in self._read(
-                f"SELECT {COLUMNS} FROM records WHERE id IN ({','.join('?' * len(chunk))}) "
-                f"AND {where}",
-                [*chunk, *params],
+                f"SELECT {COLUMNS} FROM records WHERE namespace = ? AND id IN "
+                f"({','.join('?' * len(chunk))}) AND {where}",
+                [namespace, *chunk, *params],
             ))
         return [found[i] for i in ids if i in found]
 
@@ -338,9 +336,10 @@ class Records:
                 fetch *= 8
 
     def edges(
-        self, nodes: Sequence[str], relation_types: Sequence[str] | None
+        self, namespace: str, nodes: Sequence[str], relation_types: Sequence[str] | None
     ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
-        """(node, relation type, neighbour) of the edges touching `nodes`: (outgoing, incoming)."""
+        """(node, relation type, neighbour) of the edges touching `nodes` of `namespace`:
+        (outgoing, incoming)."""
         marks = ",".join("?" * len(nodes))
         type_sql, type_params = "", []
         if relation_types is not None:
@@ -348,12 +347,14 @@ class Records:
             type_params = list(relation_types)
         with self.db.lock:
             out = self.db.conn.execute(
-                f"SELECT src, type, dst FROM relations WHERE src IN ({marks}){type_sql}",
-                [*nodes, *type_params],
+                "SELECT src, type, dst FROM relations WHERE namespace = ? AND "
+                f"src IN ({marks}){type_sql}",
+                [namespace, *nodes, *type_params],
             ).fetchall()
             back = self.db.conn.execute(
-                f"SELECT dst, type, src FROM relations WHERE dst IN ({marks}){type_sql}",
-                [*nodes, *type_params],
+                "SELECT dst, type, src FROM relations WHERE namespace = ? AND "
+                f"dst IN ({marks}){type_sql}",
+                [namespace, *nodes, *type_params],
             ).fetchall()
         return out, back
 

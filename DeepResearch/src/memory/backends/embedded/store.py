@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
+    DEFAULT_NAMESPACE,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -233,8 +234,10 @@ class EmbeddedBackend(MemoryBackend):
             self._fact_store = EmbeddedFactStore(self)
         return self._fact_store
 
-    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
-        return await self._run("reading memories", self._require().get, list(ids))
+    async def get(
+        self, ids: Sequence[str], namespace: str = DEFAULT_NAMESPACE
+    ) -> list[MemoryRecord]:
+        return await self._run("reading memories", self._require().get, list(ids), namespace)
 
     async def delete(self, flt: MemoryFilter) -> int:
         """The records and, in the same transaction, the facts built on them (facts.py)."""
