@@ -5,6 +5,7 @@ on FunctionModels, the round limit, and review off."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -145,3 +146,25 @@ def test_review_off_and_a_bad_round_limit(make_config: MakeConfig) -> None:
     with pytest.raises(ConfigurationError, match=r"flows.default.review.max_rounds=-1"):
         create_run_services(make_config("flows.default.review.max_rounds=-1"))
     assert ReviewSettings().max_rounds == 2
+
+
+def test_a_run_resumed_before_its_review_reviews_the_saved_draft(make_config: MakeConfig) -> None:
+    """The checkpoint says Review is next and holds the flawed draft: the resumed run (its
+    services built afresh, offline) reviews and revises that draft."""
+    from DeepResearch.src.workflow.checkpoint import CHECKPOINT_NAME
+    from DeepResearch.src.workflow.resume import resume_research
+
+    cfg = make_config()
+    outcome = asyncio.run(run_research(QUESTION, cfg))
+    path = outcome.run_dir / CHECKPOINT_NAME
+    done = json.loads(path.read_text())
+    rewound = {**done, "status": "running", "next_node": "Review"}
+    rewound["state"] = {**done["state"], "final_answer": FLAWED, "review_rounds": [],
+                        "drafts": {**done["state"]["drafts"], "review": []}}
+    path.write_text(json.dumps(rewound))
+    result = asyncio.run(resume_research(outcome.run_dir))
+    assert result.outcome is not None
+    assert UNCITED not in result.outcome.answer and "STAR (Spliced" in result.outcome.answer
+    assert [(r.round, r.revised) for r in result.outcome.state.review_rounds] == [
+        (1, True), (2, False)]
+    assert UNCITED not in (outcome.run_dir / "report.md").read_text()
