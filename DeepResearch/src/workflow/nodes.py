@@ -273,7 +273,7 @@ class Synthesize(WorkflowNode):
             f"## Loop `{state.loop_id}`: {state.question}\n\n"
             f"From {len(state.findings)} findings and {len(sub_answers)} sub-answers.\n\n{answer}\n",
         )
-        if state.depth == 0 and services.review is not None:
+        if state.depth == 0 and services.review is not None and answer:
             return Review()
         return End(answer)
 
