@@ -100,7 +100,8 @@ def main() -> None:
     an override naming no key of the configuration is refused first, in one line."""
     try:
         sys.argv[1:] = as_group_choice(sys.argv[1:])
-        check_override_keys([a for a in sys.argv[1:] if not a.startswith("-")])
+        check_override_keys([a for a in sys.argv[1:] if (not a.startswith("-") and "=" in a)
+                             or a.startswith("~")])
     except (MemoryConfigError, UnknownConfigKeyError) as exc:
         print(f"deepresearch: error: {exc}", file=sys.stderr)
         sys.exit(2)

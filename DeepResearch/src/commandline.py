@@ -122,10 +122,13 @@ def check_override_keys(overrides: Sequence[str]) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(overrides))
-    except HydraException:
-        return  # Hydra reports the syntax error itself
+    parser = OverridesParser.create()
+    parsed = []
+    for line in overrides:
+        try:
+            parsed += parser.parse_overrides([line])
+        except HydraException:
+            continue  # Hydra reports the syntax error itself
     groups = config_groups()
     choices = [o.input_line for o in parsed if o.key_or_group in groups and o.input_line]
     values = [o for o in parsed if o.key_or_group not in groups and not o.is_hydra_override()]

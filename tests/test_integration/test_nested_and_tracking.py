@@ -115,7 +115,7 @@ async def test_a_session_named_like_a_nested_one_is_not_its_child(
     async with MemorySystemClient(faiss_config(), session_id="run") as client:
         await client.store("Root fact: the aligner study covers RNA-seq.", session_id="run")
         await client.store("Typed fact: an aligner someone else named.", session_id="run:root.9")
-        await client.merge_nested_context(client.create_nested_context("run", "root.1"), "run")
+        client.merge_nested_context(client.create_nested_context("run", "root.1"), "run")
         assert await contents(client, "run:root.9") == {"Typed fact: an aligner someone else named."}
         assert await contents(client, "run") == {"Root fact: the aligner study covers RNA-seq."}
 

@@ -207,3 +207,27 @@ async def test_an_unusable_memory_folder_stops_the_run_before_it_starts(
     with pytest.raises(MemoryConfigError, match=r"a-file/memory cannot be used: Not a directory"):
         await run_research(Q1, cfg)
     assert not (tmp_path / "outputs").exists()  # stopped before the run folder
+
+
+async def test_the_answer_memory_is_the_reviewed_report(make_config: MakeConfig) -> None:
+    """The review revises the drafted answer: the run's answer memory holds the revision."""
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from DeepResearch.agents import SynthesizerAgent
+
+    uncited = "Every lab should buy a bigger cluster for alignment."
+    draft = ("STAR (Spliced Transcripts Alignment to a Reference) is a splice-aware aligner built "
+             f"for RNA-seq reads. [rna_seq_aligners.md] {uncited}")
+
+    async def write(messages: object, info: object) -> ModelResponse:
+        return ModelResponse(parts=[TextPart(draft)])
+
+    cfg = make_config()
+    services = create_run_services(cfg)
+    services.agents.synthesizer = SynthesizerAgent(FunctionModel(write))
+    outcome = await run_research("Which aligner suits RNA-seq reads?", cfg, services)
+    assert outcome.state.review_rounds[0].revised
+    [answer] = [r for r in await _scan_session(outcome) if r.memory_type == "answer"]
+    assert "STAR (Spliced" in answer.content and uncited not in answer.content
+    assert answer.metadata["sources"] == ["rna_seq_aligners.md"]

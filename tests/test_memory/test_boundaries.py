@@ -65,11 +65,44 @@ async def test_metadata_limits_and_keys(make_client: MakeClient) -> None:
         await client.store("deep", metadata=deep)
     with pytest.raises(MemoryInputError, match="bytes as JSON"):
         await client.store("big", metadata={"blob": "x" * (50 * 1024 * 1024)})
-    with pytest.raises(MemoryInputError, match="name record fields"):
-        await client.store("shadow", metadata={"agent_type": "planner"})
+    with pytest.raises(MemoryInputError, match="disagrees"):
+        await client.store("shadow", agent_type="executor", metadata={"agent_type": "planner"})
     with pytest.raises(MemoryInputError, match="control characters"):
         await client.store("nul", metadata={"bad\x00key": 1})
     assert (await client.stats()).total == 0  # nothing half-written
+
+
+async def test_metadata_keys_named_like_record_fields_are_those_fields(
+    client: MemorySystemClient,
+) -> None:
+    """Seed 000's code passes agent_type, session_id, memory_type, importance in metadata. A
+    key the call leaves unset sets the field; an equal one is accepted; the record's field
+    wins and a different value is refused naming both; the key leaves the metadata."""
+    planner = await client.store(
+        "Planner created execution plan",
+        metadata={"agent_type": "planner", "session_id": client.session_id, "node": "PlanNode"},
+    )
+    await client.store("Executor ran BWA tool", metadata={"agent_type": "executor"})
+    trace = await client.store(
+        "BWA trace", agent_type="executor",
+        metadata={"agent_type": "executor", "memory_type": "execution_trace", "importance": 0.8},
+    )
+    found = await client.retrieve("execution", filters={"agent_type": "planner"}, top_k=5)
+    assert [m.id for m in found] == [planner]
+    assert found[0].metadata == {"node": "PlanNode"}
+    [record] = await client.backend.get([trace])
+    assert (record.agent_type, record.memory_type, record.importance, record.metadata) == (
+        "executor", "execution_trace", 0.8, {})
+    with pytest.raises(MemoryInputError, match=(
+            r"metadata agent_type='executor' disagrees with the record's agent_type='planner'")):
+        await client.store("x", agent_type="planner", metadata={"agent_type": "executor"})
+    with pytest.raises(MemoryInputError, match=(
+            rf"metadata session_id='elsewhere' disagrees with the record's session_id="
+            rf"'{client.session_id}'")):
+        await client.store("x", metadata={"session_id": "elsewhere"})
+    with pytest.raises(MemoryInputError, match="give ttl"):
+        await client.store("x", metadata={"expires_at": 5.0})
+    assert (await client.stats()).total == 3
 
 
 async def test_top_k_is_bounded(client: MemorySystemClient) -> None:

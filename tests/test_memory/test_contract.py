@@ -251,8 +251,8 @@ async def test_nested_contexts_see_ancestors_and_merge_up(make_client: MakeClien
     assert len(seen) == 3
     own = await parent.retrieve(query="what was found", top_k=10, session_id=parent.session_id)
     assert len(own) == 1  # parent: only its own
-    await parent.merge_nested_context(grandchild_session, child_session)
-    await parent.merge_nested_context(child_session, parent.session_id)
+    parent.merge_nested_context(grandchild_session, child_session)
+    parent.merge_nested_context(child_session, parent.session_id)
     merged = await parent.retrieve(query="STAR needs 32 GB", top_k=10, session_id=parent.session_id)
     assert len(merged) == 3  # linked: each memory once, from the session that wrote it
     assert {m.document.session_id for m in merged} == {

@@ -45,10 +45,10 @@ async def test_a_merge_links_the_child_and_copies_nothing(
     assert await _seen(client, client.session_id) == {"parent knows the reference is GRCh38"}
 
     upserts = _spy(client, "upsert")
-    await client.merge_nested_context(grandchild, child)
+    client.merge_nested_context(grandchild, child)
     assert await _seen(client, client.session_id) == {"parent knows the reference is GRCh38"}
-    await client.merge_nested_context(child, client.session_id)
-    await client.merge_nested_context(child, client.session_id)  # merging twice: the same
+    client.merge_nested_context(child, client.session_id)
+    client.merge_nested_context(child, client.session_id)  # merging twice: the same
     assert await _seen(client, client.session_id) == {
         "parent knows the reference is GRCh38",
         "child found that STAR needs 32 GB",
@@ -60,6 +60,35 @@ async def test_a_merge_links_the_child_and_copies_nothing(
     await client.close()
 
 
+async def test_the_nested_context_calls_take_effect_when_called(
+    memory_config_factory: Callable[..., MemoryConfig], embedder: Embedder
+) -> None:
+    """create and merge are one style (synchronous): a merge written without `await` is done,
+    the seed's `await client.merge_nested_context(...)` still works, and `nested_context`
+    merges when its block ends."""
+    client = MemorySystemClient(memory_config_factory(), embedder=embedder)
+    await client.open()
+    first = client.create_nested_context(client.session_id, "loop1")
+    await client.store(content="child found that STAR needs 32 GB", session_id=first)
+    client.merge_nested_context(first, client.session_id)  # no await: merged all the same
+    assert await _seen(client, client.session_id) == {"child found that STAR needs 32 GB"}
+
+    second = client.create_nested_context(client.session_id, "loop2")
+    await client.store(content="second child found HISAT2 is lighter", session_id=second)
+    merged = await client.merge_nested_context(second, client.session_id)  # seed 000's spelling
+    assert (merged.child, merged.parent) == (second, client.session_id)
+    assert "second child found HISAT2 is lighter" in await _seen(client, client.session_id)
+
+    with pytest.raises(RuntimeError, match="the loop failed"):
+        with client.nested_context(client.session_id, "loop3") as third:
+            assert third == f"{client.session_id}:loop3"
+            await client.store(content="third child found salmon quantifies", session_id=third)
+            assert "third child found salmon quantifies" not in await _seen(client, client.session_id)
+            raise RuntimeError("the loop failed")
+    assert "third child found salmon quantifies" in await _seen(client, client.session_id)
+    await client.close()
+
+
 async def test_a_nested_context_has_one_parent_and_no_cycle(
     memory_config_factory: Callable[..., MemoryConfig], embedder: Embedder
 ) -> None:
@@ -67,9 +96,9 @@ async def test_a_nested_context_has_one_parent_and_no_cycle(
     child = client.create_nested_context("run", "loop1")
     assert child == "run:loop1"
     with pytest.raises(MemoryInputError, match="is nested in 'run', not in 'other'"):
-        await client.merge_nested_context(child, "other")
+        client.merge_nested_context(child, "other")
     with pytest.raises(MemoryInputError, match="one of its ancestors"):
-        await client.merge_nested_context("run", child)
+        client.merge_nested_context("run", child)
     assert client.create_nested_context(child, "x") == "run:loop1:x"
     with pytest.raises(MemoryInputError, match="is nested in 'run:loop1', not in 'run'"):
         client.create_nested_context("run", "loop1:x")  # the same name, another parent
@@ -83,7 +112,7 @@ async def test_a_merge_registers_a_link_the_client_did_not_make(
     client = MemorySystemClient(memory_config_factory(), session_id="parent", embedder=embedder)
     await client.store(content="earlier run: kallisto is fast", session_id="elsewhere")
     assert await _seen(client, "parent") == set()
-    await client.merge_nested_context("elsewhere", "parent")
+    client.merge_nested_context("elsewhere", "parent")
     assert await _seen(client, "parent") == {"earlier run: kallisto is fast"}
     await client.close()
 

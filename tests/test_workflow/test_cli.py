@@ -102,7 +102,7 @@ def test_unknown_flow_is_named(tmp_path: Path) -> None:
 def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
     tmp_path: Path, override: str, key: str, nearest: str
 ) -> None:
-    done = deepresearch(tmp_path, "question='x'", override)
+    done = deepresearch(tmp_path, "question='x'", override, "--cfg", "job")  # not a parse error
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert f"unknown configuration key {key!r}" in line and nearest in line, line

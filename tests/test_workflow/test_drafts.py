@@ -39,7 +39,9 @@ def test_a_run_saves_each_phase_draft_and_lists_them(make_config: MakeConfig) ->
                 ("planning", "research", "writing", "review")}
     steps = len(outcome.state.execution_results)
     assert len(by_phase["planning"]) == 1 and len(by_phase["research"]) == steps >= 2
-    assert len(by_phase["writing"]) == 1 and len(by_phase["review"]) == 1
+    # the review: one round (the offline answer has no problem) and the report as written
+    assert len(by_phase["writing"]) == 1 and len(by_phase["review"]) == 2
+    assert by_phase["review"][0].name.startswith("review-round-1-draft-version-1")
     assert by_phase["research"][0].path.parent.name == "2_research"
     assert drafts.load_draft("review") == (outcome.run_dir / "report.md").read_text()
     summary = (outcome.run_dir / "WORKFLOW_SUMMARY.md").read_text()

@@ -141,7 +141,7 @@ def test_killed_run_resumed_equals_uninterrupted_run(tmp_path: Path) -> None:
     assert checkpoint["status"] == "completed"
     events = [p.get("phase") or p.get("event") for p in checkpoint["phases"]]
     assert events == ["start", "plan", "route", "execute", "resumed", "execute", "synthesize",
-                      "report"]
+                      "review", "report"]
     # Each executed step ran once: the first one's tool runs came from the checkpoint.
     history = json.loads((run_dir / "execution_history.json").read_text())["items"]
     straight_history = json.loads((only_run(straight) / "execution_history.json").read_text())

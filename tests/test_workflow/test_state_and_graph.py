@@ -51,6 +51,7 @@ def test_nodes_are_derived_from_return_hints() -> None:
         nodes.ExecuteDefault,
         nodes.ExecuteRag,
         nodes.Synthesize,
+        nodes.Review,
     ]
     defined = {c for c in WorkflowNode.subclasses if c.__module__ == nodes.__name__}
     assert defined == set(found)

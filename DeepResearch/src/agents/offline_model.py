@@ -259,7 +259,8 @@ class OfflineModel:
         if best:
             body.append(" ".join(f"{f.text} [{f.source}]" for f in best))
         if not body:
-            body.append("The documents that were searched say nothing about this question.")
+            # a statement about the research, not a claim (italic: the reviewer reads it so)
+            body.append("_The documents that were searched say nothing about this question._")
         text = f"_Answer {OFFLINE_NOTICE}._\n\n" + "\n\n".join(body)
         return ModelResponse(parts=[TextPart(text)])
 

@@ -28,6 +28,7 @@ from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.inputs import (
     clean_id,
+    fields_from_metadata,
     prepare_record,
 )
 from DeepResearch.src.memory.maintenance import Maintenance
@@ -211,6 +212,8 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance):
         if isinstance(items, Mapping | str | bytes):
             raise MemoryInputError("store_many takes a list of dicts with at least 'content'")
         session = clean_id(session_id, "session_id") if session_id is not None else self.session_id
+        items = [fields_from_metadata(item, f"item {i}", session, self.namespace)
+                 for i, item in enumerate(items)]
         records = [
             prepare_record(item, self.config, session, i, self.namespace, self.embedder.dimension)
             for i, item in enumerate(items)

@@ -294,6 +294,48 @@ STORE_FIELDS = frozenset(
 )
 
 
+def fields_from_metadata(
+    item: Any, where: str, session: str, namespace: str
+) -> Any:
+    """`item` with its top-level metadata keys named like record fields (`agent_type`,
+    `session_id`, `memory_type`, ...) read as those fields; the rule (docs/memory.md):
+
+    - the record's field wins: it is what is stored, returned and filtered on, and the key
+      leaves the metadata;
+    - where the call leaves the field unset, the metadata value sets it
+      (`metadata={"agent_type": "planner"}` stores a planner memory);
+    - where the call sets it (an argument; for `session_id`, `namespace` and `content` the
+      session and namespace the client writes to, the content given), a different metadata
+      value is an error naming both; an equal one is accepted;
+    - `expires_at` is derived from `ttl`: give `ttl`.
+    Anything that is not a dict with a dict `metadata` is returned as is (prepare_record says
+    what is wrong with it)."""
+    if not isinstance(item, Mapping) or not isinstance(item.get("metadata"), Mapping):
+        return item
+    named = [k for k in item["metadata"] if k in RECORD_FIELD_NAMES]
+    if not named:
+        return item
+    out = dict(item)
+    metadata = dict(item["metadata"])
+    fixed = {"session_id": item.get("session_id") or session, "namespace": namespace,
+             "content": item.get("content")}
+    for key in named:
+        value = metadata.pop(key)
+        if key == "expires_at":
+            raise MemoryInputError(f"{where}: metadata key 'expires_at' is derived from ttl; "
+                                   "give ttl=<seconds> instead")
+        current = fixed[key] if key in fixed else out.get(key)
+        if current is None:
+            out[key] = value
+        elif getattr(current, "value", current) != getattr(value, "value", value):
+            raise MemoryInputError(
+                f"{where}: metadata {key}={_short(value)} disagrees with the record's "
+                f"{key}={_short(current)}; the record's field is what is stored and filtered "
+                "on: give one value (or drop the metadata key)")
+    out["metadata"] = metadata
+    return out
+
+
 def prepare_record(
     item: Mapping[str, Any], config: MemoryConfig, default_session: str, index: int,
     namespace: str, dimension: int,

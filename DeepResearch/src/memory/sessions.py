@@ -2,7 +2,9 @@
 the client).
 
 A nested context is a session of its own with an explicit parent: `create_nested_context`
-registers child -> parent in the client's `SessionLinks`. Ancestry is never read from a
+registers child -> parent in the client's `SessionLinks`. Both calls are synchronous (they
+touch only the client's links, no backend) and take effect when called: a merge cannot be left
+pending by a missing `await`. Ancestry is never read from a
 session's name (anyone can type a name). Merging a child into its parent records that the
 parent now sees the child, and copies nothing. A retrieve scoped to a session sees that
 session, every descendant merged into it, and with memory.nested.include_ancestors each
@@ -11,6 +13,8 @@ ancestor (with what was merged into that ancestor). The links live as long as th
 
 from __future__ import annotations
 
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 from uuid import uuid4
 
@@ -76,8 +80,27 @@ class SessionLinks:
         return tuple(dict.fromkeys(s for top in tops for s in self.merged_into(top)))
 
 
+class Merged:
+    """What merge_nested_context returns: the merge is done when the call returns. Code written
+    `await client.merge_nested_context(...)` keeps working: awaiting it does nothing more (and
+gives the same Merged)."""
+
+    __slots__ = ("child", "parent")
+
+    def __init__(self, child: str, parent: str) -> None:
+        self.child = child
+        self.parent = parent
+
+    def __await__(self) -> Generator[None, None, Merged]:
+        yield from ()
+        return self
+
+    def __repr__(self) -> str:
+        return f"Merged(child={self.child!r}, parent={self.parent!r})"
+
+
 class NestedContexts:
-    """create_nested_context / merge_nested_context of MemorySystemClient."""
+    """create_nested_context / merge_nested_context / nested_context of MemorySystemClient."""
 
     def create_nested_context(
         self: MemorySystemClient, parent_session_id: str, loop_id: str
@@ -91,12 +114,26 @@ class NestedContexts:
         self._links.link(child, parent)
         return child
 
-    async def merge_nested_context(
+    def merge_nested_context(
         self: MemorySystemClient, child_session_id: str, parent_session_id: str
-    ) -> None:
+    ) -> Merged:
         """From now on retrieves scoped to the parent (or to a session that sees the parent)
         also see the child's memories and what was merged into the child. Nothing is copied
-        or written; merging twice changes nothing."""
+        or written; merging twice changes nothing. Done on return, awaited or not."""
         child = clean_id(child_session_id, "child_session_id")
         parent = clean_id(parent_session_id, "parent_session_id")
         self._links.merge(child, parent)
+        return Merged(child, parent)
+
+    @contextmanager
+    def nested_context(
+        self: MemorySystemClient, parent_session_id: str, loop_id: str
+    ) -> Iterator[str]:
+        """`with client.nested_context(parent, loop_id) as session:` the nested session
+        (create_nested_context), merged into the parent when the block ends, also when it
+        raises (what the child stored is kept and seen by the parent)."""
+        child = self.create_nested_context(parent_session_id, loop_id)
+        try:
+            yield child
+        finally:
+            self.merge_nested_context(child, parent_session_id)

@@ -11,6 +11,7 @@ import asyncio
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -113,7 +114,10 @@ class SyncMemorySystemClient:
         return self.aio.create_nested_context(parent_session_id, loop_id)
 
     def merge_nested_context(self, child_session_id: str, parent_session_id: str) -> None:
-        _LOOP.run(self.aio.merge_nested_context(child_session_id, parent_session_id))
+        self.aio.merge_nested_context(child_session_id, parent_session_id)
+
+    def nested_context(self, parent_session_id: str, loop_id: str) -> AbstractContextManager[str]:
+        return self.aio.nested_context(parent_session_id, loop_id)
 
     def forget(self, ids: str | Sequence[str] | None = None, *,
                filters: Mapping[str, Any] | None = None, session_id: str | None = None,

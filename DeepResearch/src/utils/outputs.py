@@ -15,7 +15,7 @@ from DeepResearch.src.agents.prompts import cited_sources
 if TYPE_CHECKING:
     from DeepResearch.src.workflow.state import ResearchState
 
-DRAFT_PHASES = ("planning", "research", "writing")
+DRAFT_PHASES = ("planning", "research", "writing", "review")
 
 
 def slugify(text: str, max_length: int = 40) -> str:
@@ -116,6 +116,7 @@ def render_summary(state: ResearchState, status: str) -> str:
         "",
     ]
     lines += [f"- {error}" for error in state.errors] or ["- (none)"]
+    lines += ["", *review_section(state)]
     if summary["failure_patterns"]:
         lines += ["", "## Failure patterns", ""]
         lines += [
@@ -123,6 +124,26 @@ def render_summary(state: ResearchState, status: str) -> str:
             for p in summary["failure_patterns"]
         ]
     return "\n".join(lines) + "\n"
+
+
+def review_section(state: ResearchState) -> list[str]:
+    """The Review lines of WORKFLOW_SUMMARY.md: each round, the version it reviewed, what the
+    reviewer found and whether a revision followed (drafts/4_review/ holds each round)."""
+    lines = ["## Review", ""]
+    if not state.review_rounds:
+        return [*lines, "- no review rounds (flows.<flow>.review.max_rounds=0, or the run "
+                "ended before its review)"]
+    lines += ["| round | draft version | problems | outcome |", "|---|---|---|---|"]
+    for r in state.review_rounds:
+        kinds = Counter(p["kind"] for p in r.problems)
+        found = ", ".join(f"{n} {kind}" for kind, n in kinds.items()) or "none"
+        outcome = f"revised into version {r.version + 1}" if r.revised else (
+            "accepted" if not r.problems else "not revised")
+        lines.append(f"| {r.round} | {r.version} | {found} | {outcome} |")
+    final = state.review_rounds[-1]
+    lines += ["", f"The report is draft version {final.version + int(final.revised)}; each "
+              "round's draft and the reviewer's notes are in drafts/4_review/."]
+    return lines
 
 
 def write_run_outputs(state: ResearchState, status: str) -> dict[str, Path]:

@@ -1,4 +1,5 @@
-"""The workflow nodes: Plan -> Route -> Execute (per flow) -> Synthesize -> End.
+"""The workflow nodes: Plan -> Route -> Execute (per flow) -> Synthesize -> Review -> End
+(Review: the root loop's answer, rounds of review and revision, review.py).
 
 Every node subclasses WorkflowNode (timing, hooks); the edges come from the return type
 hints of `run`, and graph.py derives the node list from them.
@@ -27,6 +28,7 @@ from DeepResearch.src.rag.faiss_store import FAISSVectorStore
 from DeepResearch.src.utils.execution_history import ExecutionItem
 from DeepResearch.src.workflow.base import WorkflowNode
 from DeepResearch.src.workflow.errors import WorkflowError
+from DeepResearch.src.workflow.review import ReviewRound, round_draft
 from DeepResearch.src.workflow.services import WorkflowServices
 from DeepResearch.src.workflow.state import ResearchState, StepResult
 
@@ -273,7 +275,7 @@ class ExecuteRag(WorkflowNode):
 class Synthesize(WorkflowNode):
     phase = "synthesize"
 
-    async def run(self, ctx: Ctx) -> End[str]:
+    async def run(self, ctx: Ctx) -> Review | End[str]:
         state, services = ctx.state, ctx.deps
         sub_answers = [(sub.question, sub.answer) for sub in state.sub_loops if sub.answer]
         prompt = synthesizer_prompt(
@@ -295,7 +297,37 @@ class Synthesize(WorkflowNode):
             f"## Loop `{state.loop_id}`: {state.question}\n\n"
             f"From {len(state.findings)} findings and {len(sub_answers)} sub-answers.\n\n{answer}\n",
         )
+        if state.depth == 0 and services.review is not None and answer:
+            return Review()
         return End(answer)
+
+
+class Review(WorkflowNode):
+    """One round of review and revision of the root loop's answer; another round while the
+    reviewer found problems, the reviser changed the draft and rounds remain."""
+
+    phase = "review"
+
+    async def run(self, ctx: Ctx) -> Review | End[str]:
+        state, team = ctx.state, ctx.deps.review
+        draft = state.final_answer or ""
+        if team is None:  # resumed with review turned off since
+            return End(draft)
+        number = len(state.review_rounds) + 1
+        notes = await team.reviewer.review(state.question, draft, list(state.sources))
+        record = ReviewRound(round=number, version=number,
+                             problems=[p.model_dump() for p in notes.problems])
+        if notes.problems:
+            revised = (await team.reviser.revise(state.question, draft, notes)).strip()
+            if revised and revised != draft.strip():
+                record.revised = True
+                state.final_answer = revised
+                state.answers.append(revised)
+        state.review_rounds.append(record)
+        state.draft("review", round_draft(state.question, record, draft))
+        if record.revised and number < team.settings.max_rounds:
+            return Review()
+        return End(state.final_answer or draft)
 
 
 FLOW_NODES: dict[str, Any] = {"default": ExecuteDefault, "rag": ExecuteRag}

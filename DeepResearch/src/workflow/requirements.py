@@ -51,6 +51,7 @@ def _results(value: Any) -> bool:
 QUESTION = Need("question", "a non-empty question", _text)
 PLAN = Need("plan", f"a non-empty list of plan steps with a status in {STEP_STATUSES}", _plan)
 RESULTS = Need("execution_results", "the results of at least one executed step", _results)
+ANSWER = Need("final_answer", "the drafted answer (non-empty text)", _text)
 
 # phase -> what it needs: research needs a plan, writing needs research results.
 REQUIREMENTS: Mapping[str, tuple[Need, ...]] = {
@@ -58,6 +59,7 @@ REQUIREMENTS: Mapping[str, tuple[Need, ...]] = {
     "route": (QUESTION, PLAN),
     "execute": (QUESTION, PLAN),
     "synthesize": (QUESTION, PLAN, RESULTS),
+    "review": (QUESTION, ANSWER),
 }
 
 

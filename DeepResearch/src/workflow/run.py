@@ -29,6 +29,7 @@ from DeepResearch.src.workflow.flows import documents_dir_setting, max_iteration
 from DeepResearch.src.workflow.graph import run_workflow
 from DeepResearch.src.workflow.hooks import LoopHook, NodeHook, RunHook
 from DeepResearch.src.workflow.memory.integration import memory_plugins
+from DeepResearch.src.workflow.review import review_team
 from DeepResearch.src.workflow.services import WorkflowServices
 from DeepResearch.src.workflow.state import ResearchState
 
@@ -68,6 +69,7 @@ def create_services(
     registry = registry or default_registry()
     library = DocumentLibrary.from_folder(folder, extensions)
     agents = build_agents(cfg, registry, toolsets=toolsets, capabilities=capabilities)
+    review = review_team(cfg, flow, library)
     orchestrator = AgentOrchestrator(cfg, run_workflow, loop_hooks=list(loop_hooks))
     return WorkflowServices(
         config=cfg,
@@ -78,6 +80,7 @@ def create_services(
         node_hooks=list(node_hooks),
         run_hooks=list(run_hooks),
         tool_listeners=list(tool_listeners),
+        review=review if review.settings.max_rounds > 0 else None,
     )
 
 

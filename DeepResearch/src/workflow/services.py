@@ -16,6 +16,7 @@ from DeepResearch.src.workflow.hooks import NodeHook, RunHook
 if TYPE_CHECKING:
     from DeepResearch.agents import WorkflowAgents
     from DeepResearch.src.agents.agent_orchestrator import AgentOrchestrator
+    from DeepResearch.src.workflow.review import ReviewTeam
     from DeepResearch.src.workflow.state import ResearchState
 
 
@@ -30,6 +31,8 @@ class WorkflowServices:
     run_hooks: list[RunHook] = field(default_factory=list)
     # Shared by the ToolRunner of every loop, so a listener sees each tool run once.
     tool_listeners: list[ToolRunListener] = field(default_factory=list)
+    # Who reviews and revises the root loop's answer (review.py); None: no review.
+    review: ReviewTeam | None = None
 
     def make_tool_runner(self, history: ExecutionHistory, loop_id: str) -> ToolRunner:
         return ToolRunner(

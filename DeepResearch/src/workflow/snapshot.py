@@ -12,6 +12,7 @@ from omegaconf import DictConfig
 from DeepResearch.src.agents.prompts import Finding, PlanStep
 from DeepResearch.src.utils.execution_history import ExecutionHistory, ExecutionItem
 from DeepResearch.src.workflow.errors import WorkflowError
+from DeepResearch.src.workflow.review import ReviewRound
 from DeepResearch.src.workflow.state import PhaseRecord, ResearchState, StepResult, SubLoopResult
 
 # Fields kept as they are (JSON values already).
@@ -26,6 +27,7 @@ RECORD_FIELDS: dict[str, type] = {
     "execution_results": StepResult,
     "phase_log": PhaseRecord,
     "sub_loops": SubLoopResult,
+    "review_rounds": ReviewRound,
 }
 PATH_FIELDS = ("run_dir", "documents_dir")
 
@@ -65,11 +67,14 @@ def _records(name: str, cls: type, value: Any) -> list[Any]:
 def state_from_dict(data: dict[str, Any], config: DictConfig) -> ResearchState:
     """The state `state_to_dict` saved; `config` is the run's. Raises SnapshotError naming the
     first missing or malformed field."""
+    data = {"review_rounds": [], **data}  # a checkpoint written before the review phase existed
     missing = [n for n in (*PLAIN_FIELDS, *RECORD_FIELDS, *PATH_FIELDS, "execution_history")
                if n not in data]
     if missing:
         raise SnapshotError(f"the saved state has no field(s) {missing}")
     values: dict[str, Any] = {name: data[name] for name in PLAIN_FIELDS}
+    if isinstance(values["drafts"], dict):
+        values["drafts"] = {"review": [], **values["drafts"]}
     for name, cls in RECORD_FIELDS.items():
         values[name] = _records(name, cls, data[name])
     for name in PATH_FIELDS:

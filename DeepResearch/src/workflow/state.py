@@ -11,6 +11,7 @@ from omegaconf import DictConfig
 from DeepResearch.src.agents.prompts import Finding, PlanStep
 from DeepResearch.src.tools.runner import ToolRunner
 from DeepResearch.src.utils.execution_history import ExecutionHistory
+from DeepResearch.src.workflow.review import ReviewRound
 
 
 @dataclass
@@ -78,7 +79,7 @@ class ResearchState:
     documents_dir: Path | None = None
     sources: list[str] = field(default_factory=list)  # documents consulted, in order
     drafts: dict[str, list[str]] = field(
-        default_factory=lambda: {"planning": [], "research": [], "writing": []}
+        default_factory=lambda: {"planning": [], "research": [], "writing": [], "review": []}
     )
     final_answer: str | None = None
     # Loop bookkeeping (nested loops).
@@ -88,6 +89,7 @@ class ResearchState:
     iteration: int = 0
     max_iterations: int = 6
     sub_loops: list[SubLoopResult] = field(default_factory=list)
+    review_rounds: list[ReviewRound] = field(default_factory=list)  # the root loop's (review.py)
     # Memory (filled by the memory subsystem; the Foundation leaves them None).
     memory_client: Any = None
     memory_session_id: str | None = None

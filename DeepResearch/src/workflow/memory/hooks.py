@@ -195,10 +195,24 @@ class SynthesizeMemory(PhaseMemory):
         await hook.store_outcome(run, ctx.state, succeeded=True)
 
 
+class ReviewMemory(PhaseMemory):
+    """A revised answer replaces the loop's answer memory still waiting to be written."""
+
+    async def after(
+        self, hook: MemoryNodeHook, run: MemoryRun, ctx: NodeContext, result: Any
+    ) -> None:
+        state = ctx.state
+        for i, item in enumerate(run.pending):
+            if item.get("memory_type") == "answer" and item["metadata"].get("loop_id") == state.loop_id:
+                fresh = answer_memory(state, None)
+                run.pending[i] = {**item, "content": fresh["content"], "metadata": fresh["metadata"]}
+
+
 PHASES: Mapping[str, PhaseMemory] = {
     "plan": PlanMemory(),
     "execute": ExecuteMemory(),
     "synthesize": SynthesizeMemory(),
+    "review": ReviewMemory(),
 }
 
 

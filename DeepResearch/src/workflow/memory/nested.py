@@ -44,7 +44,7 @@ class NestedMemoryContexts(LoopHook):
             return
         await run.write_pending(parent)  # the child's tool runs, plan and answer
         try:
-            await run.client.merge_nested_context(
+            run.client.merge_nested_context(
                 child.memory_session_id, parent.memory_session_id
             )
         except MemorySubsystemError as exc:
