@@ -37,12 +37,13 @@ def test_locked_database_503_health_and_recovery(make_service: Callable[..., Tes
         health = c.get("/health")
         assert health.status_code == 503
         assert not health.json()["backend_connected"] and "writes fail" in health.json()["detail"]
+        assert health.json()["status"] == "unhealthy"
     finally:
         lock.execute("ROLLBACK")
         lock.close()
     time.sleep(2.1)  # health retries failed writes at most every 2 s
     health = c.get("/health")
-    assert health.status_code == 200, health.text
+    assert health.status_code == 200 and health.json()["status"] == "healthy", health.text
     after = c.post("/api/memory/memories", json={"content": "after"}, headers=h(ALICE))
     assert after.status_code == 200
     for r in (before, after):

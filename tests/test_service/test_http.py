@@ -244,7 +244,7 @@ def test_health_metrics_traces(service: TestClient) -> None:
     r = service.get("/health")
     assert r.status_code == 200
     body = r.json()
-    assert body["status"] == "ok" and body["backend_connected"] and body["model_loaded"]
+    assert body["status"] == "healthy" and body["backend_connected"] and body["model_loaded"]
     assert body["version"]
     before = service.get("/metrics").text
     r = service.post("/api/memory/memories", json={"content": "m"}, headers=h(ALICE))

@@ -94,6 +94,11 @@ async def test_fact_tools_over_http(http_service: str) -> None:
         out = data(await alice.call_tool("retrieve_context", {"messages": [
             {"author_name": "Cy", "content": "Where does Ann Lee work?"}], "max_facts": 3}))
         assert any("Acme" in f for f in out["facts"]) and len(out["facts"]) <= 3
+        acme = next(d for d in out["details"] if d["object"] == "Acme")  # with its validity
+        assert acme["valid_at"].startswith("2025-01-01") and acme["current"] is True
+        mentions = data(await alice.call_tool("get_conversation_participants", {"messages": [
+            {"author_name": "Cy", "content": "Did Ann Lee ever reply?"}]}))
+        assert [m["name"] for m in mentions["explicit_mentions"]] == ["Ann Lee"]
         bad = await alice.call_tool("retrieve_context", {"messages": [], "max_facts": 500})
         assert bad.is_error
     async with http_client(http_service, BOB) as bob:

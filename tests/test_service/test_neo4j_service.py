@@ -100,7 +100,8 @@ def test_two_workers_on_neo4j_survive_the_server_stopping_and_lose_nothing(
         body = down[-1].json()
         assert body["error"] == "backend_unavailable" and body["message"] and body["request_id"]
         health = wait_for(url, 503, proc, err, seconds=60).json()
-        assert health["backend_connected"] is False
+        assert health["backend_connected"] is False and health["neo4j_connected"] is False
+        assert health["status"] == "unhealthy"
 
         neo4j.start()
         wait_for(url, 200, proc, err, seconds=120)
@@ -113,7 +114,9 @@ def test_two_workers_on_neo4j_survive_the_server_stopping_and_lose_nothing(
         r = store(url, 300)
         assert r.status_code == 200, r.text
         acknowledged += r.json()["ids"]
-        assert wait_for(url, 200, proc, err).json()["backend_connected"] is True
+        back = wait_for(url, 200, proc, err).json()
+        assert back["backend_connected"] is True and back["neo4j_connected"] is True
+        assert back["status"] == "healthy"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(90)

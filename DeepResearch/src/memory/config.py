@@ -183,6 +183,9 @@ class FactsConfig(Section):
     exact_types: list[str] = Field(default_factory=lambda: ["Channel"])  # ids: never fuzzy
     default_limit: int = Field(default=20, ge=1, le=10_000)
     max_limit: int = Field(default=1000, ge=1, le=100_000)
+    # semantic_search_facts' default similarity_threshold (cosine): with all-MiniLM-L6-v2,
+    # unrelated short sentences score about 0 to 0.25
+    similarity_threshold: float = Field(default=0.3, ge=-1.0, le=1.0)
 
     @model_validator(mode="after")
     def _consistent(self) -> FactsConfig:

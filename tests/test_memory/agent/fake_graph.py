@@ -46,35 +46,43 @@ class FakeFactGraph:
         answer = self.answers.get(tool)
         return answer(**arguments) if callable(answer) else (answer or [])
 
-    async def get_person_profile(self, person: str) -> Any:
+    async def get_person_profile(self, person: str, fact_types: list[str] | None = None,
+                                 include_history: bool = False) -> Any:
         return await self._answer("get_person_profile", person=person)
 
-    async def find_people_by_skill(self, skill: str, min_proficiency: str | None = None) -> Any:
+    async def find_people_by_skill(self, skill: str, min_proficiency: str | None = None,
+                                   min_confidence: float = 0.5) -> Any:
         return await self._answer("find_people_by_skill", skill=skill, min_proficiency=min_proficiency)
 
-    async def find_people_by_organization(self, organization: str, current_only: bool = True) -> Any:
+    async def find_people_by_organization(self, organization: str, current_only: bool = False,
+                                          min_confidence: float = 0.5) -> Any:
         return await self._answer("find_people_by_organization", organization=organization,
                                   current_only=current_only)
 
     async def get_relationships_between(self, person_a: str, person_b: str) -> Any:
         return await self._answer("get_relationships_between", person_a=person_a, person_b=person_b)
 
-    async def find_people_by_topic(self, topic: str) -> Any:
+    async def find_people_by_topic(self, topic: str, relationship_types: list[str] | None = None,
+                                   min_confidence: float = 0.5) -> Any:
         return await self._answer("find_people_by_topic", topic=topic)
 
-    async def get_person_timeline(self, person: str, since: Any = None, until: Any = None) -> Any:
+    async def get_person_timeline(self, person: str, fact_types: list[str] | None = None,
+                                  since: Any = None, until: Any = None) -> Any:
         return await self._answer("get_person_timeline", person=person, since=since, until=until)
 
-    async def find_people_by_location(self, location: str) -> Any:
+    async def find_people_by_location(self, location: str, min_confidence: float = 0.5) -> Any:
         return await self._answer("find_people_by_location", location=location)
 
-    async def get_conversation_participants(self, channel_id: str, since: Any = None) -> Any:
+    async def get_conversation_participants(self, channel_id: str | None = None, since: Any = None,
+                                            messages: list[Any] | None = None) -> Any:
         return await self._answer("get_conversation_participants", channel_id=channel_id, since=since)
 
     async def find_experts(self, topic: str, limit: int = 5) -> Any:
         return await self._answer("find_experts", topic=topic, limit=limit)
 
-    async def semantic_search_facts(self, query: str, limit: int = 10, min_confidence: float = 0.0) -> Any:
+    async def semantic_search_facts(self, query: str, fact_types: list[str] | None = None, limit: int = 10,
+                                    similarity_threshold: float | None = None, min_confidence: float = 0.0,
+                                    include_history: bool = False) -> Any:
         return await self._answer("semantic_search_facts", query=query, limit=limit,
                                   min_confidence=min_confidence)
 

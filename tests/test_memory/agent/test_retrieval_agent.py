@@ -44,8 +44,8 @@ BOB_TS = fact("f2", BOB, "HAS_SKILL", TYPESCRIPT, 0.6, ("msg_2",))
         ("Who has experience with Kubernetes?", "find_people_by_skill", {"skill": "Kubernetes"}),
         ("How do Alice and Bob know each other?", "get_relationships_between", {"person_a": "Alice", "person_b": "Bob"}),
         ("Tell me about Dana Smith.", "get_person_profile", {"person": "Dana Smith"}),
-        ("I am refactoring the billing service", "semantic_search_facts", {"query": "I am refactoring the billing service"}),
-        ("Pairing with Charlie today", "semantic_search_facts", {"query": "Pairing with Charlie today"}),
+        ("I am refactoring the billing service", "semantic_search_facts", {"query": "I am refactoring the billing service", "similarity_threshold": 0.0}),
+        ("Pairing with Charlie today", "semantic_search_facts", {"query": "Pairing with Charlie today", "similarity_threshold": 0.0}),
     ],
 )
 def test_the_rules_map_questions_to_tools(question: str, tool: str, arguments: dict[str, Any]) -> None:

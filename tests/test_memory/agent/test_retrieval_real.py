@@ -102,7 +102,7 @@ async def test_an_unknown_person_falls_back_to_semantic_search(team: FactGraph) 
     assert "no person named 'Zed' is known" in (calls[0].message or "")
     # no timeline for a person the graph does not know; current facts, then ended ones too
     assert [c.tool for c in calls][1:] == ["semantic_search_facts", "semantic_search_facts", "search_memory"]
-    assert calls[2].input == {"query": "Zed", "include_history": True}
+    assert calls[2].input == {"query": "Zed", "similarity_threshold": 0.0, "include_history": True}
     assert result.metadata.stop_reason == "plan_exhausted"
     assert result.confidence == "low"  # the nearest facts come back, but none names Zed
 

@@ -48,11 +48,13 @@ def lexical_query(query: str, predicates: Sequence[str]) -> str:
 
 
 async def search_facts(
-    graph: FactGraph, query: str, limit: int, min_confidence: float, include_history: bool
+    graph: FactGraph, query: str, limit: int, min_confidence: float, include_history: bool,
+    predicates: tuple[str, ...] | None = None, min_similarity: float = -1.0,
 ) -> list[tuple[Fact, float | None]]:
     """Up to `limit` facts whose sentence matches `query`, best first, each with the cosine
     similarity of its sentence and the query: dense on the whole query, lexical on
-    `lexical_query` (the whole query when that leaves nothing)."""
+    `lexical_query` (the whole query when that leaves nothing). `predicates` and
+    `min_similarity` are conditions too (a hit whose similarity is unknown passes)."""
     store = await graph.store()
     client = graph.client
     await client.writes.drain_pending()  # read-your-writes, as retrieve
@@ -75,8 +77,11 @@ async def search_facts(
                           or m.record.vector is not None else None for m in pool.items}
             facts = await store.find_facts(FactQuery(
                 graph.namespace, ids=tuple(scores), include_history=include_history,
-                min_confidence=min_confidence, limit=len(scores) or 1))
-            if len(facts) >= limit or len(pool.items) < size or size >= MAX_POOL:
+                predicates=predicates, min_confidence=min_confidence, limit=len(scores) or 1))
+            facts = [f for f in facts if similarity[f.id] is None or similarity[f.id] >= min_similarity]
+            # a larger pool only adds farther neighbours once one is already below the threshold
+            below = any(s is not None and s < min_similarity for s in similarity.values())
+            if len(facts) >= limit or len(pool.items) < size or size >= MAX_POOL or below:
                 break
             size = min(4 * size, MAX_POOL)
     finally:

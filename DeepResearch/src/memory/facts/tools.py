@@ -9,12 +9,17 @@ validity. `TOOLS` maps each name to its function (the toolset and the CLI use it
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence, Sized
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence, Sized
 from typing import Any
 
+from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.facts import places
 from DeepResearch.src.memory.facts.graph import FactGraph, ambiguity
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.search import search_facts
+from DeepResearch.src.memory.facts.store import fact_is_current
 from DeepResearch.src.memory.facts.validation import (
     check_confidence,
     check_fact_types,
@@ -25,10 +30,14 @@ from DeepResearch.src.memory.facts.validation import (
 )
 from DeepResearch.src.memory.facts.views import (
     FactOut,
+    ImplicitReference,
+    Mention,
     PersonHit,
+    PossibleMatch,
     SharedLink,
     ToolAnswer,
     entity_out,
+    stamp,
 )
 
 ORGANIZATION_PREDICATES = ("WORKS_AT", "WORKED_AT", "MEMBER_OF", "STUDIED_AT")
@@ -60,11 +69,19 @@ async def _find(graph: FactGraph, **query: Any) -> list[Fact]:
     return await (await graph.store()).find_facts(FactQuery(graph.namespace, **query))
 
 
+def _best(facts: list[Fact]) -> Fact:
+    """A person's fact a hit speaks of: a current one first, then the most confident, the newest."""
+    now = time.time()
+    return max(facts, key=lambda f: (fact_is_current(f, now), f.confidence, f.valid_at or 0.0))
+
+
 async def _people(
     graph: FactGraph, facts: list[Fact], limit: int,
     score: Callable[[list[Fact]], float] | None = None,
+    fields: Callable[[list[Fact]], dict[str, Any]] | None = None,
 ) -> list[PersonHit]:
-    """Facts grouped by subject person, best score first (else in the facts' order)."""
+    """Facts grouped by subject person, best score first (else in the facts' order); each
+    hit with its facts' best confidence, their evidence and the tool's own `fields`."""
     by_subject: dict[str, list[Fact]] = {}
     for fact in facts:
         by_subject.setdefault(fact.subject_id, []).append(fact)
@@ -77,7 +94,10 @@ async def _people(
     views = {f.id: f for f in await graph.views([f for _, fs, _ in ranked[:limit] for f in fs])}
     return [PersonHit(person=entity_out(people[sid]),
                       score=None if s is None else round(s, 6),
-                      facts=[views[f.id] for f in fs]) for sid, fs, s in ranked[:limit]]
+                      facts=[views[f.id] for f in fs],
+                      confidence=round(max(f.confidence for f in fs), 6),
+                      evidence=list(dict.fromkeys(e for f in fs for e in f.evidence)),
+                      **(fields(fs) if fields else {})) for sid, fs, s in ranked[:limit]]
 
 
 def _count(items: Sized, noun: str, plural: str | None = None) -> str:
@@ -112,31 +132,55 @@ async def get_person_profile(
                    person=entity_out(who), facts=out)
 
 
+def _skill_fields(facts: list[Fact]) -> dict[str, Any]:
+    best = _best(facts)
+    level, years = best.attributes.get("proficiency"), best.attributes.get("years")
+    return {"proficiency": None if level is None else str(level),
+            "years_experience": years if isinstance(years, int | float) and not isinstance(years, bool)
+            else None}
+
+
 async def find_people_by_skill(
-    graph: FactGraph, skill: str, min_proficiency: Any = None, limit: int | None = None
+    graph: FactGraph, skill: str, min_proficiency: Any = None, min_confidence: float = 0.5,
+    limit: int | None = None,
 ) -> ToolAnswer:
     """People with a skill, most proficient first; `min_proficiency` a word (beginner,
-    intermediate, advanced, expert) or a number (0..1, or a 1..5 / 1..10 scale)."""
+    intermediate, advanced, expert) or a number (0..1, or a 1..5 / 1..10 scale);
+    `min_confidence`: the facts' confidence from which they count."""
     floor = check_proficiency(min_proficiency)
-    facts = await _find(graph, predicates=("HAS_SKILL",), **await _objects(graph, skill, ["Skill"]))
+    facts = await _find(graph, predicates=("HAS_SKILL",),
+                        min_confidence=check_confidence(min_confidence, "min_confidence"),
+                        **await _objects(graph, skill, ["Skill"]))
     if floor is not None:
         facts = [f for f in facts if (proficiency(f.attributes.get("proficiency")) or 0) >= floor]
     hits = await _people(graph, facts, graph.clean_limit(limit),
-                         lambda fs: max(proficiency(f.attributes.get("proficiency")) or 0 for f in fs))
+                         lambda fs: max(proficiency(f.attributes.get("proficiency")) or 0 for f in fs),
+                         _skill_fields)
     return _answer("find_people_by_skill", f"{_count(hits, 'person', 'people')} with skill {skill!r}", people=hits)
 
 
 async def find_people_by_organization(
-    graph: FactGraph, organization: str, current_only: bool = False, limit: int | None = None
+    graph: FactGraph, organization: str, current_only: bool = False, min_confidence: float = 0.5,
+    limit: int | None = None,
 ) -> ToolAnswer:
     """People who work, worked, studied or are members at an organisation, those who left
-    included (their facts say when it ended); current_only=True: only those there now."""
+    included (end_date says when they left); current_only=True: only those there now."""
     facts = await _find(graph, predicates=ORGANIZATION_PREDICATES, include_history=not current_only,
+                        min_confidence=check_confidence(min_confidence, "min_confidence"),
                         **await _objects(graph, organization, ["Organization"]))
-    hits = await _people(graph, facts, graph.clean_limit(limit))
+    hits = await _people(graph, facts, graph.clean_limit(limit), fields=_membership_fields)
     when = "now" if current_only else "ever"
     return _answer("find_people_by_organization",
                    f"{_count(hits, 'person', 'people')} linked to {organization!r} ({when})", people=hits)
+
+
+def _membership_fields(facts: list[Fact]) -> dict[str, Any]:
+    best = _best(facts)
+    role = best.attributes.get("role") or best.attributes.get("title")
+    place = best.attributes.get("location")
+    return {"role": None if role is None else str(role), "start_date": stamp(best.valid_at),
+            "end_date": stamp(best.invalid_at), "location": None if place is None else str(place),
+            "relationship_type": best.predicate}
 
 
 async def get_relationships_between(
@@ -168,27 +212,41 @@ async def get_relationships_between(
                    facts=[views[f.id] for f in direct[:n]], shared=shared)
 
 
-async def find_people_by_topic(graph: FactGraph, topic: str, limit: int | None = None) -> ToolAnswer:
-    """People interested in, talking about or skilled in a topic, most confident first."""
-    facts = await _find(graph, predicates=TOPIC_PREDICATES,
+def _topic_fields(facts: list[Fact]) -> dict[str, Any]:
+    best = max(facts, key=lambda f: f.confidence)
+    feeling = best.attributes.get("sentiment")
+    return {"relationship_type": best.predicate, "sentiment": None if feeling is None else str(feeling)}
+
+
+async def find_people_by_topic(
+    graph: FactGraph, topic: str, relationship_types: list[str] | None = None,
+    min_confidence: float = 0.5, limit: int | None = None,
+) -> ToolAnswer:
+    """People interested in, talking about or skilled in a topic, most confident first;
+    `relationship_types`: the predicates to follow (default INTERESTED_IN, MENTIONED,
+    HAS_SKILL)."""
+    types = check_fact_types(relationship_types, "relationship_types", graph.config.predicates)
+    facts = await _find(graph, predicates=types or TOPIC_PREDICATES,
+                        min_confidence=check_confidence(min_confidence, "min_confidence"),
                         **await _objects(graph, topic, ["Topic", "Skill"]))
     hits = await _people(graph, facts, graph.clean_limit(limit),
-                         lambda fs: max(f.confidence for f in fs))
+                         lambda fs: max(f.confidence for f in fs), _topic_fields)
     return _answer("find_people_by_topic", f"{_count(hits, 'person', 'people')} linked to topic {topic!r}",
                    people=hits)
 
 
 async def get_person_timeline(
-    graph: FactGraph, person: str, since: Any = None, until: Any = None,
-    limit: int | None = None,
+    graph: FactGraph, person: str, fact_types: list[str] | None = None, since: Any = None,
+    until: Any = None, limit: int | None = None,
 ) -> ToolAnswer:
     """A person's facts over time, history included, oldest first; `since` / `until` keep
-    the facts valid at some time in between."""
+    the facts valid at some time in between; `fact_types` those predicates only."""
+    types = check_fact_types(fact_types, "fact_types", graph.config.predicates)
     low, high = parse_time(since, "since"), parse_time(until, "until")
     who = await _one(graph, person, ["Person"], "person")
     if isinstance(who, str):
         return _answer("get_person_timeline", who)
-    facts = await _find(graph, subject_ids=(who.id,), include_history=True)
+    facts = await _find(graph, subject_ids=(who.id,), predicates=types, include_history=True)
     facts = [f for f in facts
              if (low is None or f.invalid_at is None or f.invalid_at > low)
              and (high is None or f.valid_at is None or f.valid_at <= high)]
@@ -199,30 +257,205 @@ async def get_person_timeline(
 
 
 async def find_people_by_location(
-    graph: FactGraph, location: str, limit: int | None = None
+    graph: FactGraph, location: str, min_confidence: float = 0.5, limit: int | None = None
 ) -> ToolAnswer:
-    """People who live in a place now."""
-    facts = await _find(graph, predicates=("LIVES_IN",),
-                        **await _objects(graph, location, ["Location"]))
-    hits = await _people(graph, facts, graph.clean_limit(limit))
+    """People who live in a place now, or work there (their job's location): the place as
+    written first, then its other names and the places of a region it names ("SF", "NYC",
+    "the Bay Area": places.yaml), then names close in spelling."""
+    query = check_name(location, "location")
+    floor = check_confidence(min_confidence, "min_confidence")
+    store = await graph.store()
+    keys = await store.entity_keys(graph.namespace, ["Location"])
+    aliases = places.alias_keys(query)
+    fuzzy = places.fuzzy_keys(query, [places.place_key(k) for _, k in keys])
+    grades: dict[str, str] = {}
+    for entity_id, key in keys:
+        grade = places.grade_of(key, query, aliases, fuzzy)
+        known = grades.get(entity_id)
+        if grade and (known is None or places.GRADES.index(grade) < places.GRADES.index(known)):
+            grades[entity_id] = grade
+    facts = await _find(graph, predicates=("LIVES_IN",), object_ids=tuple(grades), min_confidence=floor) \
+        if grades else []
+    match = {f.id: (grades[f.object_id or ""], "lives_in") for f in facts}
+    for job in await _find(graph, predicates=("WORKS_AT",), min_confidence=floor):
+        place = job.attributes.get("location")
+        grade = places.grade_of(place, query, aliases, fuzzy) if isinstance(place, str) else None
+        if grade:
+            facts.append(job)
+            match[job.id] = (grade, "works_in")
+
+    def rank(fs: list[Fact]) -> float:  # exact 3, alias 2, fuzzy 1, then the confidence
+        return max(3 - places.GRADES.index(match[f.id][0]) + f.confidence for f in fs)
+
+    def fields(fs: list[Fact]) -> dict[str, Any]:
+        best = max(fs, key=lambda f: (3 - places.GRADES.index(match[f.id][0]), f.confidence))
+        grade, relationship = match[best.id]
+        place = best.attributes.get("location") if relationship == "works_in" else None
+        return {"match": grade, "relationship": relationship,
+                "details": {"place": place} if place else {}}
+
+    hits = await _people(graph, facts, graph.clean_limit(limit), rank, fields)
     return _answer("find_people_by_location", f"{_count(hits, 'person', 'people')} in {location!r}", people=hits)
 
 
+# "my brother", "our manager": a relation word after a possessive
+_RELATION = re.compile(r"\b(?:my|our) (brother|sister|cousin|friend|best friend|colleague|coworker|"
+                       r"co-worker|manager|boss|teammate|team mate|partner|wife|husband|mentor|"
+                       r"roommate|flatmate|neighbou?r|dad|mom|mum|father|mother|son|daughter)\b", re.I)
+_PRONOUN = re.compile(r"\b(he|him|his|she|her|hers)\b", re.I)
+_WORK_RELATIONS = {"colleague", "coworker", "co-worker", "manager", "boss", "teammate", "team mate"}
+_NAME = re.compile(r"@(?P<at>[\w.\-]+)|\b(?P<name>[A-Z][\w'\-]*(?: [A-Z][\w'\-]*){0,2})")
+MAX_MATCHES = 5
+
+
+def _message_parts(message: Any, index: int) -> tuple[str, str | None]:
+    """(content, author name) of a message given as text or as a mapping."""
+    if isinstance(message, str):
+        return message, None
+    if isinstance(message, Mapping):
+        content = message.get("content") or message.get("text")
+        author = message.get("author_name") or message.get("author")
+        if isinstance(content, str):
+            return content, author if isinstance(author, str) else None
+    raise MemoryInputError(f"messages[{index}]={str(message)[:60]!r}: give a string or "
+                           "{'content', 'author_name'}")
+
+
+async def _mentions(graph: FactGraph, messages: list[Any]) -> tuple[list[Mention], list[ImplicitReference]]:
+    """The people the messages name (resolved where the graph knows them), and what their
+    relation words and pronouns may refer to (with why)."""
+    known: dict[str, Entity | None] = {}
+
+    async def person(name: str) -> Entity | None:
+        key = name.casefold()
+        if key not in known:
+            found = await graph.lookup(name, ["Person"])
+            known[key] = None if found.ambiguous else found.entity
+        return known[key]
+
+    explicit: list[Mention] = []
+    implicit: list[ImplicitReference] = []
+    for index, message in enumerate(messages):
+        content, author_name = _message_parts(message, index)
+        author = await person(author_name) if author_name else None
+        for match in _NAME.finditer(content):
+            for written, found in await _known_spans(person, match):
+                if found is not None and author is not None and found.id == author.id:
+                    continue  # the author naming themself
+                explicit.append(Mention(name=written, person_id=found.id if found else None,
+                                        mentioned_in_message=index))
+        for match in _RELATION.finditer(content):
+            implicit.append(ImplicitReference(
+                reference=match.group(0), mentioned_in_message=index,
+                possible_matches=await _related(graph, author, match.group(1).casefold())))
+        for match in _PRONOUN.finditer(content):
+            last = next((m for m in reversed(explicit) if m.person_id and m.mentioned_in_message <= index
+                         and not (m.mentioned_in_message == index and content.find(m.name) > match.start())), None)
+            if last is None or last.person_id is None:
+                continue
+            implicit.append(ImplicitReference(
+                reference=match.group(0), mentioned_in_message=index, possible_matches=[PossibleMatch(
+                    person_id=last.person_id, name=last.name, confidence=0.6,
+                    reason=f"the person last named before it (message {last.mentioned_in_message})")]))
+    return explicit, implicit
+
+
+async def _known_spans(
+    person: Callable[[str], Any], match: re.Match[str]
+) -> list[tuple[str, Entity | None]]:
+    """The people a name match writes: an @mention as it is (known or not); in a run of
+    capitalised words, the longest known spans from left to right ("Didn't Charlie" ->
+    Charlie; "Alice Johnson" -> Alice Johnson), unknown words skipped."""
+    if match.group("at"):
+        return [(match.group("at"), await person(match.group("at")))]
+    words = match.group("name").split()
+    spans: list[tuple[str, Entity | None]] = []
+    start = 0
+    while start < len(words):
+        for end in range(len(words), start, -1):
+            name = " ".join(words[start:end])
+            found = await person(name)
+            if found is not None:
+                spans.append((name, found))
+                start = end
+                break
+        else:
+            start += 1
+    return spans
+
+
+async def _related(graph: FactGraph, author: Entity | None, relation: str) -> list[PossibleMatch]:
+    """Who the author's "my <relation>" may be: the people their KNOWS / CLOSE_TO facts link
+    them to (a fact whose `relation` attribute says so first) and, for a work relation, the
+    people at their current employer."""
+    if author is None:
+        return []
+    store = await graph.store()
+    links = await _find(graph, subject_ids=(author.id,), predicates=("KNOWS", "CLOSE_TO"))
+    links += await _find(graph, object_ids=(author.id,), predicates=("KNOWS", "CLOSE_TO"))
+    scores: dict[str, tuple[float, str]] = {}
+    for fact in links:
+        other = fact.object_id if fact.subject_id == author.id else fact.subject_id
+        if not other or other == author.id:
+            continue
+        said = str(fact.attributes.get("relation") or fact.attributes.get("type") or "").casefold()
+        weight = 1.0 if said == relation else 0.3 if said else 0.5
+        scores[other] = max(scores.get(other, (0.0, "")), (round(weight * fact.confidence, 4),
+                            f"{fact.predicate}" + (f" ({said})" if said else "")))
+    if relation in _WORK_RELATIONS:
+        jobs = await _find(graph, subject_ids=(author.id,), predicates=("WORKS_AT", "MEMBER_OF"))
+        orgs = tuple(j.object_id for j in jobs if j.object_id)
+        if orgs:
+            names = {e.id: e.name for e in await store.get_entities(graph.namespace, list(orgs))}
+            for fact in await _find(graph, predicates=("WORKS_AT", "MEMBER_OF"), object_ids=orgs):
+                if fact.subject_id != author.id:
+                    why = f"also at {names.get(fact.object_id or '', '?')}"
+                    scores[fact.subject_id] = max(scores.get(fact.subject_id, (0.0, "")),
+                                                  (round(0.5 * fact.confidence, 4), why))
+    people = {e.id: e for e in await store.get_entities(graph.namespace, list(scores)) if e.type == "Person"}
+    ranked = sorted((pid for pid in scores if pid in people), key=lambda pid: (-scores[pid][0], pid))
+    return [PossibleMatch(person_id=pid, name=people[pid].name, confidence=scores[pid][0],
+                          reason=f"{author.name} {scores[pid][1]} {people[pid].name}"
+                          if not scores[pid][1].startswith("also") else f"{people[pid].name} is {scores[pid][1]}")
+            for pid in ranked[:MAX_MATCHES]]
+
+
 async def get_conversation_participants(
-    graph: FactGraph, channel_id: str, since: Any = None, limit: int | None = None
+    graph: FactGraph, channel_id: str | None = None, since: Any = None,
+    messages: list[Any] | None = None, limit: int | None = None,
 ) -> ToolAnswer:
-    """People who wrote in a channel (since a time: those who wrote since then)."""
+    """Who a conversation involves. `messages` (strings or {content, author_name}, oldest
+    first): the people they name (explicit_mentions, with the message index) and what
+    "my brother", "my colleague", "him" may refer to (implicit_references, with possible
+    matches and why). `channel_id`: the people who wrote there (since a time: those who
+    wrote since then), most recent first. Give either or both."""
+    if channel_id is None and messages is None:
+        raise MemoryInputError("get_conversation_participants needs messages or a channel_id")
+    explicit: list[Mention] = []
+    implicit: list[ImplicitReference] = []
+    if messages is not None:
+        if not isinstance(messages, list | tuple):
+            raise MemoryInputError(f"messages={str(messages)[:60]!r}: give a list of messages")
+        explicit, implicit = await _mentions(graph, list(messages))
+    if channel_id is None:
+        return _answer("get_conversation_participants",
+                       f"{_count(explicit, 'mention')}, {_count(implicit, 'implicit reference')}",
+                       explicit_mentions=explicit, implicit_references=implicit)
     low = parse_time(since, "since")
     channel = await _one(graph, channel_id, ["Channel"], "channel")
     if isinstance(channel, str):
-        return _answer("get_conversation_participants", channel)
+        return _answer("get_conversation_participants", channel, explicit_mentions=explicit,
+                       implicit_references=implicit)
     facts = await _find(graph, predicates=("PARTICIPATED_IN",), object_ids=(channel.id,),
                         include_history=True)
     if low is not None:
         facts = [f for f in facts if _last_seen(f) >= low]
     hits = await _people(graph, facts, graph.clean_limit(limit), lambda fs: max(map(_last_seen, fs)))
-    return _answer("get_conversation_participants",
-                   f"{_count(hits, 'participant')} in channel {channel.name!r}", people=hits)
+    message = f"{_count(hits, 'participant')} in channel {channel.name!r}"
+    if messages is not None:
+        message += f"; {_count(explicit, 'mention')}, {_count(implicit, 'implicit reference')}"
+    return _answer("get_conversation_participants", message, people=hits,
+                   explicit_mentions=explicit, implicit_references=implicit)
 
 
 def _last_seen(fact: Fact) -> float:
@@ -255,14 +488,22 @@ async def find_experts(graph: FactGraph, topic: str, limit: int = 5) -> ToolAnsw
 
 
 async def semantic_search_facts(
-    graph: FactGraph, query: str, limit: int = 10, min_confidence: float = 0.0,
+    graph: FactGraph, query: str, fact_types: list[str] | None = None, limit: int = 10,
+    similarity_threshold: float | None = None, min_confidence: float = 0.0,
     include_history: bool = False,
 ) -> ToolAnswer:
     """Facts whose sentence matches `query` (hybrid dense + lexical retrieval over the fact
-    memories, see search.py), current ones unless include_history."""
+    memories, see search.py), current ones unless include_history; `fact_types` those
+    predicates only; `similarity_threshold`: the cosine similarity to the query from which a
+    hit is returned (default memory.facts.similarity_threshold)."""
     n = graph.clean_limit(limit)
-    floor = check_confidence(min_confidence)
-    found = await search_facts(graph, check_name(query, "query"), n, floor, include_history)
+    floor = check_confidence(min_confidence, "min_confidence")
+    types = check_fact_types(fact_types, "fact_types", graph.config.predicates)
+    threshold = graph.config.similarity_threshold if similarity_threshold is None else similarity_threshold
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not -1.0 <= threshold <= 1.0:
+        raise MemoryInputError(f"similarity_threshold={similarity_threshold!r}: must be a number in [-1, 1]")
+    found = await search_facts(graph, check_name(query, "query"), n, floor, include_history,
+                               predicates=types, min_similarity=float(threshold))
     out: list[FactOut] = await graph.views([fact for fact, _ in found])
     for view, (_, similarity) in zip(out, found, strict=True):
         view.similarity = None if similarity is None else round(similarity, 4)

@@ -52,6 +52,43 @@ class PersonHit(BaseModel):
     person: EntityOut
     score: float | None = None  # the tool's ranking score, where it ranks
     facts: list[FactOut] = Field(default_factory=list)  # the facts that made it a hit
+    confidence: float | None = None  # the best of those facts' confidence
+    evidence: list[str] = Field(default_factory=list)  # their evidence, merged
+    # tool-specific (None where the tool has no such field):
+    proficiency: str | None = None  # find_people_by_skill
+    years_experience: float | None = None
+    role: str | None = None  # find_people_by_organization
+    start_date: str | None = None  # ISO 8601: when the membership began / ended
+    end_date: str | None = None
+    location: str | None = None
+    relationship_type: str | None = None  # find_people_by_topic: the predicate
+    sentiment: str | None = None
+    relationship: str | None = None  # find_people_by_location: lives_in, works_in
+    match: str | None = None  # find_people_by_location: exact, alias, fuzzy
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Mention(BaseModel):
+    """get_conversation_participants: a person named in a message."""
+
+    name: str  # as written
+    person_id: str | None  # None: no known person of that name
+    mentioned_in_message: int  # index in the messages given
+
+
+class PossibleMatch(BaseModel):
+    person_id: str
+    name: str
+    confidence: float
+    reason: str
+
+
+class ImplicitReference(BaseModel):
+    """get_conversation_participants: "my brother", "him", "the new hire"."""
+
+    reference: str
+    mentioned_in_message: int
+    possible_matches: list[PossibleMatch] = Field(default_factory=list)
 
 
 class SharedLink(BaseModel):
@@ -69,6 +106,8 @@ class ToolAnswer(BaseModel):
     facts: list[FactOut] = Field(default_factory=list)
     people: list[PersonHit] = Field(default_factory=list)
     shared: list[SharedLink] = Field(default_factory=list)
+    explicit_mentions: list[Mention] = Field(default_factory=list)  # get_conversation_participants
+    implicit_references: list[ImplicitReference] = Field(default_factory=list)
 
 
 def stamp(epoch: float | None) -> str | None:

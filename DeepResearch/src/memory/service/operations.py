@@ -116,7 +116,8 @@ async def health(state: ServiceState) -> HealthResponse:
             detail = (f"writes fail since {datetime.fromtimestamp(ns.writes.since, UTC):%H:%M:%S} "
                       f"UTC: {ns.writes.cause}")
     return HealthResponse(
-        status="ok" if connected else "unavailable", backend_connected=connected,
+        status="healthy" if connected else "unhealthy", backend_connected=connected,
+        neo4j_connected=connected if state.config.backend == "neo4j" else None,
         model_loaded=ns.model_loaded, version=state.version, backend=state.config.backend,
         detail=detail,
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -19,12 +19,14 @@ from DeepResearch.src.memory.service.metrics import CONTENT_TYPE_LATEST, Trace
 from DeepResearch.src.memory.service.schemas import (
     AddFactsRequest,
     AddFactsResponse,
+    DebugInfo,
     DeleteResponse,
     ErrorBody,
     HealthResponse,
     IngestRequest,
     IngestResponse,
     MemoryOut,
+    RetrieveDebugResponse,
     RetrieveMetadata,
     RetrieveRequest,
     RetrieveResponse,
@@ -118,6 +120,25 @@ async def delete_session(session_id: str, c: CallDep) -> DeleteResponse:
 @router.post("/api/memory/retrieve", response_model=RetrieveResponse, responses=ERRORS,
              tags=["facts"], summary="Facts relevant to a conversation (the retrieval agent)")
 async def retrieve(body: RetrieveRequest, c: CallDep) -> RetrieveResponse:
+    return RetrieveResponse(**_answer(await _run_agent(body, c), c))
+
+
+@router.post("/api/memory/retrieve/debug", response_model=RetrieveDebugResponse, responses=ERRORS,
+             tags=["facts"], summary="The same, with the agent's full iteration trace")
+async def retrieve_debug(body: RetrieveRequest, c: CallDep) -> RetrieveDebugResponse:
+    result = await _run_agent(body, c)
+    nodes = [e for e in result.trace if e.kind == "node"]
+    calls = [e for e in result.trace if e.kind == "tool" and e.call is not None]
+    ordered = sorted(result.trace, key=lambda e: e.started_ms)
+    return RetrieveDebugResponse(**_answer(result, c), debug_info=DebugInfo(
+        state_history=[{"node": e.name, "started_ms": e.started_ms, "duration_ms": e.duration_ms,
+                        "success": e.success, "detail": e.detail} for e in nodes],
+        tool_calls=[{**e.call.model_dump(mode="json"), "started_ms": e.started_ms}
+                    for e in calls if e.call is not None],
+        reasoning_trace=[f"{e.started_ms:.1f} ms {e.kind} {e.name}: {e.detail}" for e in ordered]))
+
+
+async def _run_agent(body: RetrieveRequest, c: Call) -> Any:
     ns = c.scoped(body.namespace)
     messages = [m.as_dict(body.channel_id) for m in body.messages]
     result = await ops.retrieve(c.state, ns, messages, body.channel_id, body.max_facts,
@@ -128,14 +149,18 @@ async def retrieve(body: RetrieveRequest, c: CallDep) -> RetrieveResponse:
                  tools=[{"tool": e.call.tool, "ms": round(e.call.duration_ms, 1),
                          "success": e.call.success, "found": e.call.output_size}
                         for e in result.trace if e.kind == "tool" and e.call is not None])
-    return RetrieveResponse(
-        facts=result.facts, confidence=result.confidence,
-        details=[d.model_dump(mode="json") for d in result.details],
-        metadata=RetrieveMetadata(
-            queries_executed=md.queries_executed, facts_retrieved=md.facts_retrieved,
-            processing_time_ms=md.processing_time_ms, iterations_used=md.iterations_used,
-            request_id=c.request_id, stop_reason=md.stop_reason,
-            confidence_score=md.confidence_score))
+    return result
+
+
+def _answer(result: Any, c: Call) -> dict[str, Any]:
+    md = result.metadata
+    return {"facts": result.facts, "confidence": result.confidence,
+            "details": [d.model_dump(mode="json") for d in result.details],
+            "metadata": RetrieveMetadata(
+                queries_executed=md.queries_executed, facts_retrieved=md.facts_retrieved,
+                processing_time_ms=md.processing_time_ms, iterations_used=md.iterations_used,
+                request_id=c.request_id, stop_reason=md.stop_reason,
+                confidence_score=md.confidence_score)}
 
 
 @router.post("/api/memory/ingest", response_model=IngestResponse, responses=ERRORS,

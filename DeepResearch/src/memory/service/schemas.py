@@ -124,7 +124,11 @@ class DeleteResponse(BaseModel):
 
 
 class HealthResponse(BaseModel):
-    status: str = Field(description="ok | unavailable")
+    status: Literal["healthy", "unhealthy"] = Field(
+        description="healthy: the backend answers and writes go through (HTTP 200); unhealthy: "
+        "not (HTTP 503, `detail` says why)")
+    neo4j_connected: bool | None = Field(
+        description="the Neo4j backend answers; null when the backend is not neo4j")
     backend_connected: bool
     model_loaded: bool
     version: str
@@ -188,6 +192,20 @@ class RetrieveResponse(BaseModel):
         default_factory=list, description="the same facts, structured: text, subject, predicate, "
         "object, confidence, evidence, valid_at, invalid_at (when an ended fact ended; ISO 8601 "
         "UTC), current")
+
+
+class DebugInfo(BaseModel):
+    state_history: list[dict[str, Any]] = Field(
+        description="every node of the agent's graph in the order it ran: node, started_ms, "
+        "duration_ms, success, detail (the analysis, the planned call, the evaluation, the stop)")
+    tool_calls: list[dict[str, Any]] = Field(
+        description="every tool call: tool, input, output_size, new_facts, started_ms, "
+        "duration_ms, success, error, message")
+    reasoning_trace: list[str] = Field(description="the same steps as one line each")
+
+
+class RetrieveDebugResponse(RetrieveResponse):
+    debug_info: DebugInfo
 
 
 class IngestRequest(_Scoped):

@@ -248,10 +248,12 @@ def focus_of(question: str) -> list[str]:
 def _fallbacks(text: str, with_memory: bool, past: bool = False) -> list[PlannedCall]:
     """Semantic search over current facts, then over ended ones too (a question a current
     fact cannot answer; a question about the past starts there), then the memories."""
-    calls = [] if past else [
-        PlannedCall(tool="semantic_search_facts", arguments={"query": text}, reason="facts near the words")]
-    calls.append(PlannedCall(tool="semantic_search_facts", arguments={"query": text, "include_history": True},
-                             reason="facts near the words, ended ones too"))
+    # similarity_threshold 0: every hit comes back and synthesis judges it (a hit naming what
+    # is asked about is kept however far its sentence is; others need min_similarity)
+    calls = [] if past else [PlannedCall(tool="semantic_search_facts", reason="facts near the words",
+                                         arguments={"query": text, "similarity_threshold": 0.0})]
+    calls.append(PlannedCall(tool="semantic_search_facts", reason="facts near the words, ended ones too",
+                             arguments={"query": text, "similarity_threshold": 0.0, "include_history": True}))
     if with_memory:
         calls.append(PlannedCall(tool="search_memory", arguments={"query": text}, reason="hybrid memory retrieval"))
     return calls

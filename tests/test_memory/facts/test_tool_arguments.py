@@ -1,0 +1,148 @@
+"""The ten tools' arguments and answer fields as seed 002 gives them, on every backend:
+min_confidence, fact_types, relationship_types, similarity_threshold, current_only,
+participants from the messages themselves, location names with their other names."""
+
+from __future__ import annotations
+
+import pytest
+
+from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.facts.graph import FactGraph
+from DeepResearch.src.memory.facts.tools import TOOLS
+from DeepResearch.src.memory.facts.views import PersonHit, ToolAnswer
+
+PLACES = [
+    dict(subject="Erin", predicate="LIVES_IN", object="SF", confidence=0.95, evidence="p1"),
+    dict(subject="Finn", predicate="LIVES_IN", object="Oakland", confidence=0.8, evidence="p2"),
+    dict(subject="Hal", predicate="LIVES_IN", object="Cambridge", confidence=0.6, evidence="p3"),
+    dict(subject="Ivy", predicate="LIVES_IN", object="Cambridge MA", confidence=0.95, evidence="p4"),
+    dict(subject="Jo", predicate="WORKS_AT", object="Acme", confidence=0.9, evidence="p5",
+         attributes={"location": "NYC"}),
+]
+
+
+def people(answer: ToolAnswer) -> list[str]:
+    return [hit.person.name for hit in answer.people]
+
+
+def hit(answer: ToolAnswer, name: str) -> PersonHit:
+    return next(h for h in answer.people if h.person.name == name)
+
+
+async def test_min_confidence_filters_the_people_tools(team: FactGraph) -> None:
+    assert people(await TOOLS["find_people_by_skill"](team, "Kubernetes")) == ["Alice"]  # 0.7
+    assert people(await TOOLS["find_people_by_skill"](team, "Kubernetes", min_confidence=0.75)) == []
+    ever = await TOOLS["find_people_by_organization"](team, "Google", min_confidence=0.7)
+    assert sorted(people(ever)) == ["Alice", "Bob"]  # Dana's ended job: confidence 0.6
+    topic = await TOOLS["find_people_by_topic"](team, "machine learning", min_confidence=0.7)
+    assert people(topic) == ["Alice"]
+    assert people(await TOOLS["find_people_by_location"](team, "New York", min_confidence=0.85)) == []
+    with pytest.raises(MemoryInputError, match="min_confidence=2"):
+        await TOOLS["find_people_by_skill"](team, "Python", min_confidence=2)
+
+
+async def test_hits_carry_the_seed_s_fields(team: FactGraph) -> None:
+    skill = await TOOLS["find_people_by_skill"](team, "Python")
+    alice = hit(skill, "Alice")
+    assert (alice.proficiency, alice.years_experience, alice.confidence, alice.evidence) == (
+        "expert", 8, 0.9, ["m3"])
+    org = await TOOLS["find_people_by_organization"](team, "Google")
+    dana, alice = hit(org, "Dana"), hit(org, "Alice")
+    assert (dana.start_date, dana.end_date) == ("2018-01-01T00:00:00+00:00", "2020-01-01T00:00:00+00:00")
+    assert (alice.role, alice.location, alice.end_date) == ("Software Engineer", "San Francisco", None)
+    topic = await TOOLS["find_people_by_topic"](team, "machine learning")
+    assert {h.relationship_type for h in topic.people} == {"INTERESTED_IN"}
+    skilled = await TOOLS["find_people_by_topic"](team, "Python", relationship_types=["has_skill"])
+    assert sorted(people(skilled)) == ["Alice", "Bob", "Charlie"]
+    assert people(await TOOLS["find_people_by_topic"](team, "Python", relationship_types=["INTERESTED_IN"])) == []
+    with pytest.raises(MemoryInputError, match="LIKES"):
+        await TOOLS["find_people_by_topic"](team, "Python", relationship_types=["LIKES"])
+
+
+async def test_timeline_and_profile_take_fact_types(team: FactGraph) -> None:
+    timeline = await TOOLS["get_person_timeline"](team, "Alice", fact_types=["WORKS_AT"])
+    assert [f.object for f in timeline.facts] == ["Microsoft", "Google"]
+    profile = await TOOLS["get_person_profile"](team, "Alice", fact_types=["HAS_SKILL"])
+    assert sorted(f.object for f in profile.facts) == ["Kubernetes", "Python"]
+
+
+async def test_location_knows_other_names_and_ranks_exact_first(team: FactGraph) -> None:
+    await team.add_facts(PLACES)
+    full = await TOOLS["find_people_by_location"](team, "San Francisco")
+    # Alice and Charlie live in "San Francisco"; Erin in "SF", more confidently, after them
+    assert people(full) == ["Alice", "Charlie", "Erin"]
+    assert [h.match for h in full.people] == ["exact", "exact", "alias"]
+    short = await TOOLS["find_people_by_location"](team, "SF")
+    assert people(short) == ["Erin", "Alice", "Charlie"]
+    assert [h.match for h in short.people] == ["exact", "alias", "alias"]
+    assert sorted(people(await TOOLS["find_people_by_location"](team, "the Bay Area"))) == [
+        "Alice", "Charlie", "Erin", "Finn"]
+    # "NYC": Bob lives in New York; Jo works at Acme in NYC
+    nyc = await TOOLS["find_people_by_location"](team, "NYC")
+    assert people(nyc) == ["Jo", "Bob"]
+    assert (hit(nyc, "Jo").relationship, hit(nyc, "Jo").match) == ("works_in", "exact")
+    assert (hit(nyc, "Bob").relationship, hit(nyc, "Bob").match) == ("lives_in", "alias")
+    assert hit(await TOOLS["find_people_by_location"](team, "New York"), "Jo").details == {"place": "NYC"}
+    # close in spelling: after the exact name, however confident
+    cambridge = await TOOLS["find_people_by_location"](team, "Cambridge")
+    assert people(cambridge) == ["Hal", "Ivy"]
+    assert [h.match for h in cambridge.people] == ["exact", "fuzzy"]
+
+
+async def test_participants_from_the_messages_themselves(team: FactGraph) -> None:
+    await team.add_facts([dict(subject="Alice", predicate="CLOSE_TO", object="Kim", confidence=0.8,
+                               evidence="k1", attributes={"relation": "brother"})])
+    charlie = (await TOOLS["get_person_profile"](team, "Charlie")).person
+    seed = [{"author_name": "user1", "content": "I'm thinking about applying to Google"},
+            {"author_name": "user2", "content": "Didn't Charlie work there?"},
+            {"author_name": "user1", "content": "Yeah, I should ask him about it"}]
+    answer = await TOOLS["get_conversation_participants"](team, messages=seed)
+    assert [(m.name, m.person_id, m.mentioned_in_message) for m in answer.explicit_mentions] == [
+        ("Charlie", charlie.id, 1)]
+    him = answer.implicit_references
+    assert [(r.reference, r.mentioned_in_message) for r in him] == [("him", 2)]
+    assert [m.name for m in him[0].possible_matches] == ["Charlie"]
+    assert "last named" in him[0].possible_matches[0].reason
+    mine = await TOOLS["get_conversation_participants"](team, messages=[
+        {"author_name": "Alice", "content": "My brother wants to learn Rust, and @zed too"},
+        {"author_name": "Alice", "content": "my colleague broke the build"}])
+    assert [(m.name, m.person_id) for m in mine.explicit_mentions] == [("zed", None)]
+    brother, colleague = mine.implicit_references
+    assert brother.reference == "My brother" and brother.possible_matches[0].name == "Kim"
+    assert brother.possible_matches[0].confidence == 0.8
+    assert colleague.possible_matches[0].name == "Bob"  # Alice KNOWS Bob, and both work at Google
+    # with a channel too: its people, as before
+    both = await TOOLS["get_conversation_participants"](team, "general", messages=seed)
+    assert people(both) == ["Dana", "Alice"] and both.explicit_mentions
+    with pytest.raises(MemoryInputError, match="messages or a channel_id"):
+        await TOOLS["get_conversation_participants"](team)
+
+
+async def test_semantic_search_fact_types_and_similarity_threshold(team: FactGraph) -> None:
+    places = await TOOLS["semantic_search_facts"](team, "where does Bob live", fact_types=["LIVES_IN"])
+    assert places.facts and {f.predicate for f in places.facts} == {"LIVES_IN"}
+    assert places.facts[0].subject == "Bob"
+    # nothing near the words: the default threshold (0.3) returns nothing, -1 everything
+    far = "quantum chromodynamics on a lattice"
+    assert (await TOOLS["semantic_search_facts"](team, far)).facts == []
+    assert (await TOOLS["semantic_search_facts"](team, far, similarity_threshold=-1.0, limit=3)).facts
+    close = await TOOLS["semantic_search_facts"](team, "who lives in New York", similarity_threshold=0.5)
+    assert close.facts and all(f.similarity >= 0.5 for f in close.facts)
+    with pytest.raises(MemoryInputError, match="similarity_threshold=2"):
+        await TOOLS["semantic_search_facts"](team, "x", similarity_threshold=2)
+
+
+async def test_one_envelope_and_the_toolset_shows_the_arguments(team: FactGraph) -> None:
+    from DeepResearch.src.memory.facts.toolset import fact_toolset
+
+    answers = [await TOOLS["find_people_by_location"](team, "SF"),
+               await TOOLS["get_conversation_participants"](team, messages=["hi Bob"]),
+               await TOOLS["semantic_search_facts"](team, "Python", fact_types=["HAS_SKILL"])]
+    assert all(isinstance(a, ToolAnswer) and a.message for a in answers)
+    tools = fact_toolset(team).tools
+    schema = {name: set(t.function_schema.json_schema["properties"]) for name, t in tools.items()}
+    assert {"min_confidence", "current_only"} <= schema["find_people_by_organization"]
+    assert {"fact_types", "similarity_threshold"} <= schema["semantic_search_facts"]
+    assert {"messages", "channel_id"} <= schema["get_conversation_participants"]
+    assert {"relationship_types", "min_confidence"} <= schema["find_people_by_topic"]
+    assert {"fact_types", "include_history"} <= schema["get_person_profile"]
