@@ -37,6 +37,7 @@ from DeepResearch.src.memory.facts.extraction.objects import (
     THERE,
     Candidate,
     clean_name,
+    is_school,
     read_object,
 )
 from DeepResearch.src.memory.facts.extraction.patterns import (
@@ -60,6 +61,7 @@ _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
+_COUPLE = ("are dating", "are married", "are engaged", "got married", "got engaged")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
 _INTEREST_WEAK = ("curious", "excited")
 
@@ -228,7 +230,8 @@ class OfflineExtractor:
             lower = part.strip().lower()
             if lower in ("i", "me", "we", "us"):
                 found.append((message.author_name, False))
-            elif lower in ("he", "she"):
+            elif lower in ("he", "she", "his", "her"):
+                lower = {"his": "he", "her": "she"}.get(lower, lower)
                 if person := self.context.people.resolve(
                         lower, match.string[:match.start(key)], message.author_name,
                         self.context.types):
@@ -273,6 +276,12 @@ class OfflineExtractor:
                 pred, p_tense, confidence = "WORKED_AT", "past", 0.8
             if rule.name in ("joined_org", "left_org") and obj.lower() in KNOWN_SKILLS:
                 continue  # "joined Slack", "left Excel open": a tool, not an employer
+            if rule.name == "be_at" and is_school(obj):  # "I was at CMU too"
+                pred, p_tense = "STUDIED_AT", "present"
+            if rule.name in ("left_org", "change_from", "came_from") and (
+                    self.context.types.get(obj.lower()) == "Location"):
+                if rule.name == "came_from":
+                    continue  # "she comes to us from Spain"
             if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
                 pred, obj_type, confidence = "LIVES_IN", "Location", 0.8
             if pred == "HAS_SKILL":
@@ -347,7 +356,8 @@ class OfflineExtractor:
                 close = 0.8
             elif rel == "friend":
                 close = 0.7
-        elif any(word in how for word in _CLOSE_HOW):
+        elif any(word in how for word in _CLOSE_HOW) or (
+                how.startswith("are ") and how.endswith(" together")) or how in _COUPLE:
             close = 0.85
         elif "friends" in how:
             close = 0.7
