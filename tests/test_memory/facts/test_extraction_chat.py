@@ -81,7 +81,32 @@ INTERESTS_AND_PEOPLE = carol_rows(
      {("Carol", "KNOWS", "Josh"), ("Josh", "KNOWS", "Beth"), ("Josh", "CLOSE_TO", "Beth")}),
 )
 
-ROWS = BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE
+CHAT_TURNS = carol_rows(
+    ("fyi Jack and I are officially together", {("Carol", "CLOSE_TO", "Jack"),
+                                                ("Carol", "KNOWS", "Jack")}),
+    ("me and Jun both know Kafka pretty well",
+     {("Carol", "HAS_SKILL", "Kafka"), ("Jun", "HAS_SKILL", "Kafka")}),
+    # a list ends at a negation: "never touched Terraform" negates only its own clause
+    ("I mostly write Go and Python, never touched Terraform",
+     {("Carol", "HAS_SKILL", "Go"), ("Carol", "HAS_SKILL", "Python")}),
+    ("this is Fatima, she's joining our data team from Airbnb",
+     {("Fatima", "MEMBER_OF", "data team"), ("Fatima", "WORKED_AT", "Airbnb")}),
+    ("Welcome Nadia to the security team!", {("Nadia", "MEMBER_OF", "security team")}),
+    ("I'm not on the infra team anymore", {("Carol", "MEMBER_OF", "infra team")}),
+    ("I'm not on the infra team", set()),
+    ("I used to be at Cloudflare.", {("Carol", "WORKED_AT", "Cloudflare")}),
+    ("I'm working at a robotics company called Tensorgrip.",
+     {("Carol", "WORKS_AT", "Tensorgrip")}),
+    (("Vera: I met Luca in Leeds.", "Simon: Luca!! yeah of course",
+      "Vera: he was my best mate that year"), {("Vera", "KNOWS", "Luca"), ("Luca", "CLOSE_TO", "Vera"),
+                                                ("Luca", "KNOWS", "Vera")}),
+    # a pronoun a few short chat sentences after its name
+    (("Rosa: I ran into Diego at the airport", "Mika: DIEGO?? from uni?",
+      "Rosa: yes! he lives in Mexico City now"),
+     {("Rosa", "KNOWS", "Diego"), ("Diego", "LIVES_IN", "Mexico City")}),
+)
+
+ROWS = BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
 
 
 @pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])

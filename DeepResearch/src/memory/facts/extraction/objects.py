@@ -21,6 +21,7 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
     TRAILING_FILLERS,
 )
 
+AUTHOR = "\x00author"  # placeholder for the message's author ("he was my best mate")
 THERE = "\x00there"  # placeholder resolved in text order (the last organisation / place)
 Candidate = tuple[str, str, str | None]  # predicate, object as written, object type
 
@@ -176,6 +177,8 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
         return _topics(text, predicate)
     if kind in ("persons", "relation"):
         return _persons(text, predicate)
+    if kind == "author":
+        return [(predicate, AUTHOR, "Person")]
     if kind == "pair":
         return [(predicate, groups.get("b") or "", "Person")]
     raise ValueError(f"unknown object kind {kind!r}")

@@ -34,6 +34,7 @@ from DeepResearch.src.memory.facts.extraction.clauses import (
 from DeepResearch.src.memory.facts.extraction.dates import find_time
 from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
+    AUTHOR,
     THERE,
     Candidate,
     clean_name,
@@ -247,7 +248,7 @@ class OfflineExtractor:
         t = find_time(segment, message.timestamp)
         certainty = hedge(region)
         tense = rule.tense
-        if groups.get("past"):
+        if groups.get("past") or groups.get("past2"):
             tense = "past"
         elif groups.get("now"):
             tense = "present"
@@ -258,6 +259,8 @@ class OfflineExtractor:
                 obj = message.author_name if obj.lower() in ("i", "me") else clean_name(obj)
                 if obj == message.author_name and subjects[0][0] != obj:
                     subjects, obj = [(obj, False)], subjects[0][0]
+            if obj == AUTHOR:
+                obj = message.author_name
             if obj == THERE:
                 obj = self.context.last_place if obj_type == "Location" else self.context.last_org
                 if obj is None:

@@ -149,6 +149,9 @@ _OPENERS = (
     "although", "if", "as", "where", "after", "before", "until", "think", "thinks", "thought",
     "guess", "believe", "believes", "hope", "said", "says", "heard", "suppose", "sure", "bet",
     "today", "yesterday", "tonight", "week", "month", "year", "weekend", "morning", "night",
+    # chat interjections a clause follows ("fyi Jack and I are together")
+    "fyi", "btw", "omg", "lol", "haha", "ok", "okay", "well", "yes", "yeah", "yep", "nope",
+    "no", "oh", "anyway", "update", "news", "wow", "hey", "hi", "ps", "tbh", "honestly",
 )
 _BY_LENGTH: dict[int, list[str]] = {}
 for _word in sorted(set(_OPENERS)):
@@ -161,7 +164,7 @@ _GROUP_ALT = "|".join(GROUP_WORDS)
 _AFFIL = (rf"(?P<affil> (?P<aprep>from|at|in|on) (?:the |our |their )?"
           rf"(?P<aorg>{CAP}|[a-z][\w&'-]*(?: (?:{_GROUP_ALT}))?))")
 SUBJ = (
-    rf"(?P<subj>(?<![\w'])(?:(?=[A-Z]){CLAUSE_START}(?:{PERSON}|I) and (?:I|me|{PERSON})|I|i"
+    rf"(?P<subj>(?<![\w'])(?:(?=[A-Zm]){CLAUSE_START}(?:{PERSON}|I|me) and (?:I|me|{PERSON})|I|i"
     rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON}{_AFFIL}?)|{_ELIDED})"
 )
 # Verbs in the form that does not go with one named person or he / she: "Sounds like a plan"
@@ -188,7 +191,7 @@ _VERBS = "|".join(sorted(BASE_FORMS | {
     "plays", "joined", "left", "moved", "relocated", "graduated", "went", "got", "quit",
     "said", "says", "thinks",
 }))
-NEXT_CLAUSE = rf"(?:I|[Hh]e|[Ss]he|[Ww]e|[Tt]hey|[Yy]ou)\b|(?:{PERSON}{ADV} )?(?:{_VERBS})\b"
+NEXT_CLAUSE = rf"(?:I|[Hh]e|[Ss]he|[Ww]e|[Tt]hey|[Yy]ou|never|not|no longer)\b|(?:{PERSON}{ADV} )?(?:{_VERBS})\b"
 _NOT_NEXT = rf"(?!{NEXT_CLAUSE})"
 _QUANT = "(?:(?:" + "|".join(SKILL_QUANTIFIERS) + ") )*"  # "some Python", "a bit of CSS"
 SKILLS = rf"{_QUANT}{_SKILL_W}(?:(?:, and |, | and | or ){_NOT_NEXT}{_QUANT}{_SKILL_W}){{0,5}}"
@@ -209,7 +212,11 @@ NP_END = (r"(?=$|[,;:.!?)]| (?:now|too|still|these days|since|for|and|but|right|
           r"remotely|btw|full[- ]time|part[- ]time|either|as well|nowadays|at the moment|"
           r"so|where|which|who|because|or|then|after|before|lately|currently|these|this|"
           r"last|like|obviously|haha|I|we)\b)")
-_AT_ORG = r"(?: (?:at|for|by) (?:the )?(?P<obj>" + CAP + r")| (?P<there>there)(?![\w']))"
+_CALLED = (r"(?:an? (?:[\w-]+ ){0,3}?(?:company|startup|start-up|firm|agency|studio|shop|lab|"
+           r"bank|fund|consultancy|nonprofit|non-profit|place|business|school|university) "
+           r"(?:called|named) )?")
+_AT_ORG = (r"(?: (?:at|for|by) (?:the )?" + _CALLED + "(?P<obj>" + CAP +
+           r")| (?P<there>there)(?![\w']))")
 # "joined the Zoom call" / "the Google Meet" ... "meeting" is no employer.
 _NOT_A_CALL = (r"(?![\w&'.+-]|(?: [A-Z][\w&'.+-]*)* (?:call|meeting|chat|channel|session|"
                r"huddle|standup|stand-up|room|server|webinar|stream)s?\b)")
@@ -239,14 +246,19 @@ def _rule(name: str, triggers: tuple[str, ...], predicate: str, confidence: floa
 
 RULES: tuple[Rule, ...] = (
     # --- MEMBER_OF first: "joined the Data team" is a group, not the organisation "Data"
-    _rule("member_join", ('joined', 'got into'), "MEMBER_OF", 0.88, "start", "group",
-          rf"{SUBJ}{ADV} (?:joined|have joined|has joined|got into) (?:the |a |an |our |my )?"
+    _rule("member_join", ('joined', 'got into', 'joining'), "MEMBER_OF", 0.88, "start", "group",
+          rf"{SUBJ}{ADV} (?:joined|have joined|has joined|got into|is joining|am joining|"
+          rf"are joining)(?! us\b) (?:the |a |an |our |my )?(?P<obj>{GROUP})(?! next| in \w+ "
+          rf"(?:weeks?|months?|days?)| on \w+day| tomorrow| soon)"),
+    _rule("welcome_to", ('welcome',), "MEMBER_OF", 0.8, "start", "group",
+          rf"(?<![\w'])[Ww]elcome (?:(?:back|aboard) )?(?P<subj>{PERSON}) to (?:the |our )"
           rf"(?P<obj>{GROUP})"),
     _rule("member_be", ('member of', 'part of', 'one of'), "MEMBER_OF", 0.88, "present", "group_or_org",
           rf"{SUBJ}{ADV} {_BE} (?:now |still )?(?:a |an )?(?:member|part|one) of "
           rf"(?:the |a |an |our )?(?P<obj>{GROUP}|{CAP})"),
     _rule("member_on", (' on ',), "MEMBER_OF", 0.85, "present", "group",
-          rf"{SUBJ}{ADV} {_BE} (?:now |still )?on (?:the |our |a |an )(?P<obj>{GROUP})"),
+          rf"{SUBJ}{ADV} {_BE} (?:now |still |(?P<neg>not |no longer ))?on (?:the |our |a |an )"
+          rf"(?P<obj>{GROUP})(?P<anymore> any ?more)?", negatable=True),
     _rule("member_in", (' in ',), "MEMBER_OF", 0.8, "present", "group",
           rf"{SUBJ}{ADV} {_BE}(?: (?:now|currently|still|also))* (?:in|with) (?:the |a |an |our )"
           rf"(?P<obj>{GROUP})"),
@@ -257,8 +269,8 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} (?:left|quit) (?:the |a |an |our |my )?(?P<obj>{GROUP})"),
     # --- work
     _rule("be_at", (' at ',), "WORKS_AT", 0.75, "present", "org",
-          rf"{SUBJ}{ADV} {_BE}(?: (?:now|currently|still|stuck|back|also|already|happily))* "
-          rf"at (?:the )?(?P<obj>{CAP}){NP_END}"),
+          rf"{SUBJ}{ADV} (?:{_BE}|(?P<past2>used to be))(?: (?:now|currently|still|stuck|back|also|"
+          rf"already|happily))* at (?:the )?(?P<obj>{CAP}){NP_END}"),
     _rule("work_at", ('work', 'employed'), "WORKS_AT", 0.9, "present", "org",
           rf"{SUBJ}{ADV} (?:work|works|am working|is working|are working|have been working|"
           rf"has been working|(?P<perf>have worked|has worked)|am employed|is employed|"
@@ -428,6 +440,9 @@ RULES: tuple[Rule, ...] = (
           rf"(?P<obj>{PERSONS})"),
     _rule("rel_is", (' my ', ' our '), "KNOWS", 0.88, "state", "relation",
           rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
+    _rule("pron_rel_is", (' my ',), "KNOWS", 0.85, "state", "author",
+          rf"(?<![\w'])(?P<subj>[Hh]e|[Ss]he) (?:is|(?P<past>was)) (?:my|our) {_ADJ}"
+          rf"(?P<rel>{_REL_ALT})\b"),
     _rule("my_rel", ('my ', 'our '), "KNOWS", 0.85, "state", "relation",
           rf"(?<![\w'])(?:[Mm]y|[Oo]ur) {_ADJ}(?P<rel>{_REL_ALT}),? (?P<obj>{PERSON})"),
     _rule("their_rel", ('his ', 'her '), "KNOWS", 0.8, "state", "relation",
@@ -442,6 +457,8 @@ RULES: tuple[Rule, ...] = (
 # he / she and MENTIONED; no WORKS_AT, as "our" names no organisation).
 _TITLE = rf"(?:new |former |current )?(?i:{'|'.join(TITLES)})\b"
 HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(rf"(?<![\w'])(?:[Tt]his is|[Mm]eet|[Ww]elcome|[Ss]ay hi to|[Cc]ongrats,?|"
+                rf"[Cc]ongratulations,?) (?P<obj>{PERSON})\b"), "Person"),
     (re.compile(rf"\bat (?:the )?(?P<obj>{CAP})"), "Organization"),
     (re.compile(rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:our|my|their|the) {_TITLE}"),
      "Person"),
