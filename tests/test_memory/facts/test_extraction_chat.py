@@ -106,7 +106,38 @@ CHAT_TURNS = carol_rows(
      {("Rosa", "KNOWS", "Diego"), ("Diego", "LIVES_IN", "Mexico City")}),
 )
 
-ROWS = BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
+LOWER_CASE_AND_VERBLESS = carol_rows(
+    # lower-case chat: "i" is the author, a name after a verb's preposition is a name
+    ("i work at google", {("Carol", "WORKS_AT", "Google")}),
+    ("used to be at cloudflare but now i'm at fastly",
+     {("Carol", "WORKED_AT", "Cloudflare"), ("Carol", "WORKS_AT", "Fastly")}),
+    ("based in cork", {("Carol", "LIVES_IN", "Cork")}),
+    ("i work at home", set()),
+    ("i'm interested in distributed systems", {("Carol", "INTERESTED_IN", "distributed systems")}),
+    # verbless clauses of an introduction are the author's
+    (("Yusuf: Yusuf, backend engineer at Monzo, based in London.",),
+     {("Yusuf", "WORKS_AT", "Monzo"), ("Yusuf", "LIVES_IN", "London")}),
+    ("Data scientist, ex-Uber, now at Mercado Libre.",
+     {("Carol", "WORKED_AT", "Uber"), ("Carol", "WORKS_AT", "Mercado Libre")}),
+    ("update: quit my job at Acme, moved out of Chicago, now living in Denver",
+     {("Carol", "WORKED_AT", "Acme"), ("Carol", "LIVES_IN", "Chicago"),
+      ("Carol", "LIVES_IN", "Denver")}),
+    ("I'm a PhD student at KTH, living in Stockholm",
+     {("Carol", "STUDIED_AT", "KTH"), ("Carol", "LIVES_IN", "Stockholm")}),
+    ("still in Cambridge actually", {("Carol", "LIVES_IN", "Cambridge")}),
+    # ... or of the person the sentence is about, when a bare name known as a person opens it
+    (("Carol: I met Owen last week.", "Carol: update: Owen, ex-Booking.com, strong in Java"),
+     {("Carol", "KNOWS", "Owen"), ("Owen", "WORKED_AT", "Booking.com"),
+      ("Owen", "HAS_SKILL", "Java")}),
+    # a clause after another subject is not the author's; an unknown bare name: no one's
+    ("Bob is great, based in London.", set()),
+    ("he's nice, now at Google.", set()),
+    ("Priya, ex-Google, based in Lisbon.", set()),
+    ("based in London?", set()),
+)
+
+ROWS = (BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
+        + LOWER_CASE_AND_VERBLESS)
 
 
 @pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])

@@ -29,9 +29,9 @@ from DeepResearch.src.memory.facts.extraction.clauses import (
     hedge,
     sentences,
     times,
-    with_subject,
 )
 from DeepResearch.src.memory.facts.extraction.dates import find_time
+from DeepResearch.src.memory.facts.extraction.fragments import fill_subjects, truecase
 from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
     AUTHOR,
@@ -112,7 +112,8 @@ class OfflineExtractor:
             facts: dict[tuple[Any, ...], ExtractedFact] = {}
             parts = sentences(message.content)
             if self.author_type == "Person":  # a document's title is no speaker of its lines
-                parts = [with_subject(part) for part in parts]
+                parts = [fill_subjects(truecase(part), message.author_name, self.context.types)
+                         for part in parts]
             for sentence in parts:
                 for fact in self._sentence(sentence, message, result.problems):
                     key = (fact.subject.lower(), fact.predicate, fact.object.lower(),

@@ -106,7 +106,12 @@ MENTIONED  the author named P (a capitalised name that no other  0.30
            fact of the message names)
 =========  ====================================================  =====  ====================
 
-Not covered (on purpose or not yet): lower-case names ("i work at google"), origin ("I'm from
+Verbless clauses of chat ("Yusuf, backend engineer at Monzo, based in London", "ex-Uber, now
+at Mercado Libre") and lower-case chat ("i'm at fastly") are first given their subject and
+capitals back: see `fragments`.
+
+Not covered (on purpose or not yet): lower-case names other than after a verb's preposition
+("i know priya"), origin ("I'm from
 Spain" is not LIVES_IN), plans ("I will move to X", "I'm moving to X", "I might join X": no
 fact, a MENTIONED at most; `dates` reads no future phrase such as "next year" or "in June"
 to date them by), possessive subjects ("my wife works at X"), pronouns other than he / she
@@ -296,15 +301,15 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} (?:left|quit|resigned from|departed|(?:was|were|got) laid off "
           rf"(?:from|by))(?: (?:my|his|her|their) (?:job|position|role) (?:at|with))? (?:the )?"
           rf"(?P<obj>{CAP}){_NOT_A_CALL}"),
-    _rule("change_from", ('switch', 'from'), "WORKED_AT", 0.8, "end", "org_or_group",
+    _rule("change_from", ('switch', 'jumped', 'transferred', 'went from', 'went over', 'went back'), "WORKED_AT", 0.8, "end", "org_or_group",
           rf"{SUBJ}{ADV} (?:switched|jumped|transferred|went|have switched|has switched)"
           rf"(?: over| back)? from (?:the |my |our )?(?P<obj>{GROUP}|{CAP})"
           rf"(?= to | over to |,| and | last | this | in |$)"),
-    _rule("change_to", ('switch', 'from'), "WORKS_AT", 0.8, "start", "org_or_group",
+    _rule("change_to", ('switch', 'jumped', 'transferred', 'went from', 'went over', 'went back'), "WORKS_AT", 0.8, "start", "org_or_group",
           rf"{SUBJ}{ADV} (?:switched|jumped|transferred|went|have switched|has switched)"
           rf"(?: over| back)? from (?:the |my |our )?(?:{GROUP}|{CAP}) (?:over )?to "
           rf"(?:the |my |our )?(?P<obj>{GROUP}|{CAP}{_NOT_A_CALL})"),
-    _rule("came_from", ('from',), "WORKED_AT", 0.8, "end", "org",
+    _rule("came_from", ('to us', 'joins', 'joined', 'joining'), "WORKED_AT", 0.8, "end", "org",
           rf"{SUBJ}{ADV} (?:comes to us|came to us|joins us|joined us|is joining us|joined|"
           rf"is joining|joins|is joining (?:the |our )[\w-]+(?: [\w-]+)?? (?:{_GROUP_ALT}))"
           rf" from (?:the )?(?P<obj>{CAP}){NP_END}"),
@@ -335,7 +340,7 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} (?:know|knows|knew) (?:a lot|a ton|way too much|too much|so much|"
           rf"everything|loads|lots|quite a bit|a fair bit|a bit|a little|enough|tons) about "
           rf"(?P<obj>{SKILLS})"),
-    _rule("skill_do", ('do', 'did', 'done'), "HAS_SKILL", 0.75, "state", "skill_vocab",
+    _rule("skill_do", ('i do ', ' do ', ' does ', 'done', 'doing'), "HAS_SKILL", 0.75, "state", "skill_vocab",
           rf"{SUBJ}{ADV} (?:do|does|have done|has done|have been doing|has been doing) "
           rf"(?P<obj>{SKILLS})"),
     _rule("activity_for", ('been', 'started', 'took up', 'taken up'), "HAS_SKILL", 0.75,

@@ -197,3 +197,43 @@ NOT_TOPICS: frozenset[str] = frozenset({
     "it", "this", "that", "them", "him", "her", "you", "me", "us", "everything", "nothing",
     "something", "anything", "one", "ones", "the idea", "the same",
 })
+
+# Nouns that end a job title ("backend engineer at Monzo", "Growth marketer"): a verbless
+# clause opening on one is its speaker's job (see `fragments`).
+JOB_NOUNS: tuple[str, ...] = (
+    "engineer", "developer", "dev", "designer", "scientist", "manager", "marketer", "analyst",
+    "researcher", "consultant", "founder", "co-founder", "cofounder", "intern", "student",
+    "architect", "sre", "teacher", "nurse", "doctor", "lawyer", "accountant", "writer",
+    "editor", "postdoc", "professor", "lecturer", "recruiter", "lead", "director", "ceo",
+    "cto", "vp", "head of \\w+", "product owner", "pm", "programmer", "administrator",
+    "admin", "specialist", "coordinator", "officer", "associate", "fellow", "technician",
+    "journalist", "artist", "photographer", "chef", "barista", "pharmacist", "economist",
+    "statistician", "strategist", "advisor", "adviser", "owner", "partner", "contractor",
+    "freelancer", "apprentice", "resident", "candidate",
+)
+# Lower-case words after "at" / "in" / "from" / "for" that are no name ("at home", "in town",
+# "for ages"): `fragments.truecase` capitalises only what is not one of these.
+COMMON_AFTER_PREPOSITION: frozenset[str] = frozenset({
+    "home", "work", "school", "uni", "college", "university", "class", "town", "city", "bed",
+    "church", "hospital", "love", "charge", "general", "person", "time", "least", "first",
+    "last", "once", "some", "any", "moment", "night", "lunch", "dinner", "breakfast",
+    "weekend", "morning", "evening", "afternoon", "tech", "finance", "sales", "marketing",
+    "engineering", "design", "product", "support", "ops", "office", "remote", "place",
+    "advance", "fact", "case", "order", "front", "touch", "line", "progress", "return",
+    "addition", "particular", "short", "total", "mind", "common", "private", "public",
+    "theory", "practice", "future", "past", "meantime", "between", "me", "him", "us", "them",
+    "years", "months", "weeks", "days", "hours", "minutes", "ages", "life", "ever", "real",
+    "fun", "free", "sure", "example", "instance", "trouble", "danger", "debt",
+    "prod", "production", "staging", "dev", "test", "tests", "code", "review", "chat",
+    "slack", "email", "meetings", "meeting", "standup", "bulk", "full", "part",
+    "parallel", "detail", "depth", "response", "reply", "sight",
+    "house", "flat", "apartment", "car", "bus", "train", "traffic", "queue", "stock", "use", "hand", "doubt", "question", "now", "then", "there", "here",
+    "what", "which", "who", "how", "where", "when", "why", "that", "this", "these", "those",
+    "it", "you", "her", "his", "its", "our", "their", "your", "my", "the", "an", "a",
+    "all", "both", "each", "every", "many", "much", "more", "most", "few", "several",
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "favor", "favour", "good", "sale", "rent", "nothing",
+    "something", "anything", "everything", "someone", "anyone", "everyone", "nobody",
+    "so", "too", "very", "really", "just", "not", "no", "yes", "ok", "lol", "haha",
+    "startup", "company", "agency", "bank", "firm", "team", "group", "club", "lab",
+})
