@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from DeepResearch.src.memory.facts.extraction.objects import clean_name, guess_type
 from DeepResearch.src.memory.facts.extraction.vocab import NOT_NAMES
 
-WINDOW = 2  # sentences before the pronoun's own
+WINDOW = 4  # sentences before the pronoun's own (chat sentences are short: "DIEGO??")
 _NAME = re.compile(r"(?<![\w'])[A-Z][\w'&-]*(?: (?:of (?:the )?|de |& )?[A-Z][\w'&-]*)*")
 _PLACE_BEFORE = re.compile(r"\b(?:in|to|from|near) $")
 # A sentence's first word is only a name when one of these follows it ("Bob said ...").

@@ -20,12 +20,12 @@ YEAR = 365.25 * 86400
 # the message); WORKS_AT said in the past becomes WORKED_AT instead.
 CLOSED_IN_PAST = frozenset({"LIVES_IN", "MEMBER_OF", "INTERESTED_IN", "KNOWS", "CLOSE_TO"})
 _CONTRACTIONS = tuple((re.compile(a), b) for a, b in (
-    (r"[\u2018\u2019]", "'"), (r"\bI'm\b", "I am"),
-    (r"\b(I|[Ww]e|[Yy]ou|[Tt]hey)'ve\b", r"\1 have"), (r"\b([Ww]e|[Yy]ou|[Tt]hey)'re\b", r"\1 are"),
+    (r"[\u2018\u2019]", "'"), (r"\b[Ii]'m\b", "I am"),
+    (r"\b([Ii]|[Ww]e|[Yy]ou|[Tt]hey)'ve\b", r"\1 have"), (r"\b([Ww]e|[Yy]ou|[Tt]hey)'re\b", r"\1 are"),
     (r"\b([Hh]e|[Ss]he|[Ii]t|[Tt]hat|[Tt]here)'s\b", r"\1 is"), (r"\b([Cc])an't\b", r"\1annot"),
     (r"\b([Ww])on't\b", r"\1ill not"), (r"n't\b", " not"),
-    (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'ll\b", r"\1 will"),
-    (r"\b(I|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'d\b", r"\1 would"),
+    (r"\b([Ii]|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'ll\b", r"\1 will"),
+    (r"\b([Ii]|[Ww]e|[Hh]e|[Ss]he|[Tt]hey)'d\b", r"\1 would"),
     (r"\b([A-Z][a-z]+)'s (been|got|worked|moved|lived|studied|joined|left)\b", r"\1 has \2"),
 ))
 SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -9,15 +9,19 @@ from __future__ import annotations
 import re
 
 from DeepResearch.src.memory.facts.extraction.vocab import (
+    GROUP_WORDS,
     KNOWN_SKILLS,
+    NOT_ACTIVITIES,
     NOT_NAMES,
     NOT_TOPICS,
     SCHOOL_ACRONYMS,
     SCHOOL_WORDS,
+    SKILL_QUANTIFIERS,
     SKILLS,
     TRAILING_FILLERS,
 )
 
+AUTHOR = "\x00author"  # placeholder for the message's author ("he was my best mate")
 THERE = "\x00there"  # placeholder resolved in text order (the last organisation / place)
 Candidate = tuple[str, str, str | None]  # predicate, object as written, object type
 
@@ -79,9 +83,26 @@ def _named(text: str, predicate: str, type_: str) -> list[Candidate]:
     return [(predicate, name, type_)] if name else []
 
 
-def _skills(text: str, predicate: str, *, listed_only: bool) -> list[Candidate]:
+_QUANTIFIER = re.compile(r"^(?:(?:" + "|".join(SKILL_QUANTIFIERS) + r") )+", re.IGNORECASE)
+
+
+def _skill_items(text: str) -> list[str]:
+    """The items of a skill list, without "some" / "a bit of" ("some Python"), "HTML/CSS" as
+    two when both halves are known skills."""
     found = []
     for item in _items(text):
+        item = _QUANTIFIER.sub("", item).strip()
+        parts = item.split("/")
+        if len(parts) > 1 and all(p.lower() in SKILLS for p in parts):
+            found.extend(parts)
+        elif item:
+            found.append(item)
+    return found
+
+
+def _skills(text: str, predicate: str, *, listed_only: bool) -> list[Candidate]:
+    found = []
+    for item in _skill_items(text):
         lower = item.lower()
         if lower in SKILLS or (not listed_only and item[0].isupper() and lower not in NOT_NAMES):
             found.append((predicate, item, "Skill"))
@@ -124,6 +145,8 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
         if groups.get("there"):
             return [(predicate, THERE, type_)]
         found = _named(text, predicate, type_)
+        if found and found[0][1].lower() in KNOWN_SKILLS:
+            return []  # "a wizard with Spark", "joined Slack": a tool, no employer or place
         if kind == "school" and not (found and is_school(found[0][1])):
             return []
         return found
@@ -134,17 +157,28 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
         return _skills(text, predicate, listed_only=kind == "skill_vocab")
     if kind == "skill_or_person":
         found: list[Candidate] = []
-        for item in _items(text):
+        for item in _skill_items(text):
             if item.lower() in KNOWN_SKILLS:
                 found.append(("HAS_SKILL", item, "Skill"))
             elif name := clean_name(item):
                 if name[0].isupper():
                     found.append(("KNOWS", name, "Person"))
         return found
+    if kind == "activity":  # "been climbing for 10 years", "started skiing"
+        text = groups.get("obj") or groups.get("obj2") or ""
+        return [] if text in NOT_ACTIVITIES else [(predicate, text, "Skill")]
+    if kind == "org_or_group":  # "switched from the mobile team" / "from Goldman"
+        text = re.sub(r"[.,]+$", "", text.strip())
+        if re.search(rf"\b(?:{'|'.join(GROUP_WORDS)})s?$", text, re.IGNORECASE):
+            return [("MEMBER_OF", text, "Organization")]
+        name = clean_name(text)
+        return [(predicate, name, "Organization")] if name and name[0].isupper() else []
     if kind == "topics":
         return _topics(text, predicate)
     if kind in ("persons", "relation"):
         return _persons(text, predicate)
+    if kind == "author":
+        return [(predicate, AUTHOR, "Person")]
     if kind == "pair":
         return [(predicate, groups.get("b") or "", "Person")]
     raise ValueError(f"unknown object kind {kind!r}")

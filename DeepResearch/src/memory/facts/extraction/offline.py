@@ -29,14 +29,16 @@ from DeepResearch.src.memory.facts.extraction.clauses import (
     hedge,
     sentences,
     times,
-    with_subject,
 )
 from DeepResearch.src.memory.facts.extraction.dates import find_time
+from DeepResearch.src.memory.facts.extraction.fragments import fill_subjects, truecase
 from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
+    AUTHOR,
     THERE,
     Candidate,
     clean_name,
+    is_school,
     read_object,
 )
 from DeepResearch.src.memory.facts.extraction.patterns import (
@@ -60,6 +62,7 @@ _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
+_COUPLE = ("are dating", "are married", "are engaged", "got married", "got engaged")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
 _INTEREST_WEAK = ("curious", "excited")
 
@@ -109,7 +112,8 @@ class OfflineExtractor:
             facts: dict[tuple[Any, ...], ExtractedFact] = {}
             parts = sentences(message.content)
             if self.author_type == "Person":  # a document's title is no speaker of its lines
-                parts = [with_subject(part) for part in parts]
+                parts = [fill_subjects(truecase(part), message.author_name, self.context.types)
+                         for part in parts]
             for sentence in parts:
                 for fact in self._sentence(sentence, message, result.problems):
                     key = (fact.subject.lower(), fact.predicate, fact.object.lower(),
@@ -228,7 +232,8 @@ class OfflineExtractor:
             lower = part.strip().lower()
             if lower in ("i", "me", "we", "us"):
                 found.append((message.author_name, False))
-            elif lower in ("he", "she"):
+            elif lower in ("he", "she", "his", "her"):
+                lower = {"his": "he", "her": "she"}.get(lower, lower)
                 if person := self.context.people.resolve(
                         lower, match.string[:match.start(key)], message.author_name,
                         self.context.types):
@@ -244,7 +249,7 @@ class OfflineExtractor:
         t = find_time(segment, message.timestamp)
         certainty = hedge(region)
         tense = rule.tense
-        if groups.get("past"):
+        if groups.get("past") or groups.get("past2"):
             tense = "past"
         elif groups.get("now"):
             tense = "present"
@@ -255,6 +260,8 @@ class OfflineExtractor:
                 obj = message.author_name if obj.lower() in ("i", "me") else clean_name(obj)
                 if obj == message.author_name and subjects[0][0] != obj:
                     subjects, obj = [(obj, False)], subjects[0][0]
+            if obj == AUTHOR:
+                obj = message.author_name
             if obj == THERE:
                 obj = self.context.last_place if obj_type == "Location" else self.context.last_org
                 if obj is None:
@@ -273,6 +280,12 @@ class OfflineExtractor:
                 pred, p_tense, confidence = "WORKED_AT", "past", 0.8
             if rule.name in ("joined_org", "left_org") and obj.lower() in KNOWN_SKILLS:
                 continue  # "joined Slack", "left Excel open": a tool, not an employer
+            if rule.name == "be_at" and is_school(obj):  # "I was at CMU too"
+                pred, p_tense = "STUDIED_AT", "present"
+            if rule.name in ("left_org", "change_from", "came_from") and (
+                    self.context.types.get(obj.lower()) == "Location"):
+                if rule.name == "came_from":
+                    continue  # "she comes to us from Spain"
             if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
                 pred, obj_type, confidence = "LIVES_IN", "Location", 0.8
             if pred == "HAS_SKILL":
@@ -347,7 +360,8 @@ class OfflineExtractor:
                 close = 0.8
             elif rel == "friend":
                 close = 0.7
-        elif any(word in how for word in _CLOSE_HOW):
+        elif any(word in how for word in _CLOSE_HOW) or (
+                how.startswith("are ") and how.endswith(" together")) or how in _COUPLE:
             close = 0.85
         elif "friends" in how:
             close = 0.7

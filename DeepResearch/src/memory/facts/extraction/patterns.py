@@ -30,6 +30,13 @@ WORKS_AT   S work(s)/worked with P at X: S, and each person P    0.90   as work(
 WORKS_AT   P at X <any clause> ("Sarah at Acme knows SQL"), P    0.75   valid_at = message
            from X (X known as an organisation: 0.70)
 WORKS_AT   S have been at|with X for N years / since Y           0.85   valid_at = since / for
+WORKS_AT   S am/is [now|still] at X (X ends its noun phrase: not  0.75   valid_at = message
+           "at the Madrid office"; was at X: WORKED_AT; a school:
+           STUDIED_AT); S am doing a postdoc/internship at X      0.80
+WORKS_AT   S switched/jumped/went from X to Y: WORKED_AT X +       0.80   invalid_at / valid_at
+           WORKS_AT Y (teams: MEMBER_OF both)                           = message
+WORKED_AT  S comes to us / joined (us) / is joining our T from X 0.80   invalid_at = message
+WORKED_AT  S am no longer at X; S am not at X anymore            0.80
 WORKS_AT   S joined / started at / got hired by X [as a R] (not  0.85   valid_at = "in Y" or
            "joined the Zoom call")                                      message
 WORKED_AT  S worked / used to work / was working at|for X|there  0.88   from A to B ->
@@ -49,6 +56,12 @@ HAS_SKILL  S use / work(s/ing) with|in / write / build in K      0.78
            (K in the skill list)
 HAS_SKILL  S am a K developer/engineer/programmer (listed K)     0.80
 HAS_SKILL  S am/is learning / picking up K                        0.70   proficiency beginner
+HAS_SKILL  S am a K person/guy/nerd/wizard (listed K); S am a      0.80 / 0.85
+           wizard/whiz/great with K
+HAS_SKILL  S know a lot / way too much about K; S do / have done  0.78 / 0.75
+           K (listed K; "some K", "a bit of K" in lists)
+HAS_SKILL  S have been V-ing for N years / since Y; S started /   0.75
+           took up V-ing ("climbing", "skiing"; not "waiting")
 INTERESTED_IN S am interested in / passionate about / fascinated 0.88
            by / obsessed with T
 INTERESTED_IN S am (really) into / keen on / a fan of T          0.82
@@ -56,8 +69,11 @@ INTERESTED_IN S am curious / excited about T                     0.75
 INTERESTED_IN S love / enjoy / like T; my hobby is T             0.70 / 0.80
 LIVES_IN   S live(s) / am living / reside in X|there             0.90   valid_at = message
 LIVES_IN   S am based / located in X                             0.88   valid_at = message
-LIVES_IN   S moved / relocated [back] to X                       0.85   valid_at = "in Y" or
+LIVES_IN   S moved / relocated [back] [from W] to X              0.85   valid_at = "in Y" or
                                                                         message
+LIVES_IN   S moved [here/away] from / out of W (ended)           0.80   invalid_at = message
+LIVES_IN   S am/is [now|still] in X (not with a visit, a trip, an 0.75   valid_at = message
+           office, next / this week ...)
 LIVES_IN   S lived / used to live in X                           0.85   invalid_at = end or
                                                                         message
 LIVES_IN   S no longer live(s) in X; S do not live in X anymore  0.85   invalid_at = message
@@ -66,6 +82,7 @@ STUDIED_AT S studied [F] at X; S am studying at X; S did my PhD  0.90   field F;
 STUDIED_AT S graduated from X [in Y]                             0.90   invalid_at = Y
 STUDIED_AT S got/have a (degree) [in F] from X                    0.88
 STUDIED_AT S am a (PhD) student at X                              0.90
+STUDIED_AT S am doing a PhD/master's at X                          0.85
 STUDIED_AT S went to / attended X (X a school by name)           0.82
 KNOWS      A and B collaborate / work together / meet / are      0.85   + CLOSE_TO 0.75 with
            friends / know each other ("Bob and I ...")                  a frequency (weekly)
@@ -75,6 +92,8 @@ KNOWS      S know(s) P / met P                                   0.85 / 0.80
 KNOWS      P is my friend/colleague/manager/...; my colleague P  0.88 / 0.85 + CLOSE_TO 0.80
                                                                         for close relations
 CLOSE_TO   A and B are close / best friends / grew up together   0.85   (+ KNOWS)
+           / are (officially) together / are dating / married
+KNOWS      his/her R P ("his sister Beth": he's person)          0.80   + CLOSE_TO as my R P
 CLOSE_TO   S am close (friends) / best friends with P            0.85   (+ KNOWS 0.85); just
                                                                         "friends with": 0.70
 MEMBER_OF  S joined the G (G ends in team/group/club/...)        0.88   valid_at = "in Y" or
@@ -82,11 +101,17 @@ MEMBER_OF  S joined the G (G ends in team/group/club/...)        0.88   valid_at
 MEMBER_OF  S am a member / part of (the) G or X; S am on the G;  0.88 / 0.85
            S belong(s) to G
 MEMBER_OF  S left / quit the G                                   0.85   invalid_at
+MEMBER_OF  S am/is in|with a/the G ("he's in a chess club")      0.80
 MENTIONED  the author named P (a capitalised name that no other  0.30
            fact of the message names)
 =========  ====================================================  =====  ====================
 
-Not covered (on purpose or not yet): lower-case names ("i work at google"), origin ("I'm from
+Verbless clauses of chat ("Yusuf, backend engineer at Monzo, based in London", "ex-Uber, now
+at Mercado Libre") and lower-case chat ("i'm at fastly") are first given their subject and
+capitals back: see `fragments`.
+
+Not covered (on purpose or not yet): lower-case names other than after a verb's preposition
+("i know priya"), origin ("I'm from
 Spain" is not LIVES_IN), plans ("I will move to X", "I'm moving to X", "I might join X": no
 fact, a MENTIONED at most; `dates` reads no future phrase such as "next year" or "in June"
 to date them by), possessive subjects ("my wife works at X"), pronouns other than he / she
@@ -103,7 +128,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from DeepResearch.src.memory.facts.extraction.vocab import GROUP_WORDS, RELATIONS, TITLES
+from DeepResearch.src.memory.facts.extraction.vocab import (
+    GROUP_WORDS,
+    RELATIONS,
+    SKILL_QUANTIFIERS,
+    TITLES,
+)
 
 _W = r"[A-Z][\w&'.+-]*"
 CAP = rf"{_W}(?: (?:of (?:the )?|for |de |& )?{_W}){{0,4}}"  # an organisation or place name
@@ -124,6 +154,9 @@ _OPENERS = (
     "although", "if", "as", "where", "after", "before", "until", "think", "thinks", "thought",
     "guess", "believe", "believes", "hope", "said", "says", "heard", "suppose", "sure", "bet",
     "today", "yesterday", "tonight", "week", "month", "year", "weekend", "morning", "night",
+    # chat interjections a clause follows ("fyi Jack and I are together")
+    "fyi", "btw", "omg", "lol", "haha", "ok", "okay", "well", "yes", "yeah", "yep", "nope",
+    "no", "oh", "anyway", "update", "news", "wow", "hey", "hi", "ps", "tbh", "honestly",
 )
 _BY_LENGTH: dict[int, list[str]] = {}
 for _word in sorted(set(_OPENERS)):
@@ -136,7 +169,7 @@ _GROUP_ALT = "|".join(GROUP_WORDS)
 _AFFIL = (rf"(?P<affil> (?P<aprep>from|at|in|on) (?:the |our |their )?"
           rf"(?P<aorg>{CAP}|[a-z][\w&'-]*(?: (?:{_GROUP_ALT}))?))")
 SUBJ = (
-    rf"(?P<subj>(?<![\w'])(?:(?=[A-Z]){CLAUSE_START}(?:{PERSON}|I) and (?:I|me|{PERSON})|I|i"
+    rf"(?P<subj>(?<![\w'])(?:(?=[A-Zm]){CLAUSE_START}(?:{PERSON}|I|me) and (?:I|me|{PERSON})|I|i"
     rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON}{_AFFIL}?)|{_ELIDED})"
 )
 # Verbs in the form that does not go with one named person or he / she: "Sounds like a plan"
@@ -151,7 +184,7 @@ ROLE = (
     r"(?= (?:at|for|in|on|since|from|until|with|and|but|there|by)\b|[,;:.!?)]|$)"
 )
 GROUP = rf"(?:(?!(?:the|a|an|of)\b)[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
-_SKILL_W = r"(?!I\b)[A-Za-z][\w+#.]*(?<![.])(?: [A-Z][\w+#.]*(?<![.]))*"  # "Mario Kart"
+_SKILL_W = r"(?!I\b)[A-Za-z.][\w+#./-]*(?<![./-])(?: [A-Z][\w+#.]*(?<![.]))*"  # "Mario Kart"
 # Verbs a clause starts with (after its subject, if any): a list ends before them, and before
 # a pronoun ("I know Python and Bob knows Rust", "... and he knows Rust", "... and speaks
 # French" list Python only).
@@ -163,20 +196,32 @@ _VERBS = "|".join(sorted(BASE_FORMS | {
     "plays", "joined", "left", "moved", "relocated", "graduated", "went", "got", "quit",
     "said", "says", "thinks",
 }))
-NEXT_CLAUSE = rf"(?:I|[Hh]e|[Ss]he|[Ww]e|[Tt]hey|[Yy]ou)\b|(?:{PERSON}{ADV} )?(?:{_VERBS})\b"
+NEXT_CLAUSE = rf"(?:I|[Hh]e|[Ss]he|[Ww]e|[Tt]hey|[Yy]ou|never|not|no longer)\b|(?:{PERSON}{ADV} )?(?:{_VERBS})\b"
 _NOT_NEXT = rf"(?!{NEXT_CLAUSE})"
-SKILLS = rf"{_SKILL_W}(?:(?:, and |, | and | or ){_NOT_NEXT}{_SKILL_W}){{0,5}}"
+_QUANT = "(?:(?:" + "|".join(SKILL_QUANTIFIERS) + ") )*"  # "some Python", "a bit of CSS"
+SKILLS = rf"{_QUANT}{_SKILL_W}(?:(?:, and |, | and | or ){_NOT_NEXT}{_QUANT}{_SKILL_W}){{0,5}}"
 PERSONS = rf"{PERSON}(?:(?:, and |, | and ){_NOT_NEXT}{PERSON}){{0,3}}"
 _TOPIC_END = (
     r"(?=$|[,;:.!?)]| (?:but|because|since|when|so|which|though|although|for|at|with|on|"
-    r"from|like|lately|these days|recently|right now|nowadays|as well|too|a lot|now|and (?:my|"
+    r"from|like|lately|these days|recently|right now|nowadays|as well|too|a lot|now|tbh|honestly|"
+    r"lol|haha|though|anyway|in general|and (?:my|"
     rf"our|then|{NEXT_CLAUSE})|these|this)\b)"
 )
 TOPICS = rf"[\w+#'-]+(?: [\w+#'-]+){{0,6}}?{_TOPIC_END}"
 _REL_ALT = "|".join(sorted(RELATIONS, key=len, reverse=True))
 _ADJ = r"(?P<adj>best |close |good |old |former |new |dear )?"
 _BE = r"(?:am|is|are|(?P<past>was|were))"
-_AT_ORG = r"(?: (?:at|for|by) (?:the )?(?P<obj>" + CAP + r")| (?P<there>there)(?![\w']))"
+# Where a name ends its noun phrase: "at Goldman?", "in Oslo too", not "in the Madrid office".
+NP_END = (r"(?=$|[,;:.!?)]| (?:now|too|still|these days|since|for|and|but|right|actually|though|"
+          r"lol|haha|tbh|as|with|in|on|at|from|until|anymore|any more|already|again|"
+          r"remotely|btw|full[- ]time|part[- ]time|either|as well|nowadays|at the moment|"
+          r"so|where|which|who|because|or|then|after|before|lately|currently|these|this|"
+          r"last|like|obviously|haha|I|we)\b)")
+_CALLED = (r"(?:an? (?:[\w-]+ ){0,3}?(?:company|startup|start-up|firm|agency|studio|shop|lab|"
+           r"bank|fund|consultancy|nonprofit|non-profit|place|business|school|university) "
+           r"(?:called|named) )?")
+_AT_ORG = (r"(?: (?:at|for|by) (?:the )?" + _CALLED + "(?P<obj>" + CAP +
+           r")| (?P<there>there)(?![\w']))")
 # "joined the Zoom call" / "the Google Meet" ... "meeting" is no employer.
 _NOT_A_CALL = (r"(?![\w&'.+-]|(?: [A-Z][\w&'.+-]*)* (?:call|meeting|chat|channel|session|"
                r"huddle|standup|stand-up|room|server|webinar|stream)s?\b)")
@@ -206,20 +251,31 @@ def _rule(name: str, triggers: tuple[str, ...], predicate: str, confidence: floa
 
 RULES: tuple[Rule, ...] = (
     # --- MEMBER_OF first: "joined the Data team" is a group, not the organisation "Data"
-    _rule("member_join", ('joined', 'got into'), "MEMBER_OF", 0.88, "start", "group",
-          rf"{SUBJ}{ADV} (?:joined|have joined|has joined|got into) (?:the |a |an |our |my )?"
+    _rule("member_join", ('joined', 'got into', 'joining'), "MEMBER_OF", 0.88, "start", "group",
+          rf"{SUBJ}{ADV} (?:joined|have joined|has joined|got into|is joining|am joining|"
+          rf"are joining)(?! us\b) (?:the |a |an |our |my )?(?P<obj>{GROUP})(?! next| in \w+ "
+          rf"(?:weeks?|months?|days?)| on \w+day| tomorrow| soon)"),
+    _rule("welcome_to", ('welcome',), "MEMBER_OF", 0.8, "start", "group",
+          rf"(?<![\w'])[Ww]elcome (?:(?:back|aboard) )?(?P<subj>{PERSON}) to (?:the |our )"
           rf"(?P<obj>{GROUP})"),
     _rule("member_be", ('member of', 'part of', 'one of'), "MEMBER_OF", 0.88, "present", "group_or_org",
           rf"{SUBJ}{ADV} {_BE} (?:now |still )?(?:a |an )?(?:member|part|one) of "
           rf"(?:the |a |an |our )?(?P<obj>{GROUP}|{CAP})"),
     _rule("member_on", (' on ',), "MEMBER_OF", 0.85, "present", "group",
-          rf"{SUBJ}{ADV} {_BE} (?:now |still )?on (?:the |our |a |an )(?P<obj>{GROUP})"),
+          rf"{SUBJ}{ADV} {_BE} (?:now |still |(?P<neg>not |no longer ))?on (?:the |our |a |an )"
+          rf"(?P<obj>{GROUP})(?P<anymore> any ?more)?", negatable=True),
+    _rule("member_in", (' in ',), "MEMBER_OF", 0.8, "present", "group",
+          rf"{SUBJ}{ADV} {_BE}(?: (?:now|currently|still|also))* (?:in|with) (?:the |a |an |our )"
+          rf"(?P<obj>{GROUP})"),
     _rule("member_belong", ('belong',), "MEMBER_OF", 0.85, "present", "group_or_org",
           rf"{SUBJ}{ADV} (?:belong|belongs|(?P<past>belonged)) to (?:the |a |an |our )?"
           rf"(?P<obj>{GROUP}|{CAP})"),
     _rule("member_left", ('left', 'quit'), "MEMBER_OF", 0.85, "end", "group",
           rf"{SUBJ}{ADV} (?:left|quit) (?:the |a |an |our |my )?(?P<obj>{GROUP})"),
     # --- work
+    _rule("be_at", (' at ',), "WORKS_AT", 0.75, "present", "org",
+          rf"{SUBJ}{ADV} (?:{_BE}|(?P<past2>used to be))(?: (?:now|currently|still|stuck|back|also|"
+          rf"already|happily))* at (?:the )?(?P<obj>{CAP}){NP_END}"),
     _rule("work_at", ('work', 'employed'), "WORKS_AT", 0.9, "present", "org",
           rf"{SUBJ}{ADV} (?:work|works|am working|is working|are working|have been working|"
           rf"has been working|(?P<perf>have worked|has worked)|am employed|is employed|"
@@ -243,7 +299,23 @@ RULES: tuple[Rule, ...] = (
           rf"(?P<obj>{CAP}){_NOT_A_CALL}{_AS_ROLE2}"),
     _rule("left_org", ('left', 'quit', 'resigned', 'departed', 'laid off'), "WORKED_AT", 0.85, "end", "org",
           rf"{SUBJ}{ADV} (?:left|quit|resigned from|departed|(?:was|were|got) laid off "
-          rf"(?:from|by)) (?:the )?(?P<obj>{CAP})"),
+          rf"(?:from|by))(?: (?:my|his|her|their) (?:job|position|role) (?:at|with))? (?:the )?"
+          rf"(?P<obj>{CAP}){_NOT_A_CALL}"),
+    _rule("change_from", ('switch', 'jumped', 'transferred', 'went from', 'went over', 'went back'), "WORKED_AT", 0.8, "end", "org_or_group",
+          rf"{SUBJ}{ADV} (?:switched|jumped|transferred|went|have switched|has switched)"
+          rf"(?: over| back)? from (?:the |my |our )?(?P<obj>{GROUP}|{CAP})"
+          rf"(?= to | over to |,| and | last | this | in |$)"),
+    _rule("change_to", ('switch', 'jumped', 'transferred', 'went from', 'went over', 'went back'), "WORKS_AT", 0.8, "start", "org_or_group",
+          rf"{SUBJ}{ADV} (?:switched|jumped|transferred|went|have switched|has switched)"
+          rf"(?: over| back)? from (?:the |my |our )?(?:{GROUP}|{CAP}) (?:over )?to "
+          rf"(?:the |my |our )?(?P<obj>{GROUP}|{CAP}{_NOT_A_CALL})"),
+    _rule("came_from", ('to us', 'joins', 'joined', 'joining'), "WORKED_AT", 0.8, "end", "org",
+          rf"{SUBJ}{ADV} (?:comes to us|came to us|joins us|joined us|is joining us|joined|"
+          rf"is joining|joins|is joining (?:the |our )[\w-]+(?: [\w-]+)?? (?:{_GROUP_ALT}))"
+          rf" from (?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("no_longer_at", ('longer', 'anymore', 'any more'), "WORKED_AT", 0.8, "end", "org",
+          rf"{SUBJ}{ADV} (?:am|is|are) (?:no longer|(?P<neg>not)) (?:at|with) (?:the )?"
+          rf"(?P<obj>{CAP})(?P<anymore> any ?more)?", negatable=True),
     _rule("no_longer_work", ('work',), "WORKED_AT", 0.85, "end", "org",
           rf"{SUBJ}{ADV} (?:no longer work|no longer works|(?P<neg>do not work|does not work))"
           rf"{_AT_ORG}(?P<anymore> any ?more)?", negatable=True),
@@ -259,9 +331,25 @@ RULES: tuple[Rule, ...] = (
           rf"developed) (?:mostly |mainly |primarily |professionally )?(?:in|with) "
           rf"(?P<obj>{SKILLS})"),
     _rule("skill_adj", (' at ', ' in ', ' with ', ' to '), "HAS_SKILL", 0.85, "state", "skill_any",
-          rf"{SUBJ}{ADV} {_BE} (?:really |very |pretty |quite |super |so |an? )?"
+          rf"{SUBJ}{ADV} {_BE} (?:(?:really|very|pretty|quite|super|so|an?|absolute|total|"
+          rf"real|complete|such an?|the) )*"
           rf"(?P<prof>expert|fluent|proficient|skilled|experienced|good|strong|decent|ok|okay|"
-          rf"comfortable|new|beginner)(?: user)? (?:at|in|with|to) (?P<obj>{SKILLS})"),
+          rf"comfortable|new|beginner|wizard|whiz|ninja|guru|great|amazing|excellent|solid|"
+          rf"brilliant)(?: user)? (?:at|in|with|to) (?P<obj>{SKILLS})"),
+    _rule("know_about", ('about',), "HAS_SKILL", 0.78, "state", "skill_any",
+          rf"{SUBJ}{ADV} (?:know|knows|knew) (?:a lot|a ton|way too much|too much|so much|"
+          rf"everything|loads|lots|quite a bit|a fair bit|a bit|a little|enough|tons) about "
+          rf"(?P<obj>{SKILLS})"),
+    _rule("skill_do", ('i do ', ' do ', ' does ', 'done', 'doing'), "HAS_SKILL", 0.75, "state", "skill_vocab",
+          rf"{SUBJ}{ADV} (?:do|does|have done|has done|have been doing|has been doing) "
+          rf"(?P<obj>{SKILLS})"),
+    _rule("activity_for", ('been', 'started', 'took up', 'taken up'), "HAS_SKILL", 0.75,
+          "state", "activity",
+          rf"{SUBJ}{ADV} (?:(?:have|has) been (?P<obj>[a-z]+ing)(?= (?:for|since) (?:like |about |"
+          rf"almost |over |nearly |around )?(?:\d+|a few|several|many|two|three|four|five|six|"
+          rf"seven|eight|nine|ten|twenty|years|(?:19|20)\d\d|I was|he was|she was|childhood|"
+          rf"high school|uni|college)\b)|(?:have |has )?(?:started|took up|taken up) "
+          rf"(?P<obj2>[a-z]+ing)(?=$|[,;.!?]| (?:and|but|recently|lately|last|this)\b))"),
     _rule("know", ('know', 'knew'), "HAS_SKILL", 0.8, "state", "skill_or_person",
           rf"{SUBJ}{ADV} (?:know|knows|knew) (?P<obj>{SKILLS})"),
     _rule("speak", ('speak',), "HAS_SKILL", 0.85, "state", "skill_any",
@@ -270,17 +358,20 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} (?:have been |has been |am |is |are )?(?:working|work|works|writing|building|"
           rf"using|use|uses|write|writes|used|wrote|build|builds) (?:things |stuff |apps |"
           rf"code |software |services |tools )?(?:(?:in|with) )?(?P<obj>{SKILLS})"),
-    _rule("skill_dev", ('dev', 'engineer', 'programmer', 'expert', 'coder'), "HAS_SKILL", 0.8, "state", "skill_vocab",
-          rf"{SUBJ}{ADV} {_BE} (?:an? )(?:senior |junior |lead |experienced |professional |"
-          rf"great |good |strong )?"
-          rf"(?P<obj>{_SKILL_W}) (?:developer|dev|engineer|programmer|expert|coder)"),
+    _rule("skill_dev", ('dev', 'engineer', 'programmer', 'expert', 'coder', 'person', 'guy', 'gal', 'girl', 'nerd', 'wizard', 'ninja', 'guru', 'whiz'), "HAS_SKILL", 0.8, "state", "skill_vocab",
+          rf"{SUBJ}{ADV} {_BE} (?:more of an? |a bit of an? |kind of an? |an? |the )"
+          rf"(?:senior |junior |lead |experienced |professional |great |good |strong |resident )?"
+          rf"(?P<obj>{_SKILL_W}) (?:developer|dev|engineer|programmer|expert|coder|person|guy|"
+          rf"gal|girl|nerd|wizard|ninja|guru|whiz)\b"),
     _rule("skill_learn", ('learning', 'picking up'), "HAS_SKILL", 0.7, "state", "skill_any",
           rf"{SUBJ}{ADV} (?:am|is|are|have been|has been) (?:learning|picking up) "
           rf"(?P<obj>{SKILLS})"),
     # --- interests
     _rule("interest", ('interested', 'into', 'passionate', 'fascinated', 'curious', 'excited', 'keen', 'obsessed', 'fan of', 'hooked'), "INTERESTED_IN", 0.82, "present", "topics",
           rf"{SUBJ}{ADV} (?:am|is|are|(?:have|has){ADV} been|(?P<past>was|were)) (?:really |very |"
-          rf"super |so |quite |pretty |also |getting |becoming |deeply |increasingly )*"
+          rf"super |so |quite |pretty |also |getting |becoming |deeply |increasingly |more |"
+          rf"totally |kind of |kinda |absolutely |completely |mostly |mainly |a huge |huge |"
+          rf"such a |big |now |still )*"
           rf"(?P<how>interested in|into|passionate about|fascinated by|curious about|excited "
           rf"about|keen on|obsessed with|a fan of|a big fan of|hooked on) (?P<obj>{TOPICS})"),
     _rule("like", ('love', 'enjoy', 'like', 'adore'), "INTERESTED_IN", 0.7, "present", "topics",
@@ -298,15 +389,32 @@ RULES: tuple[Rule, ...] = (
     _rule("based", ('based', 'located'), "LIVES_IN", 0.88, "present", "place",
           rf"{SUBJ}{ADV} {_BE} (?:now |currently )?(?:based|located) (?:in|out of) "
           rf"(?P<obj>{CAP})"),
+    _rule("be_in", (' in ',), "LIVES_IN", 0.75, "present", "place",
+          rf"{SUBJ}{ADV} {_BE}(?: (?:now|currently|still|also|back|based|living))* in (?:the )?"
+          rf"(?P<obj>{CAP}){NP_END}(?!.*\b(?:visit|visiting|trip|weekend|vacation|holiday|"
+          rf"conference|next|tomorrow|tonight|today|this week|for a (?:few )?(?:day|week)s?|"
+          rf"flying|flight|landed|layover|passing through|office)\b)"),
+    _rule("moved_from", ('mov', 'relocat'), "LIVES_IN", 0.8, "end", "place",
+          rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: here| there| away| back| "
+          rf"out)? (?:from|out of) (?:the )?(?P<obj>{CAP})"),
     _rule("move", ('mov', 'relocat'), "LIVES_IN", 0.85, "start", "place",
-          rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: back)? to (?:the )?"
-          rf"(?P<obj>{CAP})"),
+          rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: back| here| there| over)?"
+          rf"(?: from (?:the )?{CAP})? to (?:the )?(?P<obj>{CAP})"),
     # --- schools
     _rule("study", ('stud', 'did '), "STUDIED_AT", 0.9, "past", "org",
           rf"{SUBJ}{ADV} (?:studied|was studying|were studying|(?P<now>study|studies|"
           rf"am studying|is studying|are studying)|did (?:my|his|her|a|their) "
           rf"(?P<degree>[\w'-]+(?: [\w'-]+)??))(?: (?P<field>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)"
           rf"{{0,3}}?))? at (?:the )?(?P<obj>{CAP})"),
+    _rule("study_doing", ('doing',), "STUDIED_AT", 0.85, "present", "org",
+          rf"{SUBJ}{ADV} (?:am|is|are) (?:now |currently |still )?doing (?:my|his|her|a|an|their) "
+          rf"(?P<degree>(?:[\w'-]+ ){{0,2}}?(?:degree|PhD|phd|masters?|master's|bachelors?|"
+          rf"bachelor's|MBA|MSc|BSc|BA|MA|doctorate|diploma))(?: in (?P<field>[A-Za-z][\w-]*"
+          rf"(?: [A-Za-z][\w-]*){{0,3}}?))? (?:at|in) (?:the )?(?P<obj>{CAP})"),
+    _rule("job_doing", ('doing',), "WORKS_AT", 0.8, "present", "org",
+          rf"{SUBJ}{ADV} (?:am|is|are) (?:now |currently |still )?doing (?:my|his|her|a|an|their) "
+          rf"(?P<role>postdoc|post-doc|residency|fellowship|internship|apprenticeship) "
+          rf"(?:at|with) (?:the )?(?P<obj>{CAP})"),
     _rule("graduated", ('graduat',), "STUDIED_AT", 0.9, "end", "org",
           rf"{SUBJ}{ADV} (?:graduated|have graduated|has graduated) from (?:the )?"
           rf"(?P<obj>{CAP})"),
@@ -326,7 +434,8 @@ RULES: tuple[Rule, ...] = (
           rf"pair program|hang out|meet up|meet|talk|chat|grab lunch|play \w+|go \w+ing|met|"
           rf"are (?:close |best |good |old )?friends|are close|are colleagues|are coworkers|"
           rf"are teammates|are roommates|are neighbou?rs|know each other|have known each other|"
-          rf"went to school together|grew up together)"),
+          rf"went to school together|grew up together|are (?:officially |now |finally )?together|"
+          rf"are dating|are married|are engaged|got married|got engaged)"),
     _rule("with_person", ('with',), "KNOWS", 0.8, "state", "persons",
           rf"{SUBJ}{ADV} (?:collaborate|collaborates|collaborated|work|works|worked|pair|pairs|"
           rf"paired|hang out|hangs out|meet|meets|talk|talks|chat|chats|play \w+|plays \w+|"
@@ -336,8 +445,13 @@ RULES: tuple[Rule, ...] = (
           rf"(?P<obj>{PERSONS})"),
     _rule("rel_is", (' my ', ' our '), "KNOWS", 0.88, "state", "relation",
           rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
+    _rule("pron_rel_is", (' my ',), "KNOWS", 0.85, "state", "author",
+          rf"(?<![\w'])(?P<subj>[Hh]e|[Ss]he) (?:is|(?P<past>was)) (?:my|our) {_ADJ}"
+          rf"(?P<rel>{_REL_ALT})\b"),
     _rule("my_rel", ('my ', 'our '), "KNOWS", 0.85, "state", "relation",
           rf"(?<![\w'])(?:[Mm]y|[Oo]ur) {_ADJ}(?P<rel>{_REL_ALT}),? (?P<obj>{PERSON})"),
+    _rule("their_rel", ('his ', 'her '), "KNOWS", 0.8, "state", "relation",
+          rf"(?<![\w'])(?P<subj>[Hh]is|[Hh]er) {_ADJ}(?P<rel>{_REL_ALT}),? (?P<obj>{PERSON})"),
     _rule("close_with", ('friends', 'close'), "CLOSE_TO", 0.85, "state", "persons",
           rf"{SUBJ}{ADV} {_BE} (?:very |really |pretty |super )?(?P<how>close friends|best "
           rf"friends|good friends|friends|close) (?:with|to) (?P<obj>{PERSONS})"),
@@ -348,6 +462,8 @@ RULES: tuple[Rule, ...] = (
 # he / she and MENTIONED; no WORKS_AT, as "our" names no organisation).
 _TITLE = rf"(?:new |former |current )?(?i:{'|'.join(TITLES)})\b"
 HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(rf"(?<![\w'])(?:[Tt]his is|[Mm]eet|[Ww]elcome|[Ss]ay hi to|[Cc]ongrats,?|"
+                rf"[Cc]ongratulations,?) (?P<obj>{PERSON})\b"), "Person"),
     (re.compile(rf"\bat (?:the )?(?P<obj>{CAP})"), "Organization"),
     (re.compile(rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:our|my|their|the) {_TITLE}"),
      "Person"),

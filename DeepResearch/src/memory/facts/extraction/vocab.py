@@ -18,6 +18,22 @@ SKILLS: frozenset[str] = frozenset({
     # tools people "work with" and "join" that are not people or (here) employers
     "jira", "confluence", "slack", "notion", "github", "gitlab", "jenkins", "airflow",
     "tableau", "salesforce", "blender", "unity",
+    # more of the common languages, frameworks, databases, clouds and tools of the trade
+    "perl", "lua", "dart", "elixir", "erlang", "clojure", "f#", "ocaml", "fortran", "cobol",
+    "assembly", "objective-c", "solidity", "zig", "nim", "groovy", "powershell", "yaml",
+    "json", "xml", "sass", "tailwind", "jquery", "svelte", "next.js", "nextjs",
+    "rails", "ruby on rails", "laravel", "symfony", ".net", "asp.net", "dotnet", "unreal",
+    "flutter", "react native", "swiftui", "android", "ios", "xcode", "keras", "jax",
+    "scikit-learn", "sklearn", "opencv", "hadoop", "flink", "dbt",
+    "bigquery", "redshift", "power bi", "sqlite",
+    "cassandra", "dynamodb", "elasticsearch", "opensearch", "neo4j", "cypher",
+    "clickhouse", "rabbitmq", "nginx", "ansible", "helm",
+    "prometheus", "grafana", "vim", "emacs", "latex", "sketch",
+    "illustrator", "indesign", "after effects", "lightroom", "autocad",
+    "solidworks", "stata", "spss", "sas", "webpack", "vite", "selenium", "cypress",
+    "playwright", "grpc", "protobuf", "k8s", "openshift",
+    "pulumi", "cloudformation", "ec2", "s3",
+    "wordpress",
 })
 # Natural languages: skills for "know" as for "speak" ("I know French" is no person). Kept
 # apart from SKILLS, which also reads "a K developer" ("a French developer" is a nationality).
@@ -107,11 +123,17 @@ RELATIONS: tuple[str, ...] = (
     "teammate", "classmate", "neighbour", "neighbor", "report", "cofounder", "co-founder",
     "partner", "wife", "husband", "brother", "sister", "cousin", "roommate", "flatmate",
     "girlfriend", "boyfriend", "mother", "father", "mom", "dad", "son", "daughter",
+    "gf", "bf", "bff", "fiance", "fiancee", "fianc\u00e9", "fianc\u00e9e", "spouse", "mum", "mate",
+    "buddy", "aunt", "uncle", "niece", "nephew", "grandmother", "grandfather", "grandma",
+    "grandpa", "twin", "stepbrother", "stepsister", "housemate", "bandmate", "ex",
 )
 CLOSE_RELATIONS: frozenset[str] = frozenset({
     "partner", "wife", "husband", "brother", "sister", "cousin", "roommate", "flatmate",
     "girlfriend", "boyfriend", "mother", "father", "mom", "dad", "son", "daughter",
     "best friend", "close friend", "good friend", "cofounder", "co-founder",
+    "gf", "bf", "bff", "fiance", "fiancee", "fianc\u00e9", "fianc\u00e9e", "spouse", "mum",
+    "best mate", "aunt", "uncle", "niece", "nephew", "grandmother", "grandfather", "grandma",
+    "grandpa", "twin", "stepbrother", "stepsister", "housemate",
 })
 # How often two people meet; present -> CLOSE_TO as well as KNOWS.
 FREQUENCIES: tuple[str, ...] = (
@@ -125,6 +147,9 @@ PROFICIENCY_WORDS: dict[str, str] = {
     "experienced": "advanced", "good": "advanced", "strong": "advanced", "decent": "intermediate",
     "ok": "intermediate", "okay": "intermediate", "comfortable": "intermediate",
     "new": "beginner", "learning": "beginner", "beginner": "beginner",
+    "wizard": "expert", "whiz": "expert", "ninja": "expert", "guru": "expert",
+    "excellent": "expert", "great": "advanced", "amazing": "advanced", "brilliant": "advanced",
+    "solid": "advanced",
 }
 
 
@@ -148,10 +173,67 @@ NUMBER_WORDS: dict[str, float] = {
 # Words trimmed from the end of a topic or skill list item ("machine learning lately").
 TRAILING_FILLERS: tuple[str, ...] = (
     "lately", "these days", "recently", "now", "too", "a lot", "as well", "also", "right now",
-    "at the moment", "nowadays", "again", "stuff", "things",
+    "at the moment", "nowadays", "again", "stuff", "things", "tbh", "honestly", "lol",
+    "haha", "though", "anyway", "in general", "for sure", "actually", "to be honest",
 )
+# Words before a skill in a list that say how much, not what ("some Python", "a bit of CSS").
+SKILL_QUANTIFIERS: tuple[str, ...] = (
+    "some", "a bit of", "a little", "a little bit of", "a lot of", "lots of", "loads of",
+    "plenty of", "mostly", "mainly", "primarily", "way too much", "too much", "basic",
+    "also", "even", "occasionally", "a touch of",
+)
+# Gerunds that are no activity one is skilled in ("been waiting for years").
+NOT_ACTIVITIES: frozenset[str] = frozenset({
+    "working", "living", "waiting", "trying", "thinking", "going", "doing", "staying",
+    "using", "looking", "planning", "meaning", "wanting", "hoping", "dating", "seeing",
+    "getting", "feeling", "sleeping", "saying", "telling", "asking", "talking", "being",
+    "having", "coming", "leaving", "renting", "paying", "putting", "taking", "making",
+    "struggling", "dealing", "fighting", "procrastinating", "commuting", "freelancing",
+    "job hunting", "interviewing", "applying", "wondering", "considering", "bring",
+    "thing", "nothing", "something", "anything", "everything", "morning", "evening",
+})
 # Objects that are not topics ("I like it").
 NOT_TOPICS: frozenset[str] = frozenset({
     "it", "this", "that", "them", "him", "her", "you", "me", "us", "everything", "nothing",
     "something", "anything", "one", "ones", "the idea", "the same",
+})
+
+# Nouns that end a job title ("backend engineer at Monzo", "Growth marketer"): a verbless
+# clause opening on one is its speaker's job (see `fragments`).
+JOB_NOUNS: tuple[str, ...] = (
+    "engineer", "developer", "dev", "designer", "scientist", "manager", "marketer", "analyst",
+    "researcher", "consultant", "founder", "co-founder", "cofounder", "intern", "student",
+    "architect", "sre", "teacher", "nurse", "doctor", "lawyer", "accountant", "writer",
+    "editor", "postdoc", "professor", "lecturer", "recruiter", "lead", "director", "ceo",
+    "cto", "vp", "head of \\w+", "product owner", "pm", "programmer", "administrator",
+    "admin", "specialist", "coordinator", "officer", "associate", "fellow", "technician",
+    "journalist", "artist", "photographer", "chef", "barista", "pharmacist", "economist",
+    "statistician", "strategist", "advisor", "adviser", "owner", "partner", "contractor",
+    "freelancer", "apprentice", "resident", "candidate",
+)
+# Lower-case words after "at" / "in" / "from" / "for" that are no name ("at home", "in town",
+# "for ages"): `fragments.truecase` capitalises only what is not one of these.
+COMMON_AFTER_PREPOSITION: frozenset[str] = frozenset({
+    "home", "work", "school", "uni", "college", "university", "class", "town", "city", "bed",
+    "church", "hospital", "love", "charge", "general", "person", "time", "least", "first",
+    "last", "once", "some", "any", "moment", "night", "lunch", "dinner", "breakfast",
+    "weekend", "morning", "evening", "afternoon", "tech", "finance", "sales", "marketing",
+    "engineering", "design", "product", "support", "ops", "office", "remote", "place",
+    "advance", "fact", "case", "order", "front", "touch", "line", "progress", "return",
+    "addition", "particular", "short", "total", "mind", "common", "private", "public",
+    "theory", "practice", "future", "past", "meantime", "between", "me", "him", "us", "them",
+    "years", "months", "weeks", "days", "hours", "minutes", "ages", "life", "ever", "real",
+    "fun", "free", "sure", "example", "instance", "trouble", "danger", "debt",
+    "prod", "production", "staging", "dev", "test", "tests", "code", "review", "chat",
+    "slack", "email", "meetings", "meeting", "standup", "bulk", "full", "part",
+    "parallel", "detail", "depth", "response", "reply", "sight",
+    "house", "flat", "apartment", "car", "bus", "train", "traffic", "queue", "stock", "use", "hand", "doubt", "question", "now", "then", "there", "here",
+    "what", "which", "who", "how", "where", "when", "why", "that", "this", "these", "those",
+    "it", "you", "her", "his", "its", "our", "their", "your", "my", "the", "an", "a",
+    "all", "both", "each", "every", "many", "much", "more", "most", "few", "several",
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "favor", "favour", "good", "sale", "rent", "nothing",
+    "something", "anything", "everything", "someone", "anyone", "everyone", "nobody",
+    "so", "too", "very", "really", "just", "not", "no", "yes", "ok", "lol", "haha",
+    "startup", "company", "agency", "bank", "firm", "team", "group", "club", "lab",
 })

@@ -1,0 +1,156 @@
+"""Ordinary chat phrasings the offline extractor reads beyond the plain "S verb at X": being
+at / in a place or organisation, changes of job, team and home ("switched from X to Y",
+"moved here from X"), skills said as a kind of person ("a Java guy"), by what one does ("I do
+Terraform") or by years of practice, interests with chat fillers ("tbh"), couples and his / her
+relations; with the phrasings next to them that must not be read so.
+
+Each row: the conversation ('Author: text' lines; a lone string is one message of Carol's)
+and the exact set of (subject, predicate, object) it states, MENTIONED and PARTICIPATED_IN
+left out of the comparison."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_memory.facts.extraction_support import Triple, carol_rows, facts_of, find, stated
+
+BEING_AT_OR_IN = carol_rows(
+    ("I'm at Equinor now.", {("Carol", "WORKS_AT", "Equinor")}),
+    ("I'm still stuck at Deloitte lol", {("Carol", "WORKS_AT", "Deloitte")}),
+    ("Before this I was at Shopify for four years.", {("Carol", "WORKED_AT", "Shopify")}),
+    ("I was at CMU too.", {("Carol", "STUDIED_AT", "CMU")}),
+    ("I'm in Seattle now.", {("Carol", "LIVES_IN", "Seattle")}),
+    ("Henrik is in Oslo too.", {("Henrik", "LIVES_IN", "Oslo")}),
+    ("He's in a chess club.", set()),  # no one for "he"
+    ("Bob is in a chess club.", {("Bob", "MEMBER_OF", "chess club")}),
+    # a visit, an office, a place of a moment: no home, no employer
+    ("I'm in Paris for the weekend.", set()),
+    ("I'm in Lisbon next week.", set()),
+    ("We are in the Madrid office.", set()),
+    ("I'm at the Madrid office.", set()),
+    ("Are you in Austin?", set()),
+    ("I'm not at Google.", set()),
+)
+
+CHANGES = carol_rows(
+    ("She switched from Goldman to Citadel.", set()),  # no one for "she"
+    ("Noor switched from Goldman to Citadel last year.",
+     {("Noor", "WORKED_AT", "Goldman"), ("Noor", "WORKS_AT", "Citadel")}),
+    ("I switched from the mobile team to the backend team.",
+     {("Carol", "MEMBER_OF", "mobile team"), ("Carol", "MEMBER_OF", "backend team")}),
+    ("I moved from Berlin to Lisbon.",
+     {("Carol", "LIVES_IN", "Berlin"), ("Carol", "LIVES_IN", "Lisbon")}),
+    ("I moved out of Chicago.", {("Carol", "LIVES_IN", "Chicago")}),
+    ("Nadia comes to us from CrowdStrike.", {("Nadia", "WORKED_AT", "CrowdStrike")}),
+    ("I quit my job at Acme.", {("Carol", "WORKED_AT", "Acme")}),
+    ("I'm no longer at Acme.", {("Carol", "WORKED_AT", "Acme")}),
+    ("I'm not at Acme anymore.", {("Carol", "WORKED_AT", "Acme")}),
+    ("I'm doing a PhD at Oxford now.", {("Carol", "STUDIED_AT", "Oxford")}),
+    ("I'm doing a postdoc at EPFL.", {("Carol", "WORKS_AT", "EPFL")}),
+    ("I'd switch from Goldman to Citadel.", set()),
+)
+
+SKILLS = carol_rows(
+    ("I write mostly Scala and some Python.",
+     {("Carol", "HAS_SKILL", "Scala"), ("Carol", "HAS_SKILL", "Python")}),
+    ("I'm a Java guy.", {("Carol", "HAS_SKILL", "Java")}),
+    ("I'm more of a Rust person.", {("Carol", "HAS_SKILL", "Rust")}),
+    ("Fatima is an absolute wizard with Spark and dbt.",
+     {("Fatima", "HAS_SKILL", "Spark"), ("Fatima", "HAS_SKILL", "dbt")}),
+    ("I do terraform, aws, and way too much yaml.",
+     {("Carol", "HAS_SKILL", "terraform"), ("Carol", "HAS_SKILL", "aws"),
+      ("Carol", "HAS_SKILL", "yaml")}),
+    ("I know way too much about nginx.", {("Carol", "HAS_SKILL", "nginx")}),
+    ("I've done Kotlin forever.", {("Carol", "HAS_SKILL", "Kotlin")}),
+    ("I've been climbing for like 10 years.", {("Carol", "HAS_SKILL", "climbing")}),
+    ("I've started skiing.", {("Carol", "HAS_SKILL", "skiing")}),
+    ("I've been waiting for 10 years.", set()),
+    ("I do not do Python.", set()),
+    ("I'm a French guy.", set()),  # a nationality, not a listed skill
+)
+
+INTERESTS_AND_PEOPLE = carol_rows(
+    ("I'm obsessed with dinosaurs tbh", {("Carol", "INTERESTED_IN", "dinosaurs")}),
+    ("I'm more into sci-fi honestly", {("Carol", "INTERESTED_IN", "sci-fi")}),
+    ("I'm totally hooked on bouldering now.", {("Carol", "INTERESTED_IN", "bouldering")}),
+    ("Jack and I are officially together.", {("Carol", "CLOSE_TO", "Jack"),
+                                             ("Carol", "KNOWS", "Jack")}),
+    ("can I bring my gf Noor", {("Carol", "CLOSE_TO", "Noor"), ("Carol", "KNOWS", "Noor")}),
+    (("Carol: Josh is a black belt.", "Carol: I met Josh yesterday.",
+      "Carol: his sister Beth is even better."),
+     {("Carol", "KNOWS", "Josh"), ("Josh", "KNOWS", "Beth"), ("Josh", "CLOSE_TO", "Beth")}),
+)
+
+CHAT_TURNS = carol_rows(
+    ("fyi Jack and I are officially together", {("Carol", "CLOSE_TO", "Jack"),
+                                                ("Carol", "KNOWS", "Jack")}),
+    ("me and Jun both know Kafka pretty well",
+     {("Carol", "HAS_SKILL", "Kafka"), ("Jun", "HAS_SKILL", "Kafka")}),
+    # a list ends at a negation: "never touched Terraform" negates only its own clause
+    ("I mostly write Go and Python, never touched Terraform",
+     {("Carol", "HAS_SKILL", "Go"), ("Carol", "HAS_SKILL", "Python")}),
+    ("this is Fatima, she's joining our data team from Airbnb",
+     {("Fatima", "MEMBER_OF", "data team"), ("Fatima", "WORKED_AT", "Airbnb")}),
+    ("Welcome Nadia to the security team!", {("Nadia", "MEMBER_OF", "security team")}),
+    ("I'm not on the infra team anymore", {("Carol", "MEMBER_OF", "infra team")}),
+    ("I'm not on the infra team", set()),
+    ("I used to be at Cloudflare.", {("Carol", "WORKED_AT", "Cloudflare")}),
+    ("I'm working at a robotics company called Tensorgrip.",
+     {("Carol", "WORKS_AT", "Tensorgrip")}),
+    (("Vera: I met Luca in Leeds.", "Simon: Luca!! yeah of course",
+      "Vera: he was my best mate that year"), {("Vera", "KNOWS", "Luca"), ("Luca", "CLOSE_TO", "Vera"),
+                                                ("Luca", "KNOWS", "Vera")}),
+    # a pronoun a few short chat sentences after its name
+    (("Rosa: I ran into Diego at the airport", "Mika: DIEGO?? from uni?",
+      "Rosa: yes! he lives in Mexico City now"),
+     {("Rosa", "KNOWS", "Diego"), ("Diego", "LIVES_IN", "Mexico City")}),
+)
+
+LOWER_CASE_AND_VERBLESS = carol_rows(
+    # lower-case chat: "i" is the author, a name after a verb's preposition is a name
+    ("i work at google", {("Carol", "WORKS_AT", "Google")}),
+    ("used to be at cloudflare but now i'm at fastly",
+     {("Carol", "WORKED_AT", "Cloudflare"), ("Carol", "WORKS_AT", "Fastly")}),
+    ("based in cork", {("Carol", "LIVES_IN", "Cork")}),
+    ("i work at home", set()),
+    ("i'm interested in distributed systems", {("Carol", "INTERESTED_IN", "distributed systems")}),
+    # verbless clauses of an introduction are the author's
+    (("Yusuf: Yusuf, backend engineer at Monzo, based in London.",),
+     {("Yusuf", "WORKS_AT", "Monzo"), ("Yusuf", "LIVES_IN", "London")}),
+    ("Data scientist, ex-Uber, now at Mercado Libre.",
+     {("Carol", "WORKED_AT", "Uber"), ("Carol", "WORKS_AT", "Mercado Libre")}),
+    ("update: quit my job at Acme, moved out of Chicago, now living in Denver",
+     {("Carol", "WORKED_AT", "Acme"), ("Carol", "LIVES_IN", "Chicago"),
+      ("Carol", "LIVES_IN", "Denver")}),
+    ("I'm a PhD student at KTH, living in Stockholm",
+     {("Carol", "STUDIED_AT", "KTH"), ("Carol", "LIVES_IN", "Stockholm")}),
+    ("still in Cambridge actually", {("Carol", "LIVES_IN", "Cambridge")}),
+    # ... or of the person the sentence is about, when a bare name known as a person opens it
+    (("Carol: I met Owen last week.", "Carol: update: Owen, ex-Booking.com, strong in Java"),
+     {("Carol", "KNOWS", "Owen"), ("Owen", "WORKED_AT", "Booking.com"),
+      ("Owen", "HAS_SKILL", "Java")}),
+    # a clause after another subject is not the author's; an unknown bare name: no one's
+    ("Bob is great, based in London.", set()),
+    ("he's nice, now at Google.", set()),
+    ("Priya, ex-Google, based in Lisbon.", set()),
+    ("based in London?", set()),
+)
+
+ROWS = (BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
+        + LOWER_CASE_AND_VERBLESS)
+
+
+@pytest.mark.parametrize("lines, expected", ROWS, ids=[" / ".join(r[0]) for r in ROWS])
+async def test_phrasing_gives_exactly_its_facts(lines: tuple[str, ...],
+                                                expected: set[Triple]) -> None:
+    assert await stated(*lines) == expected
+
+
+async def test_a_change_ends_the_old_fact_and_starts_the_new_one() -> None:
+    facts = await facts_of("Carol: I switched from Goldman to Citadel.")
+    assert find(facts, "WORKED_AT", "Goldman").invalid_at is not None
+    citadel = find(facts, "WORKS_AT", "Citadel")
+    assert citadel.invalid_at is None
+    moved = await facts_of("Carol: I moved from Berlin to Lisbon.")
+    assert find(moved, "LIVES_IN", "Berlin").invalid_at is not None
+    assert find(moved, "LIVES_IN", "Lisbon").invalid_at is None
