@@ -8,8 +8,8 @@ from typing import Any
 from uuid import uuid4
 
 from DeepResearch.src.memory.agent.retrieval.graph import AnalyzeConversation, retrieval_graph
-from DeepResearch.src.memory.agent.retrieval.planner import ModelPlanner, Planner, RulesPlanner
-from DeepResearch.src.memory.agent.retrieval.state import RetrievalDeps, RetrievalState
+from DeepResearch.src.memory.agent.retrieval.planner import ModelPlanner, RulesPlanner
+from DeepResearch.src.memory.agent.retrieval.state import Planner, RetrievalDeps, RetrievalState
 from DeepResearch.src.memory.agent.retrieval.synthesis import MIN_SIMILARITY
 from DeepResearch.src.memory.agent.retrieval.tools import ToolRunner
 from DeepResearch.src.memory.agent.retrieval.trace import TRACES, TraceStore

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic_ai import Agent
 
@@ -30,16 +30,6 @@ from DeepResearch.src.memory.agent.retrieval.types import (
 
 STUCK_AFTER = 3  # calls in a row without a new fact (model planner)
 RULES_STUCK_AFTER = 6  # the same for the rules, whose plan is finite anyway
-
-
-class Planner(Protocol):
-    kind: str
-
-    async def analyze(self, state: RetrievalState, deps: RetrievalDeps) -> ConversationAnalysis: ...
-
-    async def plan(self, state: RetrievalState, deps: RetrievalDeps) -> PlannedCall | None: ...
-
-    async def evaluate(self, state: RetrievalState, deps: RetrievalDeps) -> ProgressEvaluation: ...
 
 
 class RulesPlanner:

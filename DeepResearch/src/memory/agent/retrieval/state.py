@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from DeepResearch.src.memory.agent.retrieval.synthesis import MIN_SIMILARITY
 from DeepResearch.src.memory.agent.retrieval.tools import ToolRunner
@@ -13,13 +13,11 @@ from DeepResearch.src.memory.agent.retrieval.types import (
     ConversationAnalysis,
     FoundFact,
     PlannedCall,
+    ProgressEvaluation,
     RetrievalResult,
     ToolCallTrace,
     TraceEvent,
 )
-
-if TYPE_CHECKING:
-    from DeepResearch.src.memory.agent.retrieval.planner import Planner
 
 
 @dataclass
@@ -59,6 +57,18 @@ class RetrievalState:
                 fact.evidence = other.evidence
                 self.facts[key] = fact
         return new
+
+
+class Planner(Protocol):
+    """Who decides the next call and whether the goal is met (planner.py: rules or a model)."""
+
+    kind: str
+
+    async def analyze(self, state: RetrievalState, deps: RetrievalDeps) -> ConversationAnalysis: ...
+
+    async def plan(self, state: RetrievalState, deps: RetrievalDeps) -> PlannedCall | None: ...
+
+    async def evaluate(self, state: RetrievalState, deps: RetrievalDeps) -> ProgressEvaluation: ...
 
 
 @dataclass
