@@ -117,6 +117,24 @@ async def test_reembedding_embeds_each_record_by_its_content(tmp_path: Path, emb
     np.testing.assert_allclose(stored["plain"], expected[1], atol=1e-5)
 
 
+async def test_reembedding_for_a_model_of_another_dimension_reads_every_record(
+    tmp_path: Path, embedder
+) -> None:
+    """The stored vectors have the old model's length, which reads take for damage: the
+    re-embedding reads the contents, not the records."""
+    backend = await _backend(tmp_path)  # 8 values a vector
+    await backend.upsert(_records(5))
+    await backend.close()
+    rebuilt = EmbeddedBackend(MemoryConfig(faiss={"path": str(tmp_path)}).faiss, dimension=384,
+                              metric="cosine", model="all-MiniLM-L6-v2")
+    assert rebuilt.rebuild(reembed=embedder.embed) == 5
+    backend = await _backend(tmp_path, dimension=384)
+    stored = {r.id: r.vector for r in await backend.scan(MemoryFilter())}
+    assert await backend.verify() == []
+    await backend.close()
+    np.testing.assert_allclose(stored["r3"], embedder.embed(["record 3"])[0], atol=1e-5)
+
+
 async def test_other_model_dimension_or_metric_is_refused(tmp_path: Path) -> None:
     backend = await _backend(tmp_path)
     await backend.upsert(_records(5))

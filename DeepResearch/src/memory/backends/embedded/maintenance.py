@@ -8,12 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from DeepResearch.src.memory.backends.base import MemoryFilter
 from DeepResearch.src.memory.backends.embedded.database import Database
 from DeepResearch.src.memory.backends.embedded.index_cache import mismatched_vectors
 from DeepResearch.src.memory.backends.embedded.records import Records, chunks
 from DeepResearch.src.memory.backends.embedded.vectors import UnusableIndexFile, VectorIndex
-from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.errors import IndexMismatchError
 
 Reembed = Callable[[list[str]], np.ndarray]
@@ -44,13 +42,9 @@ def reembed_records(records: Records, reembed: Reembed, dimension: int, batch_si
     """Replace every stored vector with `reembed` of its record's full content."""
     seqs = records.all_seqs().tolist()
     for start in range(0, len(seqs), batch_size):
-        found = records.by_seqs(seqs[start : start + batch_size], MemoryFilter())
+        found = records.texts(seqs[start : start + batch_size])
         order = list(found)
-        texts = [
-            full_content(r.content, r.content_codec, r.content_blob)
-            for r in (found[s] for s in order)
-        ]
-        vectors = reembed(texts)
+        vectors = reembed([found[s] for s in order])
         if vectors.shape != (len(order), dimension):
             raise IndexMismatchError(
                 f"re-embedding gave shape {vectors.shape}, expected ({len(order)}, {dimension})"

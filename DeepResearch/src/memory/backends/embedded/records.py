@@ -21,6 +21,7 @@ from DeepResearch.src.memory.backends.decoding import (
     DamagedRecord,
     decode_json,
     decoded,
+    report_skipped,
     stored_problem,
 )
 from DeepResearch.src.memory.backends.embedded.database import Database
@@ -137,11 +138,27 @@ class Records:
         with self.db.transaction() as conn:
             conn.execute("DELETE FROM fts")
             for chunk in chunks(self.all_seqs().tolist()):
-                found = self.by_seqs(chunk, MemoryFilter())
                 conn.executemany(
                     "INSERT INTO fts (rowid, tokens) VALUES (?, ?)",
-                    [(seq, indexed_text(r)) for seq, r in found.items()],
+                    [(seq, token_string(text)) for seq, text in self.texts(chunk).items()],
                 )
+
+    def texts(self, seqs: Sequence[int]) -> dict[int, str]:
+        """{seq: full content} of the rows `seqs`, whatever their vectors and metadata (what
+        re-embedding and re-indexing read); a content blob that does not decompress is left
+        out, with one warning naming its record."""
+        out: dict[int, str] = {}
+        with self.db.lock:
+            rows = [row for chunk in chunks(list(seqs)) for row in self.db.conn.execute(
+                "SELECT seq, id, content, content_codec, content_blob FROM records "
+                f"WHERE seq IN ({','.join('?' * len(chunk))})", chunk)]
+        for seq, rid, content, codec, blob in rows:
+            problem = content_problem(codec, blob)
+            if problem is None:
+                out[seq] = full_content(content, codec, blob)
+            else:
+                report_skipped(rid, problem)
+        return out
 
     # -- reads ----------------------------------------------------------------------------
     def _read(self, sql: str, params: Sequence[Any]) -> list[tuple[int, MemoryRecord]]:
