@@ -26,9 +26,9 @@ from DeepResearch.src.memory.backends.decoding import (
 )
 from DeepResearch.src.memory.backends.embedded.database import Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
-from DeepResearch.src.memory.compression import content_problem
+from DeepResearch.src.memory.compression import content_problem, full_content
 from DeepResearch.src.memory.facts.forgetting import Forgotten
-from DeepResearch.src.memory.text import fts_query, tokenize
+from DeepResearch.src.memory.text import fts_query, token_string, tokenize
 
 COLUMNS = (
     "seq, id, namespace, session_id, memory_type, agent_type, content, created_at, importance, "
