@@ -268,7 +268,7 @@ async def test_a_store_with_ids_unique_across_namespaces_is_migrated(tmp_path: P
         for r in who:
             (hit,) = await backend.vector_search(r.vector, 1, MemoryFilter(namespaces=(r.namespace,)))
             assert (hit.record.namespace, hit.record.id) == (r.namespace, r.id)
-    seqs = [row[0] for row in backend._require().db.conn.execute(
+    seqs = [row[0] for row in backend.require().db.conn.execute(
         "SELECT seq FROM records WHERE namespace = 'bob'")]
     assert min(seqs) > 3  # after alice's three, the deleted one's included
     assert await backend.verify() == []
@@ -311,7 +311,7 @@ async def test_a_memory_type_probe_reads_an_index_only_even_in_an_older_store(
 
     backend = await _backend(tmp_path)
     flt = MemoryFilter(namespaces=("default",), memory_types=("note",), live_at=1.0)
-    assert len(backend._require().matching_seqs(flt, 10)) == 3
+    assert len(backend.require().matching_seqs(flt, 10)) == 3
     await backend.close()
     conn = sqlite3.connect(tmp_path / DB_FILE)
     where, params = filter_sql(flt)

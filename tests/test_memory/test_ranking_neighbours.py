@@ -16,7 +16,7 @@ from DeepResearch.src.memory.backends.base import (
     MemoryRecord,
     RelatedRecord,
 )
-from DeepResearch.src.memory.backends.filtering import record_matches
+from DeepResearch.src.memory.backends.record import record_matches
 from DeepResearch.src.memory.config import ProfileConfig, RetrievalConfig
 from DeepResearch.src.memory.ranking.expansion import EXPANSION_TYPES, CrossReferenceExpansion
 from DeepResearch.src.memory.ranking.neighbours import FOCUS, NeighbourSmoothing

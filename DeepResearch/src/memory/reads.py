@@ -15,7 +15,7 @@ import numpy as np
 
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.backends.decoding import report_skipped
-from DeepResearch.src.memory.backends.filtering import record_matches
+from DeepResearch.src.memory.backends.record import record_matches
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.inputs import (

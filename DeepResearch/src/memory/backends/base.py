@@ -10,113 +10,27 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
-from DeepResearch.src.memory.compression import full_content
+from DeepResearch.src.memory.backends.record import (  # noqa: F401  (the contract's types, re-exported)
+    DEFAULT_NAMESPACE,
+    FOLLOWS,
+    BackendHealth,
+    Candidate,
+    JSONScalar,
+    MemoryFilter,
+    MemoryRecord,
+    RelatedRecord,
+    by_namespace,
+    indexed_text,
+    record_matches,
+    walk_namespace,
+)
 from DeepResearch.src.memory.errors import MemoryBackendError
-from DeepResearch.src.memory.text import token_string
-
-if TYPE_CHECKING:
-    from DeepResearch.src.memory.facts.store import FactStore
-
-JSONScalar = str | int | float | bool | None
-FOLLOWS = "follows"  # RelationType.FOLLOWS: a memory follows the previous one of its session
-DEFAULT_NAMESPACE = "default"
-
-
-@dataclass(slots=True)
-class MemoryRecord:
-    """A memory as a backend stores it. Times are UNIX epoch seconds (float, UTC)."""
-
-    id: str
-    session_id: str
-    memory_type: str
-    content: str  # the full text, or a searchable prefix when content_blob holds it compressed
-    created_at: float
-    agent_type: str | None = None
-    importance: float = 0.5
-    temporal_weight: float = 1.0
-    expires_at: float | None = None
-    content_codec: str | None = None  # None | "lz4" | "gzip" | "zstd"
-    content_blob: bytes | None = None  # the full content, compressed with content_codec
-    metadata: dict[str, Any] = field(default_factory=dict)  # JSON-serialisable, returned unchanged
-    relations: list[tuple[str, str]] = field(default_factory=list)  # (RelationType value, target id)
-    vector: np.ndarray | None = None  # float32, shape (dimension,), L2-normalised
-    # The hard boundary (user / tenant / project): no read, filter, walk or delete crosses it.
-    # A record is known by (namespace, id): two namespaces may each have a record "1".
-    namespace: str = DEFAULT_NAMESPACE
-    # When what the memory tells of happened (e.g. the date of a conversation's session), if
-    # the caller knows it; `created_at` is when it was stored. Time-aware ranking reads it.
-    event_at: float | None = None
-
-
-def by_namespace(keys: Iterable[tuple[str, str]]) -> list[tuple[str, list[str]]]:
-    """(namespace, its ids in order, each once) of (namespace, id) keys."""
-    groups: dict[str, dict[str, None]] = {}
-    for namespace, record_id in keys:
-        groups.setdefault(namespace, {})[record_id] = None
-    return [(namespace, list(ids)) for namespace, ids in groups.items()]
-
-
-def walk_namespace(flt: MemoryFilter | None) -> str:
-    """The namespace a relation walk stays in: the filter's one namespace, or the default
-    one (a record's relations name ids of its own namespace)."""
-    if flt is None or flt.namespaces is None:
-        return DEFAULT_NAMESPACE
-    if len(flt.namespaces) != 1:
-        raise MemoryBackendError(
-            f"a relation walk stays in one namespace, the filter names {len(flt.namespaces)}"
-        )
-    return flt.namespaces[0]
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryFilter:
-    """A conjunction of conditions; None means "no condition on this field".
-
-    `metadata` maps a metadata key to the values it may take (one value = equality).
-    `live_at` keeps only memories not expired at that epoch time.
-    """
-
-    ids: tuple[str, ...] | None = None
-    namespaces: tuple[str, ...] | None = None
-    session_ids: tuple[str, ...] | None = None
-    memory_types: tuple[str, ...] | None = None
-    agent_types: tuple[str, ...] | None = None
-    metadata: Mapping[str, tuple[JSONScalar, ...]] = field(default_factory=dict)
-    live_at: float | None = None
-    created_after: float | None = None
-    created_before: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A record found by a candidate query, with that query's score (higher is better).
-
-    For vector search the score is cosine similarity in [-1, 1] whatever the index metric;
-    for text search it is the backend's lexical score (only its order is used).
-    """
-
-    record: MemoryRecord
-    score: float
-
-
-@dataclass(frozen=True, slots=True)
-class RelatedRecord:
-    record: MemoryRecord
-    relation: str  # RelationType value of the edge that reached it
-    depth: int  # 1 = directly related
-
-
-@dataclass(frozen=True, slots=True)
-class BackendHealth:
-    ok: bool
-    backend: str
-    detail: str = ""
+from DeepResearch.src.memory.facts.store import FactStore
 
 
 class MemoryBackend(ABC):
@@ -219,8 +133,6 @@ class MemoryBackend(ABC):
         This default walks `related` once per id and filters in Python; the backends here
         override it with one batched walk that filters where the records are read, since the
         ranking pipeline asks about a whole candidate list at once and keeps few records."""
-        from DeepResearch.src.memory.backends.filtering import record_matches  # imports this module
-
         out: dict[str, list[RelatedRecord]] = {}
         for record_id in dict.fromkeys(record_ids):
             found = await self.related(record_id, relation_types, depth)
@@ -253,8 +165,3 @@ class MemoryBackend(ABC):
         """The full (possibly slow) consistency check of what the backend stores: the
         problems found, none when sound. Backends with nothing to check return []."""
         return []
-
-
-def indexed_text(record: MemoryRecord) -> str:
-    """What the FTS5 row of `record` holds: the tokens of its full (decompressed) content."""
-    return token_string(full_content(record.content, record.content_codec, record.content_blob))

@@ -22,7 +22,7 @@ from DeepResearch.src.memory.backends.base import (
     indexed_text,
     walk_namespace,
 )
-from DeepResearch.src.memory.backends.filtering import record_matches
+from DeepResearch.src.memory.backends.record import record_matches
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.facts.forgetting import Forgotten
 from DeepResearch.src.memory.text import fts_query
@@ -61,13 +61,13 @@ class InMemoryBackend(MemoryBackend):
     async def close(self) -> None:
         self._open = False
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if not self._open:
             raise MemoryBackendError("in_memory backend is not open (call open() first)")
 
     async def upsert(self, records: Sequence[MemoryRecord]) -> None:
         """All of `records` or none: every one is checked before anything is written."""
-        self._check_open()
+        self.check_open()
         for record in records:
             if record.vector is None or record.vector.shape != (self.dimension,):
                 shape = None if record.vector is None else record.vector.shape
@@ -89,14 +89,14 @@ class InMemoryBackend(MemoryBackend):
     async def get(
         self, ids: Sequence[str], namespace: str = DEFAULT_NAMESPACE
     ) -> list[MemoryRecord]:
-        self._check_open()
+        self.check_open()
         keys = [(namespace, i) for i in ids]
         return [copy.deepcopy(self._records[k]) for k in keys if k in self._records]
 
     async def delete(self, flt: MemoryFilter) -> int:
         """The matching records, and what forgetting them does to the facts (the plan of
         facts/forgetting.py applied to the fact store's dicts: nothing in between can fail)."""
-        self._check_open()
+        self.check_open()
         doomed = [k for k, r in self._records.items() if record_matches(r, flt)]
         if doomed and self._fact_store is not None:  # the facts built on them (forgetting.py)
             cascaded = self._fact_store.forget([
@@ -128,7 +128,7 @@ class InMemoryBackend(MemoryBackend):
     async def vector_search(
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[Candidate]:
-        self._check_open()
+        self.check_open()
         matrix, ids = self._vectors()
         if not ids or k <= 0:
             return []
@@ -144,7 +144,7 @@ class InMemoryBackend(MemoryBackend):
         return out
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
-        self._check_open()
+        self.check_open()
         match = fts_query(query)
         if match is None or k <= 0:
             return []
@@ -162,7 +162,7 @@ class InMemoryBackend(MemoryBackend):
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
     ) -> list[MemoryRecord]:
-        self._check_open()
+        self.check_open()
         rows = sorted(
             (r for r in self._records.values() if record_matches(r, flt)),
             key=lambda r: (r.created_at, r.id),
@@ -171,14 +171,14 @@ class InMemoryBackend(MemoryBackend):
         return [copy.deepcopy(r) for r in rows[offset:end]]
 
     async def count(self, flt: MemoryFilter) -> int:
-        self._check_open()
+        self.check_open()
         return sum(1 for r in self._records.values() if record_matches(r, flt))
 
     async def related_many(
         self, record_ids: Sequence[str], relation_types: Sequence[str] | None, depth: int,
         flt: MemoryFilter | None = None,
     ) -> dict[str, list[RelatedRecord]]:
-        self._check_open()
+        self.check_open()
         wanted = None if relation_types is None else set(relation_types)
         namespace = walk_namespace(flt)  # relations name ids of their record's namespace
         records = {r.id: r for r in self._records.values() if r.namespace == namespace}

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.facts.forgetting import Forgotten, matches, plan_sync
@@ -21,12 +21,17 @@ from DeepResearch.src.memory.facts.store import (
     refuse_foreign_ids,
 )
 
-if TYPE_CHECKING:
-    from DeepResearch.src.memory.backends.in_memory import InMemoryBackend
+
+class Host(Protocol):
+    """What the fact store needs of the in_memory backend that owns it (in_memory.py)."""
+
+    def check_open(self) -> None: ...
+
+    async def upsert(self, records: Sequence[MemoryRecord]) -> None: ...
 
 
 class InMemoryFactStore(FactStore):
-    def __init__(self, backend: InMemoryBackend) -> None:
+    def __init__(self, backend: Host) -> None:
         self.backend = backend
         self._entities: dict[str, Entity] = {}
         self._facts: dict[str, Fact] = {}
@@ -39,7 +44,7 @@ class InMemoryFactStore(FactStore):
         memories: Sequence[MemoryRecord] = (),
         delete_entity_ids: Sequence[str] = (),
     ) -> None:
-        self.backend._check_open()
+        self.backend.check_open()
         refuse_foreign_ids(entities, {i: e.namespace for i, e in self._entities.items()})
         refuse_foreign_ids(facts, {i: f.namespace for i, f in self._facts.items()})
         # The only step that can refuse (vector shape, another namespace's id) goes first and

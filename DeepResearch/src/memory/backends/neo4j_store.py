@@ -37,7 +37,6 @@ from DeepResearch.src.memory.backends.base import (
     walk_namespace,
 )
 from DeepResearch.src.memory.backends.decoding import damaged_summary, decoded, stored_problem
-from DeepResearch.src.memory.backends.filtering import record_matches
 from DeepResearch.src.memory.backends.neo4j_connection import (
     DataRefused,
     Neo4jConnection,
@@ -59,6 +58,7 @@ from DeepResearch.src.memory.backends.neo4j_writes import (
     memory_statements,
     similar_to_statement,
 )
+from DeepResearch.src.memory.backends.record import record_matches
 from DeepResearch.src.memory.errors import (
     MemoryBackendError,
     MemoryConfigError,

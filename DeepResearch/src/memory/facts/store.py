@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 
-from DeepResearch.src.memory.backends.base import MemoryRecord
+from DeepResearch.src.memory.backends.record import MemoryRecord
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 

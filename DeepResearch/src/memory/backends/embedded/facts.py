@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from DeepResearch.src.memory.backends.base import MemoryRecord, indexed_text
 from DeepResearch.src.memory.backends.embedded.records import chunks
@@ -30,7 +30,20 @@ from DeepResearch.src.memory.facts.store import (
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.backends.embedded.database import Database
-    from DeepResearch.src.memory.backends.embedded.store import EmbeddedBackend
+    from DeepResearch.src.memory.backends.embedded.records import Records
+
+
+T = TypeVar("T")
+
+
+class Host(Protocol):
+    """What the fact store needs of the embedded backend that owns it (store.py)."""
+
+    def check_vectors(self, records: Sequence[MemoryRecord]) -> None: ...
+
+    def require(self) -> Records: ...
+
+    async def run(self, doing: str, fn: Callable[..., T], *args: Any) -> T: ...
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS fact_entities (
@@ -79,7 +92,7 @@ def ensure_schema(db: Database) -> None:
 
 
 class EmbeddedFactStore(FactStore):
-    def __init__(self, backend: EmbeddedBackend) -> None:
+    def __init__(self, backend: Host) -> None:
         self.backend = backend
 
     # -- writes ---------------------------------------------------------------------------
@@ -94,7 +107,7 @@ class EmbeddedFactStore(FactStore):
         texts = [indexed_text(r) for r in memories]  # before the write lock is taken
 
         def write() -> None:
-            records = self.backend._require()
+            records = self.backend.require()
             with records.db.transaction() as conn:
                 _refuse_other_namespaces(conn, "fact_entities", [*entities])
                 _refuse_other_namespaces(conn, "facts", [*facts])
@@ -121,13 +134,13 @@ class EmbeddedFactStore(FactStore):
                     [_fact_row(f) for f in facts],
                 )
 
-        await self.backend._run("storing facts", write)
+        await self.backend.run("storing facts", write)
 
     def forget(self, forgotten: list[Forgotten]) -> list[tuple[str, str]]:
         """Called by `Records.delete` inside its transaction, holding the database lock: the
         facts built on the deleted memories are deleted or their evidence cut, as
         facts/forgetting.py plans; returns the sentence memories to delete with them."""
-        conn = self.backend._require().db.conn
+        conn = self.backend.require().db.conn
         plan = plan_sync(forgotten, lambda lookup: _touching(conn, lookup))
         for chunk in chunks([fact_id for _, fact_id in plan.delete_facts]):
             conn.execute(f"DELETE FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk)
@@ -139,11 +152,11 @@ class EmbeddedFactStore(FactStore):
     # -- reads ----------------------------------------------------------------------------
     async def _query(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         def read() -> list[tuple[Any, ...]]:
-            db = self.backend._require().db
+            db = self.backend.require().db
             with db.lock:
                 return db.conn.execute(sql, list(params)).fetchall()
 
-        return await self.backend._run("reading facts", read)
+        return await self.backend.run("reading facts", read)
 
     async def entities_by_key(
         self, namespace: str, keys: Sequence[str], types: Sequence[str] | None = None

@@ -188,15 +188,15 @@ class EmbeddedBackend(MemoryBackend):
             self._close_db()
 
     # -- plumbing -------------------------------------------------------------------------
-    def _require(self) -> Records:
+    def require(self) -> Records:
         if self._records is None:
             raise MemoryBackendError(f"faiss backend at {self.root} is not open (call open())")
         return self._records
 
-    async def _run(self, doing: str, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, doing: str, fn: Callable[..., T], *args: Any) -> T:
         """`fn(*args)` on the FAISS worker threads, holding the database lock; SQLite and file
         errors become MemoryBackendError naming their cause."""
-        records = self._require()
+        records = self.require()
 
         def call() -> T:
             with records.db.lock:
@@ -210,7 +210,7 @@ class EmbeddedBackend(MemoryBackend):
     def _catch_up(self) -> None:
         """Bring the index up to every committed write (call holding the database lock)."""
         assert self._cache is not None
-        self._cache.catch_up(self._require())
+        self._cache.catch_up(self.require())
 
     # -- MemoryBackend --------------------------------------------------------------------
     def check_vectors(self, records: Sequence[MemoryRecord]) -> None:
@@ -225,7 +225,7 @@ class EmbeddedBackend(MemoryBackend):
         if not records:
             return
         self.check_vectors(records)
-        await self._run("storing memories", self._require().upsert, records)
+        await self.run("storing memories", self.require().upsert, records)
 
     def fact_store(self) -> EmbeddedFactStore:
         if self._fact_store is None:
@@ -237,11 +237,11 @@ class EmbeddedBackend(MemoryBackend):
     async def get(
         self, ids: Sequence[str], namespace: str = DEFAULT_NAMESPACE
     ) -> list[MemoryRecord]:
-        return await self._run("reading memories", self._require().get, list(ids), namespace)
+        return await self.run("reading memories", self.require().get, list(ids), namespace)
 
     async def delete(self, flt: MemoryFilter) -> int:
         """The records and, in the same transaction, the facts built on them (facts.py)."""
-        return await self._run("deleting memories", self._require().delete, flt,
+        return await self.run("deleting memories", self.require().delete, flt,
                                self.fact_store().forget)
 
     async def vector_search(
@@ -252,11 +252,11 @@ class EmbeddedBackend(MemoryBackend):
             raise MemoryBackendError(
                 f"query vector has dimension {query.shape[0]}, index has {self.dimension}"
             )
-        return await self._run("searching memories", self._vector_search_sync, query, k, flt)
+        return await self.run("searching memories", self._vector_search_sync, query, k, flt)
 
     def _vector_search_sync(self, query: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
         self._catch_up()
-        records, index = self._require(), self._index
+        records, index = self.require(), self._index
         assert index is not None
         if k <= 0 or index.live == 0:
             return []
@@ -293,7 +293,7 @@ class EmbeddedBackend(MemoryBackend):
         vectors = self._index.vectors(seqs[:known])
         if known == len(seqs):
             return seqs, vectors
-        later, rest = self._require().vectors_of(seqs[known:].tolist())
+        later, rest = self.require().vectors_of(seqs[known:].tolist())
         return np.concatenate([seqs[:known], later]), np.concatenate([vectors, rest])
 
     def _selective_rows(self) -> int:
@@ -301,35 +301,35 @@ class EmbeddedBackend(MemoryBackend):
         return max(SELECTIVE_ROWS, int(SELECTIVE_SHARE * (self._index.live if self._index else 0)))
 
     def _candidates(self, seqs: np.ndarray, sims: np.ndarray, flt: MemoryFilter) -> list[Candidate]:
-        found = self._require().by_seqs(seqs.tolist(), flt)
+        found = self.require().by_seqs(seqs.tolist(), flt)
         scores = np.clip(sims, -1.0, 1.0).tolist()
         return [Candidate(found[s], score) for s, score in zip(seqs.tolist(), scores, strict=True)
                 if s in found]
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         def search() -> list[Candidate]:
-            records = self._require()
+            records = self.require()
             self._catch_up()  # the index's size is the store's
             assert self._index is not None
             hits = records.text_search(query, k, flt, self._selective_rows(), self._index.live)
             found = records.by_seqs([seq for seq, _ in hits], MemoryFilter())
             return [Candidate(found[seq], float(score)) for seq, score in hits if seq in found]
 
-        return await self._run("searching memories", search)
+        return await self.run("searching memories", search)
 
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
     ) -> list[MemoryRecord]:
-        return await self._run("reading memories", self._require().scan, flt, limit, offset)
+        return await self.run("reading memories", self.require().scan, flt, limit, offset)
 
     async def count(self, flt: MemoryFilter) -> int:
-        return await self._run("counting memories", self._require().count, flt)
+        return await self.run("counting memories", self.require().count, flt)
 
     async def related_many(
         self, record_ids: Sequence[str], relation_types: Sequence[str] | None, depth: int,
         flt: MemoryFilter | None = None,
     ) -> dict[str, list[RelatedRecord]]:
-        return await self._run("reading related memories", walk, self._require(),
+        return await self.run("reading related memories", walk, self.require(),
                                list(record_ids), relation_types, depth, flt)
 
     async def health(self) -> BackendHealth:
@@ -349,7 +349,7 @@ class EmbeddedBackend(MemoryBackend):
         (decoding.py), the index file (checksum, store id), and the index against the records.
         Problems found (none: sound)."""
         def check() -> list[str]:
-            records = self._require()
+            records = self.require()
             problems = records.db.integrity_problems()
             if problems:
                 return problems
@@ -358,4 +358,4 @@ class EmbeddedBackend(MemoryBackend):
             return damaged_summary(records.damaged()) + verify_index(
                 records, self._index, self.index_path)
 
-        return await self._run("checking the store", check)
+        return await self.run("checking the store", check)
