@@ -5,10 +5,10 @@ One registry per app (tests build several apps in one process)."""
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from cachetools import LRUCache
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -68,12 +68,10 @@ class Traces:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._items: OrderedDict[str, Trace] = OrderedDict()
+        self._items: LRUCache[str, Trace] = LRUCache(size)
 
     def add(self, trace: Trace) -> None:
         self._items[trace.request_id] = trace
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
 
     def get(self, request_id: str) -> Trace | None:
         return self._items.get(request_id)

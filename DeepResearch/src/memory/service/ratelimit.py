@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import math
 import time
-from collections import OrderedDict
+
+from cachetools import LRUCache
 
 from DeepResearch.src.memory.config import RateLimitConfig
 
-MAX_BUCKETS = 100_000  # the least recently used bucket is dropped beyond this
+MAX_BUCKETS = 100_000
 
 
 class RateLimiter:
     def __init__(self, config: RateLimitConfig) -> None:
         self.rate = config.requests_per_second
         self.burst = float(config.burst)
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # who -> (tokens, at)
+        # who -> (tokens, at); the least recently used bucket goes beyond MAX_BUCKETS
+        self._buckets: LRUCache[str, tuple[float, float]] = LRUCache(MAX_BUCKETS)
 
     @property
     def enabled(self) -> bool:
@@ -34,8 +36,6 @@ class RateLimiter:
         else:
             self._buckets[who] = (tokens, now)
             wait = (1.0 - tokens) / self.rate
-        while len(self._buckets) > MAX_BUCKETS:
-            self._buckets.popitem(last=False)
         return wait
 
     @staticmethod

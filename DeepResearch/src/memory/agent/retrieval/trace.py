@@ -7,7 +7,8 @@ not persisted (a restart forgets it); the service reads it to answer "what did r
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+
+from cachetools import LRUCache
 
 from DeepResearch.src.memory.agent.retrieval.types import RetrievalResult
 
@@ -17,15 +18,12 @@ class TraceStore:
         if max_entries < 1:
             raise ValueError(f"TraceStore max_entries must be >= 1, got {max_entries}")
         self.max_entries = max_entries
-        self._entries: OrderedDict[str, RetrievalResult] = OrderedDict()
+        self._entries: LRUCache[str, RetrievalResult] = LRUCache(max_entries)
         self._lock = threading.Lock()
 
     def put(self, result: RetrievalResult) -> None:
         with self._lock:
             self._entries[result.metadata.request_id] = result
-            self._entries.move_to_end(result.metadata.request_id)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
 
     def get(self, request_id: str) -> RetrievalResult | None:
         with self._lock:
