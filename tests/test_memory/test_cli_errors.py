@@ -90,19 +90,21 @@ def test_import_skips_and_reports_bad_lines_and_imports_the_rest(tmp_path: Path)
         line(7, colour="red"),
         line(8, created_at="yesterday"),
         line(9, relations=5),
+        line(10, memory_type=""),  # refused, not made a note
+        line(0, content="memory 0 again"),  # the same id: replaces m0, counted once
     ]
     store = tmp_path / "memory"
     done = memory_cli(store, "import", str(write_lines(tmp_path / "mixed.jsonl", rows)))
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
-    assert "imported 2 memories" in done.stdout and "skipped 8 bad lines" in done.stdout
+    assert "imported 2 memories" in done.stdout and "skipped 9 bad lines" in done.stdout
     skipped = [ln for ln in done.stderr.splitlines() if "skipped" in ln]
     for lineno, fragment in [(2, "importance=5.0"), (3, "non-finite"), (5, "content is empty"),
                              (6, "'tomorrow'"), (7, "not a JSON line"), (8, "'colour'"),
-                             (9, "'yesterday'"), (10, "relations")]:
+                             (9, "'yesterday'"), (10, "relations"), (11, "memory_type")]:
         assert any(f"mixed.jsonl:{lineno}:" in s and fragment in s for s in skipped), (lineno, skipped)
     rows_back = exported(store, tmp_path)
-    assert set(rows_back) == {"m0", "m3"}
+    assert set(rows_back) == {"m0", "m3"} and rows_back["m0"]["content"] == "memory 0 again"
     vector = np.frombuffer(base64.b64decode(rows_back["m3"]["vector"]), dtype="<f4")
     assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
     assert json.loads(memory_cli(store, "stats").stdout)["total"] == 2  # later runs still work

@@ -53,7 +53,8 @@ async def export_jsonl(client: MemorySystemClient, scope: MemoryFilter, path: Pa
 async def import_jsonl(client: MemorySystemClient, path: Path) -> int:
     """Import a JSONL export or spill file. Each line is checked like `store` checks its
     items; bad lines are reported with their line numbers and skipped (exit status 1), the
-    others imported. A file without any valid line is refused (exit status 2)."""
+    others imported. A file without any valid line is refused (exit status 2). The count
+    printed is of distinct memories: a line repeating an id replaces the earlier one."""
     from tqdm import tqdm
 
     try:
@@ -62,7 +63,8 @@ async def import_jsonl(client: MemorySystemClient, path: Path) -> int:
     except OSError as exc:
         raise MemoryInputError(f"cannot read {path}: {exc.strerror or exc}") from None
     batch: list[MemoryRecord] = []
-    written, bad = 0, []
+    imported: set[str] = set()  # ids written (a repeated id is one memory)
+    bad: list[str] = []
     dimension = client.embedder.dimension
     with path.open("rb") as fh, tqdm(total=total, unit="mem", desc="import") as bar:
         for lineno, raw in enumerate(fh, start=1):
@@ -72,10 +74,13 @@ async def import_jsonl(client: MemorySystemClient, path: Path) -> int:
                 continue
             batch.append(record)
             if len(batch) >= client.config.storage.batch_size:
-                written += await _write_batch(client, batch, written)
+                await _write_batch(client, batch, len(imported))
+                imported.update(r.id for r in batch)
                 batch = []
         if batch:
-            written += await _write_batch(client, batch, written)
+            await _write_batch(client, batch, len(imported))
+            imported.update(r.id for r in batch)
+    written = len(imported)
     for problem in bad[:SHOWN_BAD_LINES]:
         print(f"deepresearch-memory: skipped {problem}", file=sys.stderr)
     if len(bad) > SHOWN_BAD_LINES:
