@@ -1,6 +1,7 @@
 """`deepresearch-memory` and `deepresearch` on users' mistakes and failing stores, through the
 real commands: one line on stderr, exit status 2 (input/config) or 1 (backend), never a
-traceback; import checks every line like `store`; forget of everything needs --all."""
+traceback; import checks every line like `store`; forget refuses unknown filter keys and asks
+before deleting many."""
 
 from __future__ import annotations
 
@@ -90,19 +91,21 @@ def test_import_skips_and_reports_bad_lines_and_imports_the_rest(tmp_path: Path)
         line(7, colour="red"),
         line(8, created_at="yesterday"),
         line(9, relations=5),
+        line(10, memory_type=""),  # refused, not made a note
+        line(0, content="memory 0 again"),  # the same id: replaces m0, counted once
     ]
     store = tmp_path / "memory"
     done = memory_cli(store, "import", str(write_lines(tmp_path / "mixed.jsonl", rows)))
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
-    assert "imported 2 memories" in done.stdout and "skipped 8 bad lines" in done.stdout
+    assert "imported 2 memories" in done.stdout and "skipped 9 bad lines" in done.stdout
     skipped = [ln for ln in done.stderr.splitlines() if "skipped" in ln]
     for lineno, fragment in [(2, "importance=5.0"), (3, "non-finite"), (5, "content is empty"),
                              (6, "'tomorrow'"), (7, "not a JSON line"), (8, "'colour'"),
-                             (9, "'yesterday'"), (10, "relations")]:
+                             (9, "'yesterday'"), (10, "relations"), (11, "memory_type")]:
         assert any(f"mixed.jsonl:{lineno}:" in s and fragment in s for s in skipped), (lineno, skipped)
     rows_back = exported(store, tmp_path)
-    assert set(rows_back) == {"m0", "m3"}
+    assert set(rows_back) == {"m0", "m3"} and rows_back["m0"]["content"] == "memory 0 again"
     vector = np.frombuffer(base64.b64decode(rows_back["m3"]["vector"]), dtype="<f4")
     assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
     assert json.loads(memory_cli(store, "stats").stdout)["total"] == 2  # later runs still work
@@ -196,17 +199,31 @@ def test_bad_overrides_and_filters_are_one_error(tmp_path: Path) -> None:
     one_error_line(memory_cli(tmp_path / "m", "forget", "--filter", "novalue"), 2, "KEY=VALUE")
 
 
-def test_forget_of_every_memory_needs_all(tmp_path: Path) -> None:
-    store = filled_store(tmp_path, 4)
-    one_error_line(memory_cli(store, "forget", "--filter", "tpyo=null"), 2, "all 4 memories", "--all")
+def test_forget_refuses_unknown_filter_keys_and_asks_before_deleting_many(tmp_path: Path) -> None:
+    """A misspelt key (with null: "missing", which every memory is) is refused naming it and
+    the known keys; key=null selects the memories without a key others have; more than
+    memory.forget.confirm_above memories need --yes, and the count is shown."""
+    store = tmp_path / "memory"
+    rows = [line(i, metadata={"kind": "note"}) if i < 2 else line(i) for i in range(6)]
+    assert memory_cli(store, "import", str(write_lines(tmp_path / "in.jsonl", rows))).returncode == 0
+    one_error_line(memory_cli(store, "forget", "--session", "s1", "--filter", "kidn=null"), 2,
+                   "'kidn'", "'kind'")
+    one_error_line(memory_cli(store, "forget", "--filter", "kidn=note"), 2, "'kidn'")
     one_error_line(memory_cli(store, "forget"), 2, "--all")
-    assert len(exported(store, tmp_path)) == 4  # nothing deleted
-    done = memory_cli(store, "forget", "--session", "s1")
-    assert done.returncode == 0 and "forgot 2" in done.stdout  # part of the store: no --all
-    one_error_line(memory_cli(store, "forget", "--session", "s2"), 2, "all 2 memories")
-    done = memory_cli(store, "forget", "--filter", "tpyo=null", "--all")
-    assert done.returncode == 0 and "forgot 2" in done.stdout
-    assert exported(store, tmp_path) == {}
+    assert len(exported(store, tmp_path)) == 6  # nothing deleted
+    done = memory_cli(store, "forget", "--session", "s1", "--filter", "kind=null")
+    assert done.returncode == 0 and "forgot 2" in done.stdout  # m3, m5: s1 without a kind
+    few = "memory.forget.confirm_above=2"
+    one_error_line(memory_cli(store, "forget", "--all", few), 2, "would delete 4 memories",
+                   "confirm_above=2", "--yes")
+    assert sorted(exported(store, tmp_path)) == ["m0", "m1", "m2", "m4"]
+    done = memory_cli(store, "forget", "--session", "s2", few)  # m0, m2, m4: 3 > 2
+    assert done.returncode == 2 and "would delete 3" in done.stderr
+    done = memory_cli(store, "forget", "--session", "s2", few, "--yes")
+    assert done.returncode == 0 and "forgot 3" in done.stdout
+    one_error_line(memory_cli(store, "forget", "--all", "memory.forget.confirm_above=-1"), 2,
+                   "memory.forget.confirm_above")
+    assert sorted(exported(store, tmp_path)) == ["m1"]
 
 
 # -- health ---------------------------------------------------------------------------------

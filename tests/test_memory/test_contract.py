@@ -16,7 +16,7 @@ from DeepResearch.src.memory import (
     RelationType,
 )
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
-from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.errors import ConfirmationRequired, MemoryBackendError
 
 pytestmark = pytest.mark.integration
 
@@ -176,6 +176,24 @@ async def test_forget_by_id_and_filter(make_client: MakeClient) -> None:
     assert {r.id for r in left} == set(ids[2:])
     with pytest.raises(MemoryInputError):
         await client.forget()
+
+
+async def test_forget_refuses_unknown_keys_and_asks_before_deleting_many(
+    make_client: MakeClient,
+) -> None:
+    client = make_client(forget={"confirm_above": 2})
+    ids = await _seed(client)  # five memories; "tool" on the first two, "kind" on all
+    with pytest.raises(MemoryInputError, match=r"'tol'.*'kind', 'tool'"):
+        await client.forget(filters={"tol": None}, session_id=client.session_id)
+    with pytest.raises(MemoryInputError, match="'tol'"):
+        await client.forget(filters={"tol": "bwa"})
+    assert await client.backend.count(MemoryFilter()) == 5  # nothing deleted
+    with pytest.raises(ConfirmationRequired, match="would delete 3 memories") as asked:
+        await client.forget(filters={"tool": None})  # explicitly: those without a tool
+    assert asked.value.count == 3 and await client.backend.count(MemoryFilter()) == 5
+    assert await client.forget(filters={"tool": None}, confirm=True) == 3
+    assert {r.id for r in await client.backend.scan(MemoryFilter())} == set(ids[:2])
+    assert await client.forget(everything=True) == 2  # at most confirm_above: no confirmation
 
 
 @pytest.mark.parametrize(

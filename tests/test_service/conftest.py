@@ -67,12 +67,18 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def http_service(tmp_path: Path, embedder: Embedder) -> Iterator[str]:
+def http_settings() -> dict[str, Any]:
+    """Extra `memory` settings of `http_service` (a test module may override it)."""
+    return {}
+
+
+@pytest.fixture
+def http_service(tmp_path: Path, embedder: Embedder, http_settings: dict[str, Any]) -> Iterator[str]:
     """A real uvicorn server on 127.0.0.1 (in a thread); yields its base URL."""
     import uvicorn
 
     config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "http-store")},
-                          service={"log_requests": False})
+                          service={"log_requests": False}, **http_settings)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(config, keys=KEYS, embedder=embedder),
                                            host="127.0.0.1", port=port, log_config=None))

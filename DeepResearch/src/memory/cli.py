@@ -40,6 +40,7 @@ from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.config_base import MAX_TOP_K
 from DeepResearch.src.memory.errors import (
+    ConfirmationRequired,
     MemoryBackendError,
     MemoryInputError,
     MemorySubsystemError,
@@ -176,14 +177,21 @@ async def _health(client: MemorySystemClient) -> int:
 
 
 async def _forget(client: MemorySystemClient, args: argparse.Namespace) -> int:
-    """Delete by ids / session / filters, inside the configured namespace. A selection
-    without ids that holds every memory of the namespace (e.g. a filter on a misspelt key
-    with value null) needs --all (the client refuses it otherwise)."""
+    """Delete by ids / session / filters, inside the configured namespace (the client's
+    rules: a filter key no memory has is refused; more than memory.forget.confirm_above
+    memories need --yes, and the count is shown)."""
     filters = _parse_kv(args.filter)
     if not (args.ids or filters or args.session or args.all):
         raise MemoryInputError("forget: give ids, --session, --filter, or --all to delete everything")
-    removed = await client.forget(args.ids or None, filters=filters or None,
-                                  session_id=args.session, everything=args.all)
+    try:
+        removed = await client.forget(args.ids or None, filters=filters or None,
+                                      session_id=args.session, everything=args.all,
+                                      confirm=args.yes)
+    except ConfirmationRequired as exc:
+        print(f"deepresearch-memory: forget would delete {exc.count} memories (more than "
+              f"memory.forget.confirm_above={client.config.forget.confirm_above}); nothing "
+              "deleted: run it again with --yes to delete them", file=sys.stderr)
+        return 2
     print(f"forgot {removed} memories")
     return 0
 
@@ -246,8 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("forget", help="delete memories by id / session / filter")
     s.add_argument("ids", nargs="*")
     s.add_argument("--all", action="store_true",
-                   help="allow deleting every memory of the store (needed when the selection "
-                   "matches all of them)")
+                   help="select every memory of the namespace (with no ids, session or filter)")
+    s.add_argument("--yes", action="store_true",
+                   help="confirm a forget of more than memory.forget.confirm_above memories")
     s.add_argument("--session", default=None)
     s.add_argument("--filter", action="append", metavar="KEY=VALUE")
     sub.add_parser("expire", help="delete memories whose TTL has passed")

@@ -62,8 +62,10 @@ async def export_jsonl(client: MemorySystemClient, scope: MemoryFilter, path: Pa
 
 async def import_jsonl(client: MemorySystemClient, path: Path) -> int:
     """Import a JSONL export or spill file (its unwritten facts go to the graph, after the
-    memories). Each line is checked like `store` checks its items; bad lines are reported with their line numbers and skipped (exit status 1), the
-    others imported. A file without any valid line is refused (exit status 2)."""
+    memories). Each line is checked like `store` checks its items; bad lines are reported with
+    their line numbers and skipped (exit status 1), the others imported. A file without any
+    valid line is refused (exit status 2). The count printed is of distinct memories: a line
+    repeating an id replaces the earlier one."""
     from tqdm import tqdm
 
     try:
@@ -76,7 +78,8 @@ async def import_jsonl(client: MemorySystemClient, path: Path) -> int:
     graph = FactGraph(client)
     batch: list[MemoryRecord] = []
     facts: list[FactSpec] = []  # a spill file's unwritten facts: written after the memories
-    written, bad = 0, []
+    imported: set[str] = set()  # ids written (a repeated id is one memory)
+    bad: list[str] = []
     dimension = client.embedder.dimension
     with path.open("rb") as fh, tqdm(total=total, unit="mem", desc="import") as bar:
         for lineno, raw in enumerate(fh, start=1):
@@ -89,10 +92,13 @@ async def import_jsonl(client: MemorySystemClient, path: Path) -> int:
                 continue
             batch.append(record)
             if len(batch) >= client.config.storage.batch_size:
-                written += await _write_batch(client, batch, written)
+                await _write_batch(client, batch, len(imported))
+                imported.update(r.id for r in batch)
                 batch = []
         if batch:
-            written += await _write_batch(client, batch, written)
+            await _write_batch(client, batch, len(imported))
+            imported.update(r.id for r in batch)
+    written = len(imported)
     if facts:
         try:
             await graph.write(facts)

@@ -120,6 +120,12 @@ class StorageConfig(Section):
     spill_dir: str | None = None  # None: memory.faiss.path (its default on the other backends)
 
 
+class ForgetConfig(Section):
+    # A forget that would delete more memories than this needs confirmation (confirm=True,
+    # CLI --yes); the count is shown.
+    confirm_above: int = Field(default=100, ge=0, le=1_000_000_000)
+
+
 class VectorStoreConfig(Section):
     embedding_model: str = "all-MiniLM-L6-v2"
     # numpy needs no torch (see embeddings.py); auto uses it whenever the model allows.
@@ -288,6 +294,7 @@ class MemoryConfig(Section):
     compression: CompressionConfig = Field(default_factory=CompressionConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    forget: ForgetConfig = Field(default_factory=ForgetConfig)
     vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
     faiss: FaissConfig = Field(default_factory=FaissConfig)
     neo4j: Neo4jConfig = Field(default_factory=Neo4jConfig)

@@ -17,6 +17,15 @@ class MemoryInputError(MemorySubsystemError, ValueError):
     """Content, metadata, filters or vectors given to the client are invalid."""
 
 
+class ConfirmationRequired(MemoryInputError):
+    """A forget would delete more memories than memory.forget.confirm_above without the
+    caller's confirmation (`count`: how many it would delete)."""
+
+    def __init__(self, message: str, count: int) -> None:
+        super().__init__(message)
+        self.count = count
+
+
 class MemoryBackendError(MemorySubsystemError, RuntimeError):
     """The backend cannot do what was asked (down, corrupt, mismatched)."""
 

@@ -7,7 +7,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
+from DeepResearch.src.memory.errors import (
+    ConfirmationRequired,
+    MemoryBackendError,
+    MemoryInputError,
+)
 from DeepResearch.src.memory.inputs import clean_id, parse_filters
 from DeepResearch.src.memory.status import MemoryHealth, MemoryStats
 
@@ -25,10 +29,17 @@ class Maintenance:
         filters: Mapping[str, Any] | None = None,
         session_id: str | None = None,
         everything: bool = False,
+        confirm: bool = False,
     ) -> int:
         """Delete memories of this namespace by id and/or filters (within `session_id` if
-        given). A forget whose filters match every memory of the namespace (a typo'd key with
-        the value None matches every memory missing that key) needs `everything=True`."""
+        given); returns how many were deleted (facts' sentence memories included).
+
+        - Nothing given deletes nothing: every memory of the namespace needs `everything=True`.
+        - A metadata filter key that no memory of the namespace has is refused, naming the
+          key and the keys the namespace has; `{"key": None}` selects the memories without a
+          value for a key that others have.
+        - A forget selecting more than `memory.forget.confirm_above` memories raises
+          ConfirmationRequired (with the count) unless `confirm=True`."""
         await self.open()
         if ids is None and not filters and session_id is None and not everything:
             raise MemoryInputError(
@@ -45,18 +56,45 @@ class Maintenance:
         if not self.available:
             return 0
         flt = self._bounded(**kwargs)
-        if not everything and ids is None:
-            matching, total = await self.backend.count(flt), await self.backend.count(self._bounded())
-            if matching == total and total > 0:
-                raise MemoryInputError(
-                    f"forget with filters {dict(filters or {})} would delete all {total} memories "
-                    f"of namespace {self.namespace!r} (a None value also matches a missing key); "
-                    "check the key, or pass everything=True (CLI: --all)"
-                )
+        await self._refuse_unknown_keys(kwargs.get("metadata", {}))
+        selected = await self.backend.count(flt)
+        limit = self.config.forget.confirm_above
+        if selected > limit and not confirm:
+            raise ConfirmationRequired(
+                f"forget would delete {selected} memories of namespace {self.namespace!r} "
+                f"(more than memory.forget.confirm_above={limit}): confirm it (confirm=True; "
+                "CLI: --yes; REST and MCP: confirm=true)", selected)
         async with self.backend.graph_lock:  # a fact write in flight cannot undo the cascade
             removed = await self.backend.delete(flt)
         self._forget_session_tails()
         return removed
+
+    async def _refuse_unknown_keys(self: MemorySystemClient, metadata: Mapping[str, Any]) -> None:
+        """MemoryInputError for a metadata filter key that no memory of the namespace has (a
+        value for): such a key matches nothing, or with None every memory."""
+        if not metadata:
+            return
+        total = await self.backend.count(self._bounded())
+        unknown = [key for key in metadata
+                   if await self.backend.count(self._bounded(metadata={key: (None,)})) == total]
+        if unknown:
+            known = await self._metadata_keys()
+            raise MemoryInputError(
+                f"filter key(s) {unknown} are held by no memory of namespace "
+                f"{self.namespace!r}; its metadata keys: {known[:50]}"
+                f"{' ...' if len(known) > 50 else ''} (check the spelling; key=null selects "
+                "the memories without a key that others have)")
+
+    async def _metadata_keys(self: MemorySystemClient) -> list[str]:
+        """The metadata keys the namespace's memories have (a scan: an error's path only)."""
+        keys: set[str] = set()
+        offset, page = 0, 1000
+        while True:
+            batch = await self.backend.scan(self._bounded(), limit=page, offset=offset)
+            keys.update(k for r in batch for k, v in r.metadata.items() if v is not None)
+            if len(batch) < page:
+                return sorted(keys)
+            offset += page
 
     async def expire(self: MemorySystemClient, now: float | None = None) -> int:
         """Delete memories whose TTL has passed (expires_at <= now); returns how many."""

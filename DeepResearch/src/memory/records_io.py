@@ -135,7 +135,8 @@ def record_from_json(data: Any, where: str, config: MemoryConfig, dimension: int
             id=clean_id(data["id"], "id"),
             session_id=clean_id(data["session_id"], "session_id"),
             namespace=namespace,
-            memory_type=clean_name(data.get("memory_type") or "note", "memory_type"),
+            # absent: a note; present, it must be a type (an empty one is refused)
+            memory_type=clean_name(data.get("memory_type", "note"), "memory_type"),
             agent_type=None if agent is None else clean_name(agent, "agent_type"),
             content=stored, content_codec=codec, content_blob=blob,
             created_at=created, expires_at=expires, event_at=event,

@@ -121,9 +121,9 @@ class SyncMemorySystemClient:
 
     def forget(self, ids: str | Sequence[str] | None = None, *,
                filters: Mapping[str, Any] | None = None, session_id: str | None = None,
-               everything: bool = False) -> int:
+               everything: bool = False, confirm: bool = False) -> int:
         return _LOOP.run(self.aio.forget(ids, filters=filters, session_id=session_id,
-                                         everything=everything))
+                                         everything=everything, confirm=confirm))
 
     def expire(self, now: float | None = None) -> int:
         return _LOOP.run(self.aio.expire(now))

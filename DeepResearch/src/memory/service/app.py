@@ -21,7 +21,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.embeddings import Embedder
-from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
+from DeepResearch.src.memory.errors import (
+    ConfirmationRequired,
+    MemoryBackendError,
+    MemoryInputError,
+)
 from DeepResearch.src.memory.service.metrics import Trace
 from DeepResearch.src.memory.service.namespaces import AuthError, Namespaces, load_api_keys
 from DeepResearch.src.memory.service.routes import NotFound, router
@@ -80,6 +84,10 @@ def install_error_handlers(app: FastAPI) -> None:
             message = f"no endpoint {request.method} {request.url.path} (see /docs)"
         return recorded(request, exc.status_code, kinds.get(exc.status_code, "http_error"), message,
                         dict(exc.headers or {}))
+
+    @app.exception_handler(ConfirmationRequired)
+    async def _unconfirmed(request: Request, exc: ConfirmationRequired) -> JSONResponse:
+        return recorded(request, 409, "confirmation_required", str(exc))
 
     @app.exception_handler(MemoryInputError)
     async def _bad_input(request: Request, exc: MemoryInputError) -> JSONResponse:

@@ -111,10 +111,11 @@ def build_mcp_server(state: ServiceState) -> MCPServer:
         return found
 
     @server.tool()
-    async def forget_memory(memory_id: str, ctx: Context) -> dict[str, Any]:
-        """Delete one memory by id."""
+    async def forget_memory(memory_id: str, ctx: Context, confirm: bool = False) -> dict[str, Any]:
+        """Delete one memory by id (and the facts built on it). A delete of more memories
+        than the service's memory.forget.confirm_above needs confirm=true."""
         ns = namespace(ctx)
-        deleted = await run("forget_memory", lambda: ops.forget(state, ns, memory_id))
+        deleted = await run("forget_memory", lambda: ops.forget(state, ns, memory_id, confirm))
         if not deleted:
             raise ToolError(f"no memory with id {memory_id!r}")
         return {"deleted": deleted}

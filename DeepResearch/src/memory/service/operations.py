@@ -69,16 +69,20 @@ async def get(state: ServiceState, namespace: str, memory_id: str) -> dict[str, 
     return None if found is None else memory_out(found.document)
 
 
-async def forget(state: ServiceState, namespace: str, memory_id: str) -> int:
+async def forget(state: ServiceState, namespace: str, memory_id: str,
+                 confirm: bool = False) -> int:
     """Delete one memory of this namespace: 0 when there is none (another namespace's id
     included: it is never touched)."""
     client = state.namespaces.client(namespace)
-    return await state.bounded(client.forget([memory_id]), f"deleting memory {memory_id!r}")
+    return await state.bounded(client.forget([memory_id], confirm=confirm),
+                               f"deleting memory {memory_id!r}")
 
 
-async def forget_session(state: ServiceState, namespace: str, session_id: str) -> int:
+async def forget_session(state: ServiceState, namespace: str, session_id: str,
+                         confirm: bool = False) -> int:
     client = state.namespaces.client(namespace)
-    return await state.bounded(client.forget(session_id=session_id, everything=True),
+    return await state.bounded(client.forget(session_id=session_id, everything=True,
+                                             confirm=confirm),
                                f"deleting session {session_id!r}")
 
 

@@ -37,7 +37,7 @@ from DeepResearch.src.memory.service.schemas import (
 )
 from DeepResearch.src.memory.service.state import ServiceState
 
-ERRORS = {code: {"model": ErrorBody} for code in (400, 401, 403, 404, 413, 422, 429, 503)}
+ERRORS = {code: {"model": ErrorBody} for code in (400, 401, 403, 404, 409, 413, 422, 429, 503)}
 router = APIRouter()
 
 
@@ -98,9 +98,9 @@ async def get_memory(memory_id: str, c: CallDep) -> MemoryOut:
 
 @router.delete("/api/memory/memories/{memory_id}", response_model=DeleteResponse,
                responses=ERRORS, tags=["memories"], summary="Delete one memory")
-async def delete_memory(memory_id: str, c: CallDep) -> DeleteResponse:
+async def delete_memory(memory_id: str, c: CallDep, confirm: bool = False) -> DeleteResponse:
     _check_id(memory_id, "memory id")
-    deleted = await ops.forget(c.state, c.namespace, memory_id)
+    deleted = await ops.forget(c.state, c.namespace, memory_id, confirm)
     if not deleted:
         raise NotFound(f"no memory with id {memory_id!r} in this namespace")
     return DeleteResponse(deleted=deleted, request_id=c.request_id)
@@ -108,9 +108,11 @@ async def delete_memory(memory_id: str, c: CallDep) -> DeleteResponse:
 
 @router.delete("/api/memory/sessions/{session_id}", response_model=DeleteResponse,
                responses=ERRORS, tags=["memories"], summary="Delete every memory of a session")
-async def delete_session(session_id: str, c: CallDep) -> DeleteResponse:
+async def delete_session(session_id: str, c: CallDep, confirm: bool = False) -> DeleteResponse:
+    """More than memory.forget.confirm_above memories need `?confirm=true` (409 otherwise,
+    naming the count)."""
     _check_id(session_id, "session id")
-    deleted = await ops.forget_session(c.state, c.namespace, session_id)
+    deleted = await ops.forget_session(c.state, c.namespace, session_id, confirm)
     if not deleted:
         raise NotFound(f"no memory in session {session_id!r} of this namespace")
     return DeleteResponse(deleted=deleted, request_id=c.request_id)
