@@ -136,7 +136,40 @@ LOWER_CASE_AND_VERBLESS = carol_rows(
     ("based in London?", set()),
 )
 
-ROWS = (BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
+MORE_PHRASINGS = carol_rows(
+    ("I intern at Stripe.", {("Carol", "WORKS_AT", "Stripe")}),
+    ("I teach at Lycee Victor Hugo.", {("Carol", "WORKS_AT", "Lycee Victor Hugo")}),
+    ("I started a new job at Canva.", {("Carol", "WORKS_AT", "Canva")}),
+    ("I spent five years at Google.", {("Carol", "WORKED_AT", "Google")}),
+    ("I spent three years in Berlin.", {("Carol", "LIVES_IN", "Berlin")}),
+    ("at my last job, Zalando, I used Neo4j",
+     {("Carol", "WORKED_AT", "Zalando"), ("Carol", "HAS_SKILL", "Neo4j")}),
+    ("Apple laid me off.", {("Carol", "WORKED_AT", "Apple")}),
+    ("Apple let me know.", set()),
+    ("I have 5 years of experience with Python.", {("Carol", "HAS_SKILL", "Python")}),
+    ("I can speak French.", {("Carol", "HAS_SKILL", "French")}),
+    ("I'm a native Portuguese speaker.", {("Carol", "HAS_SKILL", "Portuguese")}),
+    ("I play the cello.", {("Carol", "HAS_SKILL", "cello")}),
+    ("I play Catan.", set()),
+    ("I teach chemistry.", set()),  # an unlisted subject is not read
+    ("I got really into pottery", {("Carol", "INTERESTED_IN", "pottery")}),
+    ("I'm a huge history nerd.", {("Carol", "INTERESTED_IN", "history")}),
+    ("I grew up in Manhattan.", {("Carol", "LIVES_IN", "Manhattan")}),
+    ("I've been in Lisbon for two years.", {("Carol", "LIVES_IN", "Lisbon")}),
+    ("I'm London-based.", {("Carol", "LIVES_IN", "London")}),
+    ("I'm in my second year at Stanford.", {("Carol", "STUDIED_AT", "Stanford")}),
+    ("I did my undergrad at McGill.", {("Carol", "STUDIED_AT", "McGill")}),
+    ("I'm an MIT alum.", {("Carol", "STUDIED_AT", "MIT")}),
+    ("I work on the payments team.", {("Carol", "MEMBER_OF", "payments team")}),
+    ("I play in a jazz band.", {("Carol", "MEMBER_OF", "jazz band")}),
+    ("I moved to the growth org.", {("Carol", "MEMBER_OF", "growth org")}),
+    ("I'm married to Sam.", {("Carol", "CLOSE_TO", "Sam")}),
+    ("Tom is an old friend of mine.", {("Carol", "KNOWS", "Tom"), ("Carol", "CLOSE_TO", "Tom")}),
+    ("we used Postgres for the demo", set()),  # a team's use is no one's skill
+    ("I'm going with Ana, my sister.", {("Carol", "KNOWS", "Ana"), ("Carol", "CLOSE_TO", "Ana")}),
+)
+
+ROWS = (MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
         + LOWER_CASE_AND_VERBLESS)
 
 

@@ -10,6 +10,7 @@ import re
 
 from DeepResearch.src.memory.facts.extraction.vocab import (
     GROUP_WORDS,
+    INSTRUMENTS,
     KNOWN_SKILLS,
     NOT_ACTIVITIES,
     NOT_NAMES,
@@ -139,7 +140,7 @@ def _persons(text: str, predicate: str) -> list[Candidate]:
 
 def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> list[Candidate]:
     """The candidates of one match; `groups` are the match's named groups."""
-    text = groups.get("obj") or ""
+    text = groups.get("obj") or groups.get("obj2") or ""
     if kind in ("org", "place", "school"):
         type_ = "Location" if kind == "place" else "Organization"
         if groups.get("there"):
@@ -167,6 +168,17 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
     if kind == "activity":  # "been climbing for 10 years", "started skiing"
         text = groups.get("obj") or groups.get("obj2") or ""
         return [] if text in NOT_ACTIVITIES else [(predicate, text, "Skill")]
+    if kind == "skill_instrument":  # "I play the cello"
+        return [(predicate, text, "Skill")] if text.lower() in INSTRUMENTS else []
+    if kind == "org_or_place":  # "spent 5 years at Google / in Berlin / at MIT"
+        name = clean_name(text)
+        if not name or name.lower() in KNOWN_SKILLS:
+            return []
+        if is_school(name):
+            return [("STUDIED_AT", name, "Organization")]
+        if groups.get("prep") == "in":
+            return [("LIVES_IN", name, "Location")]
+        return [(predicate, name, "Organization")]
     if kind == "org_or_group":  # "switched from the mobile team" / "from Goldman"
         text = re.sub(r"[.,]+$", "", text.strip())
         if re.search(rf"\b(?:{'|'.join(GROUP_WORDS)})s?$", text, re.IGNORECASE):

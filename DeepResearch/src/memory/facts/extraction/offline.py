@@ -60,6 +60,36 @@ MENTION_CONFIDENCE = 0.3
 HEARSAY = 0.95  # what one person says of another
 _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
+# Word pieces that only group triggers: a trigger is looked for only when the shorter trigger
+# (or piece) it contains is in the sentence ("been doing" only where "been" is).
+_PIECES = ("been ", "year", "yrs ", "ing ", "ed ", " a", "er", "an", "in", "ou", "or", "ar",
+           "ro", "it", "st", "on")
+
+
+def _trigger_tree() -> tuple[list[str], dict[str, list[str]]]:
+    ordered = sorted(_TRIGGERS | set(_PIECES), key=len)
+    children: dict[str, list[str]] = {t: [] for t in ordered}
+    roots: list[str] = []
+    for i, trigger in enumerate(ordered):
+        parent = next((p for p in reversed(ordered[:i]) if p in trigger), None)
+        (children[parent] if parent else roots).append(trigger)
+    return roots, children
+
+
+_ROOTS, _CHILDREN = _trigger_tree()
+_RULES_OF: dict[str, tuple[int, ...]] = {  # trigger -> the rules (by priority) it runs
+    t: tuple(i for i, rule in enumerate(RULES) if t in rule.triggers) for t in _TRIGGERS}
+
+
+def _present(lower: str) -> set[str]:
+    """The triggers in `lower`, checking a trigger only where the one it contains is."""
+    found: set[str] = set()
+    stack = [t for t in _ROOTS if t in lower]
+    while stack:
+        trigger = stack.pop()
+        found.add(trigger)
+        stack.extend(t for t in _CHILDREN[trigger] if t in lower)
+    return found
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
 _COUPLE = ("are dating", "are married", "are engaged", "got married", "got engaged")
@@ -131,10 +161,8 @@ class OfflineExtractor:
         hits: list[_Hit] = []
         claimed: list[tuple[int, int]] = []
         lower = sentence.lower()
-        present = {trigger for trigger in _TRIGGERS if trigger in lower}
-        for rule in RULES:
-            if present.isdisjoint(rule.triggers):
-                continue
+        chosen = sorted({i for trigger in _present(lower) for i in _RULES_OF.get(trigger, ())})
+        for rule in (RULES[i] for i in chosen):
             for match in rule.pattern.finditer(sentence):
                 span = match.span("obj") if match.groupdict().get("obj") else match.span()
                 if any(a < span[1] and span[0] < b for a, b in claimed):
@@ -232,8 +260,8 @@ class OfflineExtractor:
             lower = part.strip().lower()
             if lower in ("i", "me", "we", "us"):
                 found.append((message.author_name, False))
-            elif lower in ("he", "she", "his", "her"):
-                lower = {"his": "he", "her": "she"}.get(lower, lower)
+            elif lower in ("he", "she", "his", "her", "him"):
+                lower = {"his": "he", "her": "she", "him": "he"}.get(lower, lower)
                 if person := self.context.people.resolve(
                         lower, match.string[:match.start(key)], message.author_name,
                         self.context.types):
@@ -288,6 +316,8 @@ class OfflineExtractor:
                     continue  # "she comes to us from Spain"
             if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
                 pred, obj_type, confidence = "LIVES_IN", "Location", 0.8
+            if pred == "HAS_SKILL" and (groups.get("subj") or "").lower() in ("we", "us"):
+                continue  # "we used Postgres for the demo": a team's use, no one's skill
             if pred == "HAS_SKILL":
                 years = t.years
                 if years is None and t.start is not None:

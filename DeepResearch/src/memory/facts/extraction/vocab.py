@@ -35,6 +35,12 @@ SKILLS: frozenset[str] = frozenset({
     "pulumi", "cloudformation", "ec2", "s3",
     "wordpress",
 })
+# Instruments: "I play the cello" is a skill ("I play Catan" is no instrument).
+INSTRUMENTS: frozenset[str] = frozenset({
+    "guitar", "piano", "violin", "viola", "cello", "drums", "bass", "saxophone", "sax",
+    "trumpet", "trombone", "flute", "clarinet", "oboe", "ukulele", "harp", "banjo",
+    "mandolin", "accordion", "harmonica", "keyboard", "keys", "organ", "tuba", "horn",
+})
 # Natural languages: skills for "know" as for "speak" ("I know French" is no person). Kept
 # apart from SKILLS, which also reads "a K developer" ("a French developer" is a nationality).
 LANGUAGES: frozenset[str] = frozenset({
@@ -95,6 +101,9 @@ GROUP_WORDS: tuple[str, ...] = (
     "team", "group", "club", "committee", "board", "band", "community", "guild", "squad",
     "crew", "department", "lab", "society", "union", "council", "chapter", "association",
     "meetup", "choir", "league", "working group", "task force", "forum", "network",
+    "org", "orchestra", "ensemble", "troupe", "collective", "circle", "gym", "cohort",
+    "program", "programme", "federation", "fraternity", "sorority", "co-op", "cooperative",
+    "unit", "division", "pod", "tribe", "clan",
 )
 
 # Endings and acronyms that make a name a school (for "went to X", which is not always one).
