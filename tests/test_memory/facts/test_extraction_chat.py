@@ -169,7 +169,29 @@ MORE_PHRASINGS = carol_rows(
     ("I'm going with Ana, my sister.", {("Carol", "KNOWS", "Ana"), ("Carol", "CLOSE_TO", "Ana")}),
 )
 
-ROWS = (MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
+ANSWERS = [
+    (("Ben: where are you based?", "Alice: Lisbon, moved here in January"),
+     {("Alice", "LIVES_IN", "Lisbon")}),
+    (("Ben: where are you based?", "Alice: Lisbon", "Alice: what about you?",
+      "Ben: Dublin for now."), {("Alice", "LIVES_IN", "Lisbon"), ("Ben", "LIVES_IN", "Dublin")}),
+    (("Ben: where do you work?", "Alice: Stripe, since 2019"), {("Alice", "WORKS_AT", "Stripe")}),
+    (("Jorge: you're in Austin right?", "Nadia: yup, south Austin."),
+     {("Nadia", "LIVES_IN", "Austin")}),
+    (("Jorge: you're in Austin right?", "Nadia: no, Dallas."), set()),
+    (("Dev: does anyone here know Terraform well?", "Marta: I know it a bit, what's up"),
+     {("Marta", "HAS_SKILL", "Terraform")}),
+    (("Sofia: do you know Go?", "Ravi: enough to be dangerous"), {("Ravi", "HAS_SKILL", "Go")}),
+    (("Sofia: do you know Go?", "Ravi: nope"), set()),
+    (("Erin: I met Jack at uni.", "Erin: is he still at Accenture?", "Maya: nope, he left"),
+     {("Erin", "KNOWS", "Jack"), ("Jack", "WORKED_AT", "Accenture")}),
+    (("Erin: I met Jack at uni.", "Erin: is he still at Accenture?", "Maya: yes"),
+     {("Erin", "KNOWS", "Jack"), ("Jack", "WORKS_AT", "Accenture")}),
+    # the asker's own next message answers nothing; nor does a later one
+    (("Ben: where are you based?", "Ben: Lisbon"), set()),
+    (("Ben: where are you based?", "Alice: hm", "Carl: Lisbon"), set()),
+]
+
+ROWS = (ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
         + LOWER_CASE_AND_VERBLESS)
 
 

@@ -19,6 +19,7 @@ from DeepResearch.src.memory.facts.extraction.affiliations import (
     employer,
     subject_text,
 )
+from DeepResearch.src.memory.facts.extraction.answers import Dialogue
 from DeepResearch.src.memory.facts.extraction.antecedents import Antecedents, guessed_type, names
 from DeepResearch.src.memory.facts.extraction.clauses import (
     AFTERTHOUGHT,
@@ -135,13 +136,16 @@ class OfflineExtractor:
         self.author_type = author_type
         self.mention_type = mention_type
         self.context = _Context()
+        self.dialogue = Dialogue()
 
     def extract(self, messages: Sequence[Message]) -> ExtractionResult:
         result = ExtractionResult()
         for message in messages:
             facts: dict[tuple[Any, ...], ExtractedFact] = {}
             parts = sentences(message.content)
+            answered: list[str] = []
             if self.author_type == "Person":  # a document's title is no speaker of its lines
+                answered = self.dialogue.statements(message.author_name, parts)
                 parts = [fill_subjects(truecase(part), message.author_name, self.context.types)
                          for part in parts]
             for sentence in parts:
@@ -151,6 +155,12 @@ class OfflineExtractor:
                     if key not in facts or facts[key].confidence < fact.confidence:
                         facts[key] = fact
                 self.context.people.sentence_done(sentence)
+            for statement in answered:  # "yes, since 2019" read with its question
+                for fact in self._sentence(statement, message, result.problems):
+                    facts.setdefault((fact.subject.lower(), fact.predicate, fact.object.lower(),
+                                      fact.invalid_at), fact)
+            if self.author_type == "Person":
+                self.dialogue.saw(message.author_name, parts)
             if self.mentions:
                 self._mentions(message, parts, facts)
             result.facts.extend(facts.values())
