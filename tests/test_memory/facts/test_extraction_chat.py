@@ -186,12 +186,31 @@ ANSWERS = [
      {("Erin", "KNOWS", "Jack"), ("Jack", "WORKED_AT", "Accenture")}),
     (("Erin: I met Jack at uni.", "Erin: is he still at Accenture?", "Maya: yes"),
      {("Erin", "KNOWS", "Jack"), ("Jack", "WORKS_AT", "Accenture")}),
+    (("Petra: wait you moved to Oslo?? for the new job?", "Ola: yep"),
+     {("Ola", "LIVES_IN", "Oslo")}),
+    # a place answered types its name: the clause after it is the answerer's
+    (("Ben: where are you based?", "Alice: Lisbon, moved here from Toronto"),
+     {("Alice", "LIVES_IN", "Lisbon"), ("Alice", "LIVES_IN", "Toronto")}),
     # the asker's own next message answers nothing; nor does a later one
     (("Ben: where are you based?", "Ben: Lisbon"), set()),
     (("Ben: where are you based?", "Alice: hm", "Carl: Lisbon"), set()),
 ]
 
-ROWS = (ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
+SKILL_FRAMES_AND_PRONOUNS = carol_rows(
+    ("I'm really good at public speaking.", {("Carol", "HAS_SKILL", "public speaking")}),
+    ("I'm good with kids.", set()),
+    ("I have 10 years of experience in accounting.", {("Carol", "HAS_SKILL", "accounting")}),
+    ("After six years at Google, I left.", {("Carol", "WORKED_AT", "Google")}),
+    ("I'm a Google alum.", {("Carol", "WORKED_AT", "Google")}),
+    ("I moved on from Acme last year.", {("Carol", "WORKED_AT", "Acme")}),
+    ("my flat in Leith is tiny", {("Carol", "LIVES_IN", "Leith")}),
+    ("I used to be on the mobile team.", {("Carol", "MEMBER_OF", "mobile team")}),
+    (("Petra: Henrik is in Oslo too.", "Ola: I know him already."),
+     {("Henrik", "LIVES_IN", "Oslo"), ("Ola", "KNOWS", "Henrik")}),
+    ("I know her brother.", set()),
+)
+
+ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
         + LOWER_CASE_AND_VERBLESS)
 
 

@@ -44,6 +44,11 @@ _YES_NO = re.compile(
 # a statement asked for confirmation: "you are in Austin, right?"
 _TAG = re.compile(rf"^(?:(?:so|and|but|wait|oh|ok)[,!]? )*{_WHO} (?P<aux>are|is) "
                   rf"(?P<rest>[^?]+?),? (?:right|yeah|correct|no)\?$", re.IGNORECASE)
+# a statement asked as a question: "wait you moved to Oslo??"
+_DECLARATIVE = re.compile(
+    r"^(?:(?:so|and|but|wait|oh|ok|hold on)[,!]? )*(?P<who>you|u) (?P<rest>(?:moved|left|quit|"
+    r"joined|live|work|started|switched|relocated|got|studied|know|speak|are|were)\b[^?]*?)"
+    r"(?:,? (?:right|yeah|then|now|too))?\?+$", re.IGNORECASE)
 _PRONOUN = {"you": "I", "u": "I", "he": "he", "she": "she"}
 _BE = {("are", "I"): "am", ("is", "I"): "am", ("were", "I"): "was", ("was", "I"): "was"}
 _THIRD = re.compile(r"^(work|live|know|speak|use|study|write|code)\b")
@@ -106,12 +111,10 @@ class Dialogue:
 
     def saw(self, author: str, sentences: list[str]) -> None:
         """Record the question `sentences` of `author` end on, if any."""
-        asked = next((s for s in reversed(sentences) if s.endswith("?")), None)
-        if asked is None:
-            return
-        question = self._question(author, asked.strip())
-        if question is not None:
-            self._open = self._last = question
+        for asked in reversed(sentences):  # the last question that asks for a fact
+            if asked.endswith("?") and (question := self._question(author, asked.strip())):
+                self._open = self._last = question
+                return
 
     def _question(self, author: str, text: str) -> _Question | None:
         if _AGAIN.match(text) and self._last is not None:
@@ -128,6 +131,9 @@ class Dialogue:
             who = _who(match["who"])
             statement = f"{who} {_BE.get((match['aux'].lower(), who), match['aux'])} {match['rest']}"
             return _Question(author, "yes_no", who, statement)
+        if match := _DECLARATIVE.match(text):
+            rest = re.sub(r"^are\b", "am", re.sub(r"^were\b", "was", match["rest"]))
+            return _Question(author, "yes_no", "I", f"I {rest}")
         if match := _YES_NO.match(text):
             who = _who(match["who"])
             aux, rest = match["aux"].lower(), match["rest"]

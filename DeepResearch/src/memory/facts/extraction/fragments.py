@@ -91,10 +91,11 @@ def fill_subjects(sentence: str, author: str, types: dict[str, str]) -> str:
         clause = sentence[start:end].strip(" .!")
         if _NAME_ONLY.fullmatch(clause) and clause.lower() not in NOT_NAMES:
             # "Owen, 6 yrs backend, ex-Booking.com": whom the clauses after a bare name are of
-            if clause.lower() == author.lower():
-                subject = "I"
+            known = types.get(clause.lower())
+            if clause.lower() == author.lower() or known in ("Location", "Organization"):
+                subject = subject or "I"  # "Lisbon, moved here from Toronto" (Lisbon answered)
             else:
-                subject = clause if types.get(clause.lower()) == "Person" else None
+                subject = clause if known == "Person" else None
             continue
         if subject is None:
             break

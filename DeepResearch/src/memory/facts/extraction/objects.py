@@ -14,6 +14,7 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
     KNOWN_SKILLS,
     NOT_ACTIVITIES,
     NOT_NAMES,
+    NOT_SKILLS,
     NOT_TOPICS,
     SCHOOL_ACRONYMS,
     SCHOOL_WORDS,
@@ -22,6 +23,7 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
     TRAILING_FILLERS,
 )
 
+PRONOUN = "\x00pronoun:"  # + he / she: a pronoun object, resolved in text order
 AUTHOR = "\x00author"  # placeholder for the message's author ("he was my best mate")
 THERE = "\x00there"  # placeholder resolved in text order (the last organisation / place)
 Candidate = tuple[str, str, str | None]  # predicate, object as written, object type
@@ -168,6 +170,20 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
     if kind == "activity":  # "been climbing for 10 years", "started skiing"
         text = groups.get("obj") or groups.get("obj2") or ""
         return [] if text in NOT_ACTIVITIES else [(predicate, text, "Skill")]
+    if kind == "skill_free":  # "good at public speaking", "5 years of Python"
+        found = []
+        for item in _skill_items(text):
+            if item.lower() in KNOWN_SKILLS or (item[0].isupper() and item.lower() not in NOT_NAMES):
+                found.append((predicate, item, "Skill"))
+            elif len(item.split()) <= 3 and item.lower() not in NOT_SKILLS:
+                found.extend((predicate, topic, "Skill") for _, topic, _ in _topics(item, predicate))
+        return found
+    if kind == "school_or_org":  # "an MIT alum" studied there; "a Google alum" worked there
+        found = _named(text, predicate, "Organization")
+        if not found or found[0][1].lower() in KNOWN_SKILLS:
+            return []
+        return [("STUDIED_AT" if is_school(found[0][1]) else "WORKED_AT", found[0][1],
+                 "Organization")]
     if kind == "skill_instrument":  # "I play the cello"
         return [(predicate, text, "Skill")] if text.lower() in INSTRUMENTS else []
     if kind == "org_or_place":  # "spent 5 years at Google / in Berlin / at MIT"
@@ -189,6 +205,8 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
         return _topics(text, predicate)
     if kind in ("persons", "relation"):
         return _persons(text, predicate)
+    if kind == "pronoun":  # "I know him already": resolved like he / she
+        return [(predicate, PRONOUN + {"him": "he", "her": "she"}[text.lower()], "Person")]
     if kind == "author":
         return [(predicate, AUTHOR, "Person")]
     if kind == "pair":

@@ -36,6 +36,7 @@ from DeepResearch.src.memory.facts.extraction.fragments import fill_subjects, tr
 from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
     AUTHOR,
+    PRONOUN,
     THERE,
     Candidate,
     clean_name,
@@ -143,9 +144,12 @@ class OfflineExtractor:
         for message in messages:
             facts: dict[tuple[Any, ...], ExtractedFact] = {}
             parts = sentences(message.content)
-            answered: list[str] = []
             if self.author_type == "Person":  # a document's title is no speaker of its lines
                 answered = self.dialogue.statements(message.author_name, parts)
+                for statement in answered:  # "yes, since 2019" read with its question
+                    for fact in self._sentence(statement, message, result.problems):
+                        facts.setdefault((fact.subject.lower(), fact.predicate,
+                                          fact.object.lower(), fact.invalid_at), fact)
                 parts = [fill_subjects(truecase(part), message.author_name, self.context.types)
                          for part in parts]
             for sentence in parts:
@@ -155,10 +159,6 @@ class OfflineExtractor:
                     if key not in facts or facts[key].confidence < fact.confidence:
                         facts[key] = fact
                 self.context.people.sentence_done(sentence)
-            for statement in answered:  # "yes, since 2019" read with its question
-                for fact in self._sentence(statement, message, result.problems):
-                    facts.setdefault((fact.subject.lower(), fact.predicate, fact.object.lower(),
-                                      fact.invalid_at), fact)
             if self.author_type == "Person":
                 self.dialogue.saw(message.author_name, parts)
             if self.mentions:
@@ -300,6 +300,13 @@ class OfflineExtractor:
                     subjects, obj = [(obj, False)], subjects[0][0]
             if obj == AUTHOR:
                 obj = message.author_name
+            elif obj.startswith(PRONOUN):
+                found = self.context.people.resolve(
+                    obj[len(PRONOUN):], hit.match.string[:hit.match.start("obj")],
+                    message.author_name, self.context.types)
+                if found is None:
+                    continue
+                obj = found
             if obj == THERE:
                 obj = self.context.last_place if obj_type == "Location" else self.context.last_org
                 if obj is None:
@@ -320,6 +327,12 @@ class OfflineExtractor:
                 continue  # "joined Slack", "left Excel open": a tool, not an employer
             if rule.name == "be_at" and is_school(obj):  # "I was at CMU too"
                 pred, p_tense = "STUDIED_AT", "present"
+            if rule.name == "left_for":  # "left Boston for SF": a home; "left Acme for X": a job
+                left = self.context.types.get(clean_name(groups["from"]).lower())
+                if left == "Location" or self.context.types.get(obj.lower()) == "Location":
+                    pred, obj_type = "LIVES_IN", "Location"
+                elif obj.lower() in KNOWN_SKILLS:
+                    continue
             if rule.name in ("left_org", "change_from", "came_from") and (
                     self.context.types.get(obj.lower()) == "Location"):
                 if rule.name == "came_from":

@@ -225,7 +225,7 @@ NP_END = (r"(?=$|[,;:.!?)]| (?:now|too|still|these days|since|for|and|but|right|
           r"lol|haha|tbh|as|with|in|on|at|from|until|anymore|any more|already|again|"
           r"remotely|btw|full[- ]time|part[- ]time|either|as well|nowadays|at the moment|"
           r"so|where|which|who|because|or|then|after|before|lately|currently|these|this|"
-          r"last|like|obviously|haha|I|we)\b)")
+          r"last|like|obviously|haha|I|we|is|was|has)\b)")
 _CALLED = (r"(?:an? (?:[\w-]+ ){0,3}?(?:company|startup|start-up|firm|agency|studio|shop|lab|"
            r"bank|fund|consultancy|nonprofit|non-profit|place|business|school|university) "
            r"(?:called|named) )?")
@@ -282,10 +282,12 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} {_BE} (?:now |still )?(?:a |an )?(?:member|part|one) of "
           rf"(?:the |a |an |our )?(?P<obj>{GROUP}|{CAP})"),
     _rule("member_on", _GROUP_TRIGGERS, "MEMBER_OF", 0.85, "present", "group",
-          rf"{SUBJ}{ADV} {_BE} (?:now |still |(?P<neg>not |no longer ))?on (?:the |our |a |an )"
+          rf"{SUBJ}{ADV} (?:{_BE}|(?P<past2>used to be)) (?:now |still |(?P<neg>not |no longer ))?on "
+          rf"(?:the |our |a |an )"
           rf"(?P<obj>{GROUP})(?P<anymore> any ?more)?", negatable=True),
     _rule("member_in", _GROUP_TRIGGERS, "MEMBER_OF", 0.8, "present", "group",
-          rf"{SUBJ}{ADV} {_BE}(?: (?:now|currently|still|also))* (?:in|with) (?:the |a |an |our )"
+          rf"{SUBJ}{ADV} (?:{_BE}|(?P<past2>used to be))(?: (?:now|currently|still|also))* (?:in|with) "
+          rf"(?:the |a |an |our )"
           rf"(?P<obj>{GROUP})"),
     _rule("member_work", _GROUP_TRIGGERS,
           "MEMBER_OF", 0.82, "present", "group",
@@ -331,6 +333,18 @@ RULES: tuple[Rule, ...] = (
     _rule("my_old_job", ('my ',), "WORKED_AT", 0.8, "past", "org",
           rf"(?<![\w'])[Mm]y (?:old|previous|last|former|first) (?:job|company|employer|"
           rf"workplace|gig)(?: at | was (?:at )?|, | \(| - | )(?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("years_at", ('after', 'following', 'my time', 'my years', 'my days'), "WORKED_AT",
+          0.78, "past", "school_or_org",
+          rf"(?<![\w'])(?:(?:[Aa]fter|[Ff]ollowing) (?:almost |nearly |over |about )?(?:\d+|a few|"
+          rf"several|many|two|three|four|five|six|seven|eight|nine|ten|a decade of|a decade) "
+          rf"(?:years?|yrs?|months?)?|(?:[Dd]uring |[Ii]n )?[Mm]y (?:time|years|days)) "
+          rf"(?:at|with) (?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("moved_on", ('moved on',), "WORKED_AT", 0.8, "end", "org",
+          rf"{SUBJ}{ADV} (?:moved on|have moved on|has moved on) from (?:the )?(?P<obj>{CAP})"
+          rf"{NP_END}"),
+    _rule("left_for", ('left', 'quit'), "WORKS_AT", 0.78, "start", "org",
+          rf"{SUBJ}{ADV} (?:left|quit) (?:the )?(?P<from>{CAP})(?: in (?:\w+ )?\w+| last \w+)? "
+          rf"for (?:the )?(?P<obj>{CAP}){NP_END}"),
     _rule("laid_me_off", ('laid', 'let ', 'fired'), "WORKED_AT", 0.8, "end", "org",
           rf"(?<![\w'])(?P<obj>{CAP}) (?=laid \w+ off|let \w+ go|fired )(?:laid|let|fired) "
           rf"(?P<subj>me|him|her)\b"),
@@ -373,25 +387,25 @@ RULES: tuple[Rule, ...] = (
           rf"developing|code|codes|program|programs|develop|develops|coded|programmed|"
           rf"developed) (?:mostly |mainly |primarily |professionally )?(?:in|with) "
           rf"(?P<obj>{SKILLS})"),
-    _rule("skill_adj", _PROFICIENCY_TRIGGERS, "HAS_SKILL", 0.85, "state", "skill_any",
+    _rule("skill_adj", _PROFICIENCY_TRIGGERS, "HAS_SKILL", 0.85, "state", "skill_free",
           rf"{SUBJ}{ADV} {_BE} (?:(?:really|very|pretty|quite|super|so|an?|absolute|total|"
           rf"real|complete|such an?|the) )*"
           rf"(?P<prof>expert|fluent|proficient|skilled|experienced|good|strong|decent|ok|okay|"
           rf"comfortable|new|beginner|wizard|whiz|ninja|guru|great|amazing|excellent|solid|"
           rf"brilliant|handy|familiar|confident|competent|certified|fluent|versed|well versed|"
           rf"a pro|pro|master|native|productive)(?: user| speaker)? (?:at|in|with|to) "
-          rf"(?P<obj>{SKILLS})"),
+          rf"(?P<obj>{TOPICS})"),
     _rule("skill_can", ('can ',), "HAS_SKILL", 0.8, "state", "skill_any",
           rf"{SUBJ}{ADV} can (?:also |even )?(?:speak|code in|program in|write|read|use|play|"
           rf"do) (?:some |a bit of |basic |fluent )?(?:the )?(?P<obj>{SKILLS})"),
-    _rule("skill_years", ('years of', 'yrs of', 'years experience', 'yrs experience', 'years in ', 'yrs in ', 'years with', 'yrs with', 'year of', 'year in ', 'year with'), "HAS_SKILL", 0.8, "state", "skill_any",
+    _rule("skill_years", ('years of', 'yrs of', 'years experience', 'yrs experience', 'years in ', 'yrs in ', 'years with', 'yrs with', 'year of', 'year in ', 'year with'), "HAS_SKILL", 0.8, "state", "skill_free",
           rf"{SUBJ}{ADV} (?:have|has|had|bring|brings) (?:(?:almost |nearly |over |about |"
           rf"around |like )?(?:\d+\+?|a few|several|many|two|three|four|five|six|seven|eight|nine|"
           rf"ten|fifteen|twenty)) (?:years?|yrs?) (?:of )?(?:experience )?(?:(?:in|with|of) )?"
-          rf"(?:professional )?(?P<obj>{SKILLS})"),
-    _rule("been_doing", ('been doing', 'been practi', 'been playing', 'been writing', 'been using', 'been working with', 'been teaching', 'been speaking', 'been studying'), "HAS_SKILL", 0.8, "state", "skill_any",
+          rf"(?:professional )?(?P<obj>{TOPICS})"),
+    _rule("been_doing", ('been doing', 'been practi', 'been playing', 'been writing', 'been using', 'been working with', 'been teaching', 'been speaking', 'been studying'), "HAS_SKILL", 0.8, "state", "skill_free",
           rf"{SUBJ}{ADV} (?:have|has) been (?:doing|practicing|practising|playing|writing|using|"
-          rf"working with|teaching|speaking|studying) (?P<obj>{SKILLS}) (?=(?:for|since) )"),
+          rf"working with|teaching|speaking|studying) (?P<obj>{TOPICS}) (?=(?:for|since) )"),
     _rule("teach", ('teach', 'taught'), "HAS_SKILL", 0.78, "state", "skill_vocab",
           rf"{SUBJ}{ADV} (?:teach|teaches|am teaching|is teaching|taught|(?:have|has) taught) "
           rf"(?P<obj>{SKILLS})"),
@@ -402,10 +416,10 @@ RULES: tuple[Rule, ...] = (
     _rule("my_stack", ('my ',), "HAS_SKILL", 0.8, "state", "skill_any",
           rf"(?<![\w'])[Mm]y (?:main |primary |daily |usual |go-to |favou?rite )?(?:language|"
           rf"languages|stack|tools?|weapon of choice|editor) (?:is|are|:) (?P<obj>{SKILLS})"),
-    _rule("know_about", ('about',), "HAS_SKILL", 0.78, "state", "skill_any",
+    _rule("know_about", ('about',), "HAS_SKILL", 0.78, "state", "skill_free",
           rf"{SUBJ}{ADV} (?:know|knows|knew) (?:a lot|a ton|way too much|too much|so much|"
           rf"everything|loads|lots|quite a bit|a fair bit|a bit|a little|enough|tons) about "
-          rf"(?P<obj>{SKILLS})"),
+          rf"(?P<obj>{TOPICS})"),
     _rule("skill_do", ('i do ', ' do ', ' does ', 'done', 'doing'), "HAS_SKILL", 0.75, "state", "skill_vocab",
           rf"{SUBJ}{ADV} (?:do|does|have done|has done|have been doing|has been doing) "
           rf"(?P<obj>{SKILLS})"),
@@ -482,6 +496,9 @@ RULES: tuple[Rule, ...] = (
     _rule("call_home", ('home',), "LIVES_IN", 0.85, "present", "place",
           rf"{SUBJ}{ADV} (?:call|calls) (?P<obj>{CAP}) home\b|(?<![\w'])[Hh]ome is (?:now )?"
           rf"(?P<obj2>{CAP}){NP_END}"),
+    _rule("my_home_in", ('my ', 'our '), "LIVES_IN", 0.8, "present", "place",
+          rf"(?<![\w'])(?:[Mm]y|[Oo]ur) (?:new |little |tiny |small )?(?:flat|apartment|house|"
+          rf"place|home|condo|studio) (?:is )?in (?:the )?(?P<obj>{CAP}){NP_END}"),
     _rule("moved_from", ('mov', 'relocat'), "LIVES_IN", 0.8, "end", "place",
           rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: here| there| away| back| "
           rf"out)? (?:from|out of) (?:the )?(?P<obj>{CAP})"),
@@ -510,7 +527,7 @@ RULES: tuple[Rule, ...] = (
           rf"(?:year|semester|term)|an? (?:sophomore|freshman|fresher|junior|senior|first-year|"
           rf"second-year|third-year|final-year|grad student|undergrad)) (?:at|of) (?:the )?"
           rf"(?P<obj>{CAP})"),
-    _rule("alum", ('alum', 'grad', 'alma mater'), "STUDIED_AT", 0.85, "past", "org",
+    _rule("alum", ('alum', 'grad', 'alma mater'), "STUDIED_AT", 0.85, "past", "school_or_org",
           rf"{SUBJ}{ADV} {_BE} (?:an? )?(?P<obj>{CAP}) (?:alum|alumna|alumnus|alumni|grad|"
           rf"graduate)\b|(?<![\w'])[Mm]y alma mater is (?:the )?(?P<obj2>{CAP})"),
     _rule("graduated", ('graduat',), "STUDIED_AT", 0.9, "end", "org",
@@ -541,6 +558,10 @@ RULES: tuple[Rule, ...] = (
     _rule("met", ('met', 'ran into', 'know'), "KNOWS", 0.8, "state", "persons",
           rf"{SUBJ}{ADV} (?:met|have met|has met|ran into|know|knows|have known|has known) "
           rf"(?P<obj>{PERSONS})"),
+    _rule("know_pron", ('him', 'her'), "KNOWS", 0.8, "state", "pronoun",
+          rf"{SUBJ}{ADV} (?:know|knows|met|have known|has known|have met|has met|ran into) "
+          rf"(?P<obj>him|her)(?=$|[,.!?;:)]| (?:well|already|from|since|for|through|too|very|"
+          rf"pretty|really|and|but|so|lol|a bit|personally|quite|at|in|back|now|yet)\b)"),
     _rule("rel_is", (' my ', ' our '), "KNOWS", 0.88, "state", "relation",
           rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
     _rule("pron_rel_is", (' my ',), "KNOWS", 0.85, "state", "author",

@@ -191,6 +191,12 @@ SKILL_QUANTIFIERS: tuple[str, ...] = (
     "plenty of", "mostly", "mainly", "primarily", "way too much", "too much", "basic",
     "also", "even", "occasionally", "a touch of",
 )
+# What one is "good with" that is no skill ("good with kids").
+NOT_SKILLS: frozenset[str] = frozenset({
+    "kids", "children", "people", "animals", "dogs", "cats", "names", "faces", "that",
+    "them", "him", "her", "me", "you", "us", "it", "this", "everything", "anything", "life",
+    "time", "work", "stuff", "things", "the idea", "the team", "the project", "the job",
+})
 # Gerunds that are no activity one is skilled in ("been waiting for years").
 NOT_ACTIVITIES: frozenset[str] = frozenset({
     "working", "living", "waiting", "trying", "thinking", "going", "doing", "staying",
