@@ -208,6 +208,23 @@ SKILL_FRAMES_AND_PRONOUNS = carol_rows(
     (("Petra: Henrik is in Oslo too.", "Ola: I know him already."),
      {("Henrik", "LIVES_IN", "Oslo"), ("Ola", "KNOWS", "Henrik")}),
     ("I know her brother.", set()),
+    # an introduction's verbless list of known skills is the author's
+    ("Figma, Sketch, a bit of HTML/CSS.",
+     {("Carol", "HAS_SKILL", "Figma"), ("Carol", "HAS_SKILL", "Sketch"),
+      ("Carol", "HAS_SKILL", "HTML"), ("Carol", "HAS_SKILL", "CSS")}),
+    ("stack: Python, Go and Postgres",
+     {("Carol", "HAS_SKILL", "Python"), ("Carol", "HAS_SKILL", "Go"),
+      ("Carol", "HAS_SKILL", "Postgres")}),
+    ("Python, Bob and pizza.", set()),  # not all of it skills: no list of skills
+    ("I use Python and Airtable.",
+     {("Carol", "HAS_SKILL", "Python"), ("Carol", "HAS_SKILL", "Airtable")}),
+    ("I knit.", {("Carol", "HAS_SKILL", "knitting")}),
+    ("she climbs competitively", set()),  # no one for "she"
+    ("I'd climb if I could.", set()),
+    ("Rust is my thing.", {("Carol", "HAS_SKILL", "Rust")}),
+    ("I sing in the choir.", {("Carol", "MEMBER_OF", "choir")}),
+    ("I play bass in a band.", {("Carol", "MEMBER_OF", "band"), ("Carol", "HAS_SKILL", "bass")}),
+    ("I'm on the team.", set()),  # a team not named
 )
 
 ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS

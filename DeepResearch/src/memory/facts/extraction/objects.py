@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from DeepResearch.src.memory.facts.extraction.vocab import (
+    CRAFT_VERBS,
     GROUP_WORDS,
     INSTRUMENTS,
     KNOWN_SKILLS,
@@ -105,7 +106,10 @@ def _skill_items(text: str) -> list[str]:
 
 def _skills(text: str, predicate: str, *, listed_only: bool) -> list[Candidate]:
     found = []
-    for item in _skill_items(text):
+    items = _skill_items(text)
+    # a list is of one kind: next to a known skill, a capitalised name is a skill too
+    listed_only = listed_only and not any(item.lower() in SKILLS for item in items)
+    for item in items:
         lower = item.lower()
         if lower in SKILLS or (not listed_only and item[0].isupper() and lower not in NOT_NAMES):
             found.append((predicate, item, "Skill"))
@@ -184,6 +188,14 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
             return []
         return [("STUDIED_AT" if is_school(found[0][1]) else "WORKED_AT", found[0][1],
                  "Organization")]
+    if kind == "skill_list":  # "Figma, Sketch, a bit of HTML/CSS." (an intro's list)
+        items = _skill_items(text)
+        if len(items) < 2 or any(item.lower() not in KNOWN_SKILLS for item in items):
+            return []
+        return [(predicate, item, "Skill") for item in items]
+    if kind == "craft":  # "I knit" -> knitting
+        return [(predicate, CRAFT_VERBS[text.lower()], "Skill")] if text.lower() in CRAFT_VERBS \
+            else []
     if kind == "skill_instrument":  # "I play the cello"
         return [(predicate, text, "Skill")] if text.lower() in INSTRUMENTS else []
     if kind == "org_or_place":  # "spent 5 years at Google / in Berlin / at MIT"

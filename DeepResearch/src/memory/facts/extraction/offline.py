@@ -46,6 +46,7 @@ from DeepResearch.src.memory.facts.extraction.objects import (
 from DeepResearch.src.memory.facts.extraction.patterns import (
     ADVERBS,
     BASE_FORMS,
+    HINT_WORDS,
     HINTS,
     RULES,
     Rule,
@@ -182,7 +183,9 @@ class OfflineExtractor:
                     hits.append(_Hit(rule, match, candidates))
                     if match.groupdict().get("obj"):
                         claimed.append(span)
-        for pattern, type_ in HINTS:
+        for (pattern, type_), words in zip(HINTS, HINT_WORDS, strict=True):
+            if words is not None and not any(word in lower for word in words):
+                continue
             for match in pattern.finditer(sentence):
                 if not any(a < match.end("obj") and match.start("obj") < b for a, b in claimed):
                     hits.append(_Hit(None, match, [("", clean_name(match["obj"]), type_)]))
@@ -268,7 +271,7 @@ class OfflineExtractor:
         found: list[tuple[str, bool]] = []
         for part in subject_text(match, key).split(" and "):
             lower = part.strip().lower()
-            if lower in ("i", "me", "we", "us"):
+            if lower in ("i", "me", "we", "us", "my"):
                 found.append((message.author_name, False))
             elif lower in ("he", "she", "his", "her", "him"):
                 lower = {"his": "he", "her": "she", "him": "he"}.get(lower, lower)

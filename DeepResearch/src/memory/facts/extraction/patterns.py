@@ -138,6 +138,8 @@ import re
 from dataclasses import dataclass
 
 from DeepResearch.src.memory.facts.extraction.vocab import (
+    BARE_GROUPS,
+    CRAFT_VERBS,
     GROUP_WORDS,
     RELATIONS,
     SKILL_QUANTIFIERS,
@@ -193,6 +195,9 @@ ROLE = (
     r"(?= (?:at|for|in|on|since|from|until|with|and|but|there|by)\b|[,;:.!?)]|$)"
 )
 GROUP = rf"(?:(?!(?:the|a|an|of)\b)[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
+# After "the / a / our", a group named by its kind alone ("in the choir", "in a band").
+_BARE = "|".join(BARE_GROUPS)
+GROUP0 = rf"(?:{GROUP}|(?:{_BARE})(?![\w-]))"
 _SKILL_W = r"(?!I\b)[A-Za-z.][\w+#./-]*(?<![./-])(?: [A-Z][\w+#.]*(?<![.]))*"  # "Mario Kart"
 # Verbs a clause starts with (after its subject, if any): a list ends before them, and before
 # a pronoun ("I know Python and Bob knows Rust", "... and he knows Rust", "... and speaks
@@ -284,24 +289,25 @@ RULES: tuple[Rule, ...] = (
     _rule("member_on", _GROUP_TRIGGERS, "MEMBER_OF", 0.85, "present", "group",
           rf"{SUBJ}{ADV} (?:{_BE}|(?P<past2>used to be)) (?:now |still |(?P<neg>not |no longer ))?on "
           rf"(?:the |our |a |an )"
-          rf"(?P<obj>{GROUP})(?P<anymore> any ?more)?", negatable=True),
+          rf"(?P<obj>{GROUP0})(?P<anymore> any ?more)?", negatable=True),
     _rule("member_in", _GROUP_TRIGGERS, "MEMBER_OF", 0.8, "present", "group",
           rf"{SUBJ}{ADV} (?:{_BE}|(?P<past2>used to be))(?: (?:now|currently|still|also))* (?:in|with) "
           rf"(?:the |a |an |our )"
-          rf"(?P<obj>{GROUP})"),
+          rf"(?P<obj>{GROUP0})"),
     _rule("member_work", _GROUP_TRIGGERS,
           "MEMBER_OF", 0.82, "present", "group",
           rf"{SUBJ}{ADV} (?:(?:work|works|am working|is working|are working|play|plays|sing|"
-          rf"sings|volunteer|volunteers|row|rows|dance|dances|run|runs) (?:on|in|with|for)|lead|"
+          rf"sings|volunteer|volunteers|row|rows|dance|dances|run|runs)(?: [a-z]+)?? "
+          rf"(?:on|in|with|for)|lead|"
           rf"leads|run|runs|manage|manages|head|heads|captain|captains|coach|coaches|"
           rf"(?P<past>worked (?:on|in|with)|played (?:in|with|for)|sang in|led|ran|managed)|"
           rf"(?:moved|switched|transferred)(?: over)? to) (?:the |a |an |our )"
-          rf"(?P<obj>{GROUP})"),
+          rf"(?P<obj>{GROUP0})"),
     _rule("member_belong", ('belong',), "MEMBER_OF", 0.85, "present", "group_or_org",
           rf"{SUBJ}{ADV} (?:belong|belongs|(?P<past>belonged)) to (?:the |a |an |our )?"
           rf"(?P<obj>{GROUP}|{CAP})"),
     _rule("member_left", ('left', 'quit'), "MEMBER_OF", 0.85, "end", "group",
-          rf"{SUBJ}{ADV} (?:left|quit) (?:the |a |an |our |my )?(?P<obj>{GROUP})"),
+          rf"{SUBJ}{ADV} (?:left|quit) (?:the |a |an |our |my )?(?P<obj>{GROUP0})"),
     # --- work
     _rule("be_at", _BE_WORDS_AT, "WORKS_AT", 0.75, "present", "org",
           rf"{SUBJ}{ADV} (?:{_BE}|(?P<past2>used to be))(?: (?:now|currently|still|stuck|back|also|"
@@ -446,6 +452,16 @@ RULES: tuple[Rule, ...] = (
     _rule("play_instrument", ('play',), "HAS_SKILL", 0.8, "state", "skill_instrument",
           rf"{SUBJ}{ADV} (?:play|plays|am playing|is playing|have played|has played|"
           rf"(?:have|has) been playing) (?:the |some |a bit of )?(?P<obj>[a-z]+)\b"),
+    _rule("craft", tuple(f" {verb}" for verb in CRAFT_VERBS), "HAS_SKILL", 0.75, "state", "craft",
+          rf"{SUBJ}{ADV} (?P<obj>{'|'.join(CRAFT_VERBS)})(?=$|[,.!;]| (?:a lot|a bit|too|well|"
+          rf"professionally|competitively|for a living|every \w+|on weekends|in my free time|"
+          rf"semi-professionally|as a hobby|since|and|but|lol|now)\b)"),
+    _rule("skill_is_my", (' my ', ' his ', ' her '), "HAS_SKILL", 0.8, "state", "skill_any",
+          rf"(?<![\w'])(?P<obj>{_SKILL_W}) (?:is|are) (?P<subj>my|[Hh]is|[Hh]er) (?:thing|jam|"
+          rf"strength|forte|specialty|speciality|superpower|bread and butter|main language|"
+          rf"first language)\b"),
+    _rule("skill_list", (',', ' and '), "HAS_SKILL", 0.75, "state", "skill_list",
+          rf"(?:^|(?<=: )|(?<=; )|(?<= - ))(?P<obj>{SKILLS})(?=[.!]*$|;| - )"),
     _rule("skill_learn", ('learning', 'picking up'), "HAS_SKILL", 0.7, "state", "skill_any",
           rf"{SUBJ}{ADV} (?:am|is|are|have been|has been) (?:learning|picking up) "
           rf"(?P<obj>{SKILLS})"),
@@ -588,13 +604,15 @@ RULES: tuple[Rule, ...] = (
 # and MENTIONED), a person with a title ("Dana is our CTO", "Our CTO is Dana": a person for
 # he / she and MENTIONED; no WORKS_AT, as "our" names no organisation).
 _TITLE = rf"(?:new |former |current )?(?i:{'|'.join(TITLES)})\b"
+_PERSON_VERBS = ("ask", "asked", "ping", "pinged", "tell", "told", "bring", "invite", "invited",
+                 "text", "texted", "dm", "cc", "thank", "thanked", "hug", "hugged", "introduce",
+                 "introduced", "this is", "meet", "welcome", "say hi to", "congrats",
+                 "congratulations")
+# A hint runs on a sentence holding (lower case) one of its words; None: on every sentence.
+HINT_WORDS: tuple[tuple[str, ...] | None, ...] = (_PERSON_VERBS, None, None, None)
 HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
-    # verbs whose object is a person ("I'll ask Wen", "can I bring Sven?")
-    (re.compile(rf"(?<![\w'])(?:ask|asked|ping|pinged|tell|told|bring|invite|invited|text|"
-                rf"texted|dm|DM|cc|thank|thanked|hug|hugged|introduce|introduced) "
-                rf"(?P<obj>{PERSON})\b"), "Person"),
-    (re.compile(rf"(?<![\w'])(?:[Tt]his is|[Mm]eet|[Ww]elcome|[Ss]ay hi to|[Cc]ongrats,?|"
-                rf"[Cc]ongratulations,?) (?P<obj>{PERSON})\b"), "Person"),
+    # a person as the object of a verb for people ("I'll ask Wen", "this is Fatima")
+    (re.compile(rf"(?<![\w'])(?i:{'|'.join(_PERSON_VERBS)}),? (?P<obj>{PERSON})\b"), "Person"),
     (re.compile(rf"\bat (?:the )?(?P<obj>{CAP})"), "Organization"),
     (re.compile(rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:our|my|their|the) {_TITLE}"),
      "Person"),

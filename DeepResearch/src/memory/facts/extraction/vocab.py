@@ -106,6 +106,27 @@ GROUP_WORDS: tuple[str, ...] = (
     "unit", "division", "pod", "tribe", "clan",
 )
 
+# Groups named by their kind alone after "the / a / our" ("in the choir", "in a band").
+BARE_GROUPS: tuple[str, ...] = (
+    "choir", "band", "orchestra", "board", "committee", "council", "union", "ensemble",
+    "troupe",
+)
+# Verbs of a craft or sport said alone ("I knit", "she climbs competitively"): the skill is
+# the activity (its -ing form).
+CRAFT_VERBS: dict[str, str] = {
+    "cook": "cooking", "cooks": "cooking", "bake": "baking", "bakes": "baking",
+    "knit": "knitting", "knits": "knitting", "sew": "sewing", "sews": "sewing",
+    "paint": "painting", "paints": "painting", "draw": "drawing", "draws": "drawing",
+    "sing": "singing", "sings": "singing", "dance": "dancing", "dances": "dancing",
+    "surf": "surfing", "surfs": "surfing", "ski": "skiing", "skis": "skiing",
+    "snowboard": "snowboarding", "snowboards": "snowboarding", "climb": "climbing",
+    "climbs": "climbing", "skate": "skating", "skates": "skating", "swim": "swimming",
+    "swims": "swimming", "crochet": "crochet", "crochets": "crochet", "weld": "welding",
+    "welds": "welding", "solder": "soldering", "solders": "soldering", "box": "boxing",
+    "boxes": "boxing", "fence": "fencing", "fences": "fencing", "sail": "sailing",
+    "sails": "sailing", "dive": "diving", "dives": "diving", "row": "rowing", "rows": "rowing",
+    "juggle": "juggling", "juggles": "juggling",
+}
 # Endings and acronyms that make a name a school (for "went to X", which is not always one).
 SCHOOL_WORDS: tuple[str, ...] = (
     "university", "college", "school", "institute", "academy", "polytechnic", "conservatory",
