@@ -225,6 +225,17 @@ SKILL_FRAMES_AND_PRONOUNS = carol_rows(
     ("I sing in the choir.", {("Carol", "MEMBER_OF", "choir")}),
     ("I play bass in a band.", {("Carol", "MEMBER_OF", "band"), ("Carol", "HAS_SKILL", "bass")}),
     ("I'm on the team.", set()),  # a team not named
+    ("Mostly Python and Go these days.",
+     {("Carol", "HAS_SKILL", "Python"), ("Carol", "HAS_SKILL", "Go")}),
+    ("Python, Go and Zig.", {("Carol", "HAS_SKILL", "Python"), ("Carol", "HAS_SKILL", "Go"),
+                             ("Carol", "HAS_SKILL", "Zig")}),
+    ("I did three years of RN at Klarna.", {("Carol", "WORKED_AT", "Klarna")}),
+    # "it" of a skill: the skill named last (a few messages back at most)
+    (("Quinn: we need someone who can do React Native", "Quinn: any ideas",
+      "Lars: Beatriz knows it better than me"), {("Beatriz", "HAS_SKILL", "React Native")}),
+    (("Quinn: we need someone who can do React Native", "Quinn: ok", "Quinn: hmm", "Quinn: so",
+      "Quinn: well", "Lars: Beatriz knows it better than me"), set()),
+    ("I know it.", set()),
 )
 
 ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS

@@ -25,6 +25,7 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
 )
 
 PRONOUN = "\x00pronoun:"  # + he / she: a pronoun object, resolved in text order
+SKILL_IT = "\x00it"  # "it" of a skill rule: the skill named last in the conversation
 AUTHOR = "\x00author"  # placeholder for the message's author ("he was my best mate")
 THERE = "\x00there"  # placeholder resolved in text order (the last organisation / place)
 Candidate = tuple[str, str, str | None]  # predicate, object as written, object type
@@ -188,10 +189,15 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
             return []
         return [("STUDIED_AT" if is_school(found[0][1]) else "WORKED_AT", found[0][1],
                  "Organization")]
+    if kind == "skill_it":  # "Beatriz knows it better than me": the skill last named
+        return [(predicate, SKILL_IT, "Skill")]
     if kind == "skill_list":  # "Figma, Sketch, a bit of HTML/CSS." (an intro's list)
         items = _skill_items(text)
-        if len(items) < 2 or any(item.lower() not in KNOWN_SKILLS for item in items):
-            return []
+        known = sum(item.lower() in KNOWN_SKILLS for item in items)
+        if known < 2 or any(item.lower() not in KNOWN_SKILLS and (
+                not item[0].isupper() or " " in item or item.lower() in NOT_NAMES)
+                for item in items):
+            return []  # two known skills at least, the rest names of one word
         return [(predicate, item, "Skill") for item in items]
     if kind == "craft":  # "I knit" -> knitting
         return [(predicate, CRAFT_VERBS[text.lower()], "Skill")] if text.lower() in CRAFT_VERBS \

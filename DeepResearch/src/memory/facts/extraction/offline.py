@@ -37,6 +37,7 @@ from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
     AUTHOR,
     PRONOUN,
+    SKILL_IT,
     THERE,
     Candidate,
     clean_name,
@@ -95,6 +96,21 @@ def _present(lower: str) -> set[str]:
     return found
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
+_WORD = re.compile(r"[A-Za-z][\w+#]*")
+
+
+def _skills_named(text: str) -> str | None:
+    """The last known skill named in `text` ("React Native" before "React")."""
+    words, found = _WORD.findall(text), None
+    for i, word in enumerate(words):
+        pair = f"{word} {words[i + 1]}" if i + 1 < len(words) else ""
+        if pair.lower() in KNOWN_SKILLS:
+            found = pair
+        elif word.lower() in KNOWN_SKILLS and not (found and found.endswith(" " + word)):
+            found = word
+    return found
+
+
 _COUPLE = ("are dating", "are married", "are engaged", "got married", "got engaged")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
 _INTEREST_WEAK = ("curious", "excited")
@@ -106,6 +122,8 @@ class _Context:
 
     last_org: str | None = None
     last_place: str | None = None
+    last_skill: tuple[str, int] | None = None  # a known skill named, and in which message
+    messages: int = 0  # messages read so far
     types: dict[str, str] = field(default_factory=dict)
     people: Antecedents = field(default_factory=Antecedents)
 
@@ -160,11 +178,14 @@ class OfflineExtractor:
                     if key not in facts or facts[key].confidence < fact.confidence:
                         facts[key] = fact
                 self.context.people.sentence_done(sentence)
+                if named := _skills_named(sentence):
+                    self.context.last_skill = (named, self.context.messages)
             if self.author_type == "Person":
                 self.dialogue.saw(message.author_name, parts)
             if self.mentions:
                 self._mentions(message, parts, facts)
             result.facts.extend(facts.values())
+            self.context.messages += 1
         return result
 
     # --- one sentence -------------------------------------------------------------------
@@ -222,6 +243,13 @@ class OfflineExtractor:
             facts.extend(self._facts(hit, subjects, segment, region, message, problems))
             facts.extend(self._employer(match, subjects, region, message))
         return facts
+
+    def _skill_named(self, before: str) -> str | None:
+        """The skill "it" means: the last known one in `before`, or in the last two messages."""
+        if named := _skills_named(before):
+            return named
+        last = self.context.last_skill
+        return last[0] if last and self.context.messages - last[1] <= 4 else None
 
     @staticmethod
     def _disagrees(match: re.Match[str]) -> bool:
@@ -303,6 +331,10 @@ class OfflineExtractor:
                     subjects, obj = [(obj, False)], subjects[0][0]
             if obj == AUTHOR:
                 obj = message.author_name
+            elif obj == SKILL_IT:
+                obj = self._skill_named(hit.match.string[:hit.match.start("obj")]) or ""
+                if not obj:
+                    continue
             elif obj.startswith(PRONOUN):
                 found = self.context.people.resolve(
                     obj[len(PRONOUN):], hit.match.string[:hit.match.start("obj")],

@@ -331,11 +331,11 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} (?:worked|used to work|was working|were working|had worked|"
           rf"was employed|were employed|interned|taught|used to teach)(?:{_AS_ROLE})?{_AT_ORG}"
           rf"{_AS_ROLE2}"),
-    _rule("spent_at", ('spent',), "WORKED_AT", 0.8, "past", "org_or_place",
-          rf"{SUBJ}{ADV} (?:spent|have spent|has spent) (?:(?:almost |nearly |over |about |"
+    _rule("spent_at", ('spent', 'did ', 'put in'), "WORKED_AT", 0.8, "past", "org_or_place",
+          rf"{SUBJ}{ADV} (?:spent|have spent|has spent|did|put in) (?:(?:almost |nearly |over |about |"
           rf"around )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|"
           rf"several|many) (?:years?|yrs?)|a decade|most of my career|my (?:twenties|career))"
-          rf" (?P<prep>at|in|with) (?:the )?(?P<obj>{CAP}){NP_END}"),
+          rf"(?: of (?:[\w+#.-]+ ){{0,2}}?[\w+#.-]+)? (?P<prep>at|in|with) (?:the )?(?P<obj>{CAP}){NP_END}"),
     _rule("my_old_job", ('my ',), "WORKED_AT", 0.8, "past", "org",
           rf"(?<![\w'])[Mm]y (?:old|previous|last|former|first) (?:job|company|employer|"
           rf"workplace|gig)(?: at | was (?:at )?|, | \(| - | )(?:the )?(?P<obj>{CAP}){NP_END}"),
@@ -461,7 +461,12 @@ RULES: tuple[Rule, ...] = (
           rf"strength|forte|specialty|speciality|superpower|bread and butter|main language|"
           rf"first language)\b"),
     _rule("skill_list", (',', ' and '), "HAS_SKILL", 0.75, "state", "skill_list",
-          rf"(?:^|(?<=: )|(?<=; )|(?<= - ))(?P<obj>{SKILLS})(?=[.!]*$|;| - )"),
+          rf"(?:^|(?<=: )|(?<=; )|(?<= - ))(?P<obj>{SKILLS})(?: these days| nowadays| lately| "
+          rf"mostly| mainly| at work| too)?(?=[.!]*$|;| - )"),
+    _rule("skill_it", (' it',), "HAS_SKILL", 0.75, "state", "skill_it",
+          rf"{SUBJ}{ADV} (?:know|knows|use|uses|used|write|writes|wrote|teach|teaches|taught|"
+          rf"speak|speaks|(?:have|has) used|(?:have|has) written) (?P<obj>it)\b(?! (?:is|was|"
+          rf"will|would)\b)"),
     _rule("skill_learn", ('learning', 'picking up'), "HAS_SKILL", 0.7, "state", "skill_any",
           rf"{SUBJ}{ADV} (?:am|is|are|have been|has been) (?:learning|picking up) "
           rf"(?P<obj>{SKILLS})"),
