@@ -136,7 +136,109 @@ LOWER_CASE_AND_VERBLESS = carol_rows(
     ("based in London?", set()),
 )
 
-ROWS = (BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
+MORE_PHRASINGS = carol_rows(
+    ("I intern at Stripe.", {("Carol", "WORKS_AT", "Stripe")}),
+    ("I teach at Lycee Victor Hugo.", {("Carol", "WORKS_AT", "Lycee Victor Hugo")}),
+    ("I started a new job at Canva.", {("Carol", "WORKS_AT", "Canva")}),
+    ("I spent five years at Google.", {("Carol", "WORKED_AT", "Google")}),
+    ("I spent three years in Berlin.", {("Carol", "LIVES_IN", "Berlin")}),
+    ("at my last job, Zalando, I used Neo4j",
+     {("Carol", "WORKED_AT", "Zalando"), ("Carol", "HAS_SKILL", "Neo4j")}),
+    ("Apple laid me off.", {("Carol", "WORKED_AT", "Apple")}),
+    ("Apple let me know.", set()),
+    ("I have 5 years of experience with Python.", {("Carol", "HAS_SKILL", "Python")}),
+    ("I can speak French.", {("Carol", "HAS_SKILL", "French")}),
+    ("I'm a native Portuguese speaker.", {("Carol", "HAS_SKILL", "Portuguese")}),
+    ("I play the cello.", {("Carol", "HAS_SKILL", "cello")}),
+    ("I play Catan.", set()),
+    ("I teach chemistry.", set()),  # an unlisted subject is not read
+    ("I got really into pottery", {("Carol", "INTERESTED_IN", "pottery")}),
+    ("I'm a huge history nerd.", {("Carol", "INTERESTED_IN", "history")}),
+    ("I grew up in Manhattan.", {("Carol", "LIVES_IN", "Manhattan")}),
+    ("I've been in Lisbon for two years.", {("Carol", "LIVES_IN", "Lisbon")}),
+    ("I'm London-based.", {("Carol", "LIVES_IN", "London")}),
+    ("I'm in my second year at Stanford.", {("Carol", "STUDIED_AT", "Stanford")}),
+    ("I did my undergrad at McGill.", {("Carol", "STUDIED_AT", "McGill")}),
+    ("I'm an MIT alum.", {("Carol", "STUDIED_AT", "MIT")}),
+    ("I work on the payments team.", {("Carol", "MEMBER_OF", "payments team")}),
+    ("I play in a jazz band.", {("Carol", "MEMBER_OF", "jazz band")}),
+    ("I moved to the growth org.", {("Carol", "MEMBER_OF", "growth org")}),
+    ("I'm married to Sam.", {("Carol", "CLOSE_TO", "Sam")}),
+    ("Tom is an old friend of mine.", {("Carol", "KNOWS", "Tom"), ("Carol", "CLOSE_TO", "Tom")}),
+    ("we used Postgres for the demo", set()),  # a team's use is no one's skill
+    ("I'm going with Ana, my sister.", {("Carol", "KNOWS", "Ana"), ("Carol", "CLOSE_TO", "Ana")}),
+)
+
+ANSWERS = [
+    (("Ben: where are you based?", "Alice: Lisbon, moved here in January"),
+     {("Alice", "LIVES_IN", "Lisbon")}),
+    (("Ben: where are you based?", "Alice: Lisbon", "Alice: what about you?",
+      "Ben: Dublin for now."), {("Alice", "LIVES_IN", "Lisbon"), ("Ben", "LIVES_IN", "Dublin")}),
+    (("Ben: where do you work?", "Alice: Stripe, since 2019"), {("Alice", "WORKS_AT", "Stripe")}),
+    (("Jorge: you're in Austin right?", "Nadia: yup, south Austin."),
+     {("Nadia", "LIVES_IN", "Austin")}),
+    (("Jorge: you're in Austin right?", "Nadia: no, Dallas."), set()),
+    (("Dev: does anyone here know Terraform well?", "Marta: I know it a bit, what's up"),
+     {("Marta", "HAS_SKILL", "Terraform")}),
+    (("Sofia: do you know Go?", "Ravi: enough to be dangerous"), {("Ravi", "HAS_SKILL", "Go")}),
+    (("Sofia: do you know Go?", "Ravi: nope"), set()),
+    (("Erin: I met Jack at uni.", "Erin: is he still at Accenture?", "Maya: nope, he left"),
+     {("Erin", "KNOWS", "Jack"), ("Jack", "WORKED_AT", "Accenture")}),
+    (("Erin: I met Jack at uni.", "Erin: is he still at Accenture?", "Maya: yes"),
+     {("Erin", "KNOWS", "Jack"), ("Jack", "WORKS_AT", "Accenture")}),
+    (("Petra: wait you moved to Oslo?? for the new job?", "Ola: yep"),
+     {("Ola", "LIVES_IN", "Oslo")}),
+    # a place answered types its name: the clause after it is the answerer's
+    (("Ben: where are you based?", "Alice: Lisbon, moved here from Toronto"),
+     {("Alice", "LIVES_IN", "Lisbon"), ("Alice", "LIVES_IN", "Toronto")}),
+    # the asker's own next message answers nothing; nor does a later one
+    (("Ben: where are you based?", "Ben: Lisbon"), set()),
+    (("Ben: where are you based?", "Alice: hm", "Carl: Lisbon"), set()),
+]
+
+SKILL_FRAMES_AND_PRONOUNS = carol_rows(
+    ("I'm really good at public speaking.", {("Carol", "HAS_SKILL", "public speaking")}),
+    ("I'm good with kids.", set()),
+    ("I have 10 years of experience in accounting.", {("Carol", "HAS_SKILL", "accounting")}),
+    ("After six years at Google, I left.", {("Carol", "WORKED_AT", "Google")}),
+    ("I'm a Google alum.", {("Carol", "WORKED_AT", "Google")}),
+    ("I moved on from Acme last year.", {("Carol", "WORKED_AT", "Acme")}),
+    ("my flat in Leith is tiny", {("Carol", "LIVES_IN", "Leith")}),
+    ("I used to be on the mobile team.", {("Carol", "MEMBER_OF", "mobile team")}),
+    (("Petra: Henrik is in Oslo too.", "Ola: I know him already."),
+     {("Henrik", "LIVES_IN", "Oslo"), ("Ola", "KNOWS", "Henrik")}),
+    ("I know her brother.", set()),
+    # an introduction's verbless list of known skills is the author's
+    ("Figma, Sketch, a bit of HTML/CSS.",
+     {("Carol", "HAS_SKILL", "Figma"), ("Carol", "HAS_SKILL", "Sketch"),
+      ("Carol", "HAS_SKILL", "HTML"), ("Carol", "HAS_SKILL", "CSS")}),
+    ("stack: Python, Go and Postgres",
+     {("Carol", "HAS_SKILL", "Python"), ("Carol", "HAS_SKILL", "Go"),
+      ("Carol", "HAS_SKILL", "Postgres")}),
+    ("Python, Bob and pizza.", set()),  # not all of it skills: no list of skills
+    ("I use Python and Airtable.",
+     {("Carol", "HAS_SKILL", "Python"), ("Carol", "HAS_SKILL", "Airtable")}),
+    ("I knit.", {("Carol", "HAS_SKILL", "knitting")}),
+    ("she climbs competitively", set()),  # no one for "she"
+    ("I'd climb if I could.", set()),
+    ("Rust is my thing.", {("Carol", "HAS_SKILL", "Rust")}),
+    ("I sing in the choir.", {("Carol", "MEMBER_OF", "choir")}),
+    ("I play bass in a band.", {("Carol", "MEMBER_OF", "band"), ("Carol", "HAS_SKILL", "bass")}),
+    ("I'm on the team.", set()),  # a team not named
+    ("Mostly Python and Go these days.",
+     {("Carol", "HAS_SKILL", "Python"), ("Carol", "HAS_SKILL", "Go")}),
+    ("Python, Go and Zig.", {("Carol", "HAS_SKILL", "Python"), ("Carol", "HAS_SKILL", "Go"),
+                             ("Carol", "HAS_SKILL", "Zig")}),
+    ("I did three years of RN at Klarna.", {("Carol", "WORKED_AT", "Klarna")}),
+    # "it" of a skill: the skill named last (a few messages back at most)
+    (("Quinn: we need someone who can do React Native", "Quinn: any ideas",
+      "Lars: Beatriz knows it better than me"), {("Beatriz", "HAS_SKILL", "React Native")}),
+    (("Quinn: we need someone who can do React Native", "Quinn: ok", "Quinn: hmm", "Quinn: so",
+      "Quinn: well", "Lars: Beatriz knows it better than me"), set()),
+    ("I know it.", set()),
+)
+
+ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
         + LOWER_CASE_AND_VERBLESS)
 
 

@@ -41,6 +41,7 @@ _BE = (r"(?:based (?:in|out of)|living in|located in|working (?:at|for|as|with|i
 _WAS = r"(?:previously at |formerly at |ex-(?=[A-Z])|before that at )"
 _FRAGMENT = re.compile(rf"{_ADV}(?:(?P<past>{_PAST})|(?P<be>{_BE})|(?P<was>{_WAS}))",
                        re.IGNORECASE)
+_PUNCT = re.compile(r"[,;:\u2014\u2013]| - ")
 _CLAUSE = re.compile(r"(?:^|[,;:]\s+|\s+[-\u2014\u2013]\s+)")
 _OTHER_SUBJECT = re.compile(r"\b(?:he|she|they|you|we|it|u|ur|everyone|someone)\b", re.IGNORECASE)
 # A clause opening on a name and a verb has its own subject ("Bob is great, ...").
@@ -59,7 +60,8 @@ _LOWER_AFTER = re.compile(
 
 def truecase(sentence: str) -> str:
     """"i" as "I"; in a sentence without capitals, names after at / in / from ... capitalised."""
-    sentence = _I.sub("I", sentence)
+    if "i " in sentence or "i'" in sentence or sentence.endswith("i"):
+        sentence = _I.sub("I", sentence)
     if re.search(r"[A-Z](?<!\bI)", sentence[1:]) or not re.search(r"\b(?:at|in|from|for|to|with) |ex-", sentence):
         return sentence
     return _LOWER_AFTER.sub(_capitalised, sentence)
@@ -81,20 +83,22 @@ def _capitalised(match: re.Match[str]) -> str:
 
 def fill_subjects(sentence: str, author: str, types: dict[str, str]) -> str:
     """`sentence` with the subject of its verbless clauses put back (see the module)."""
-    if sentence.endswith("?"):
-        return sentence
-    starts = [m.end() for m in _CLAUSE.finditer(sentence)]
-    ends = [*(m.start() for m in _CLAUSE.finditer(sentence)), len(sentence)][1:]
+    if sentence.endswith("?") or not (_FRAGMENT.match(sentence) or _PUNCT.search(sentence)):
+        return sentence  # no clause but the first, and that one has a subject
+    clauses = list(_CLAUSE.finditer(sentence))
+    starts = [m.end() for m in clauses]
+    ends = [*(m.start() for m in clauses), len(sentence)][1:]
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement)
     subject: str | None = "I"
     for start, end in zip(starts, ends, strict=False):
         clause = sentence[start:end].strip(" .!")
         if _NAME_ONLY.fullmatch(clause) and clause.lower() not in NOT_NAMES:
             # "Owen, 6 yrs backend, ex-Booking.com": whom the clauses after a bare name are of
-            if clause.lower() == author.lower():
-                subject = "I"
+            known = types.get(clause.lower())
+            if clause.lower() == author.lower() or known in ("Location", "Organization"):
+                subject = subject or "I"  # "Lisbon, moved here from Toronto" (Lisbon answered)
             else:
-                subject = clause if types.get(clause.lower()) == "Person" else None
+                subject = clause if known == "Person" else None
             continue
         if subject is None:
             break

@@ -9,10 +9,13 @@ from __future__ import annotations
 import re
 
 from DeepResearch.src.memory.facts.extraction.vocab import (
+    CRAFT_VERBS,
     GROUP_WORDS,
+    INSTRUMENTS,
     KNOWN_SKILLS,
     NOT_ACTIVITIES,
     NOT_NAMES,
+    NOT_SKILLS,
     NOT_TOPICS,
     SCHOOL_ACRONYMS,
     SCHOOL_WORDS,
@@ -21,6 +24,8 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
     TRAILING_FILLERS,
 )
 
+PRONOUN = "\x00pronoun:"  # + he / she: a pronoun object, resolved in text order
+SKILL_IT = "\x00it"  # "it" of a skill rule: the skill named last in the conversation
 AUTHOR = "\x00author"  # placeholder for the message's author ("he was my best mate")
 THERE = "\x00there"  # placeholder resolved in text order (the last organisation / place)
 Candidate = tuple[str, str, str | None]  # predicate, object as written, object type
@@ -102,7 +107,10 @@ def _skill_items(text: str) -> list[str]:
 
 def _skills(text: str, predicate: str, *, listed_only: bool) -> list[Candidate]:
     found = []
-    for item in _skill_items(text):
+    items = _skill_items(text)
+    # a list is of one kind: next to a known skill, a capitalised name is a skill too
+    listed_only = listed_only and not any(item.lower() in SKILLS for item in items)
+    for item in items:
         lower = item.lower()
         if lower in SKILLS or (not listed_only and item[0].isupper() and lower not in NOT_NAMES):
             found.append((predicate, item, "Skill"))
@@ -139,7 +147,7 @@ def _persons(text: str, predicate: str) -> list[Candidate]:
 
 def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> list[Candidate]:
     """The candidates of one match; `groups` are the match's named groups."""
-    text = groups.get("obj") or ""
+    text = groups.get("obj") or groups.get("obj2") or ""
     if kind in ("org", "place", "school"):
         type_ = "Location" if kind == "place" else "Organization"
         if groups.get("there"):
@@ -167,6 +175,44 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
     if kind == "activity":  # "been climbing for 10 years", "started skiing"
         text = groups.get("obj") or groups.get("obj2") or ""
         return [] if text in NOT_ACTIVITIES else [(predicate, text, "Skill")]
+    if kind == "skill_free":  # "good at public speaking", "5 years of Python"
+        found = []
+        for item in _skill_items(text):
+            if item.lower() in KNOWN_SKILLS or (item[0].isupper() and item.lower() not in NOT_NAMES):
+                found.append((predicate, item, "Skill"))
+            elif len(item.split()) <= 3 and item.lower() not in NOT_SKILLS:
+                found.extend((predicate, topic, "Skill") for _, topic, _ in _topics(item, predicate))
+        return found
+    if kind == "school_or_org":  # "an MIT alum" studied there; "a Google alum" worked there
+        found = _named(text, predicate, "Organization")
+        if not found or found[0][1].lower() in KNOWN_SKILLS:
+            return []
+        return [("STUDIED_AT" if is_school(found[0][1]) else "WORKED_AT", found[0][1],
+                 "Organization")]
+    if kind == "skill_it":  # "Beatriz knows it better than me": the skill last named
+        return [(predicate, SKILL_IT, "Skill")]
+    if kind == "skill_list":  # "Figma, Sketch, a bit of HTML/CSS." (an intro's list)
+        items = _skill_items(text)
+        known = sum(item.lower() in KNOWN_SKILLS for item in items)
+        if known < 2 or any(item.lower() not in KNOWN_SKILLS and (
+                not item[0].isupper() or " " in item or item.lower() in NOT_NAMES)
+                for item in items):
+            return []  # two known skills at least, the rest names of one word
+        return [(predicate, item, "Skill") for item in items]
+    if kind == "craft":  # "I knit" -> knitting
+        return [(predicate, CRAFT_VERBS[text.lower()], "Skill")] if text.lower() in CRAFT_VERBS \
+            else []
+    if kind == "skill_instrument":  # "I play the cello"
+        return [(predicate, text, "Skill")] if text.lower() in INSTRUMENTS else []
+    if kind == "org_or_place":  # "spent 5 years at Google / in Berlin / at MIT"
+        name = clean_name(text)
+        if not name or name.lower() in KNOWN_SKILLS:
+            return []
+        if is_school(name):
+            return [("STUDIED_AT", name, "Organization")]
+        if groups.get("prep") == "in":
+            return [("LIVES_IN", name, "Location")]
+        return [(predicate, name, "Organization")]
     if kind == "org_or_group":  # "switched from the mobile team" / "from Goldman"
         text = re.sub(r"[.,]+$", "", text.strip())
         if re.search(rf"\b(?:{'|'.join(GROUP_WORDS)})s?$", text, re.IGNORECASE):
@@ -177,6 +223,8 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
         return _topics(text, predicate)
     if kind in ("persons", "relation"):
         return _persons(text, predicate)
+    if kind == "pronoun":  # "I know him already": resolved like he / she
+        return [(predicate, PRONOUN + {"him": "he", "her": "she"}[text.lower()], "Person")]
     if kind == "author":
         return [(predicate, AUTHOR, "Person")]
     if kind == "pair":

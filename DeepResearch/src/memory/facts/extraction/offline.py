@@ -19,6 +19,7 @@ from DeepResearch.src.memory.facts.extraction.affiliations import (
     employer,
     subject_text,
 )
+from DeepResearch.src.memory.facts.extraction.answers import Dialogue
 from DeepResearch.src.memory.facts.extraction.antecedents import Antecedents, guessed_type, names
 from DeepResearch.src.memory.facts.extraction.clauses import (
     AFTERTHOUGHT,
@@ -35,6 +36,8 @@ from DeepResearch.src.memory.facts.extraction.fragments import fill_subjects, tr
 from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
     AUTHOR,
+    PRONOUN,
+    SKILL_IT,
     THERE,
     Candidate,
     clean_name,
@@ -44,6 +47,7 @@ from DeepResearch.src.memory.facts.extraction.objects import (
 from DeepResearch.src.memory.facts.extraction.patterns import (
     ADVERBS,
     BASE_FORMS,
+    HINT_WORDS,
     HINTS,
     RULES,
     Rule,
@@ -60,8 +64,53 @@ MENTION_CONFIDENCE = 0.3
 HEARSAY = 0.95  # what one person says of another
 _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
+# Word pieces that only group triggers: a trigger is looked for only when the shorter trigger
+# (or piece) it contains is in the sentence ("been doing" only where "been" is).
+_PIECES = ("been ", "year", "yrs ", "ing ", "ed ", " a", "er", "an", "in", "ou", "or", "ar",
+           "ro", "it", "st", "on")
+
+
+def _trigger_tree() -> tuple[list[str], dict[str, list[str]]]:
+    ordered = sorted(_TRIGGERS | set(_PIECES), key=len)
+    children: dict[str, list[str]] = {t: [] for t in ordered}
+    roots: list[str] = []
+    for i, trigger in enumerate(ordered):
+        parent = next((p for p in reversed(ordered[:i]) if p in trigger), None)
+        (children[parent] if parent else roots).append(trigger)
+    return roots, children
+
+
+_ROOTS, _CHILDREN = _trigger_tree()
+_RULES_OF: dict[str, tuple[int, ...]] = {  # trigger -> the rules (by priority) it runs
+    t: tuple(i for i, rule in enumerate(RULES) if t in rule.triggers) for t in _TRIGGERS}
+
+
+def _present(lower: str) -> set[str]:
+    """The triggers in `lower`, checking a trigger only where the one it contains is."""
+    found: set[str] = set()
+    stack = [t for t in _ROOTS if t in lower]
+    while stack:
+        trigger = stack.pop()
+        found.add(trigger)
+        stack.extend(t for t in _CHILDREN[trigger] if t in lower)
+    return found
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
+_WORD = re.compile(r"[A-Za-z][\w+#]*")
+
+
+def _skills_named(text: str) -> str | None:
+    """The last known skill named in `text` ("React Native" before "React")."""
+    words, found = _WORD.findall(text), None
+    for i, word in enumerate(words):
+        pair = f"{word} {words[i + 1]}" if i + 1 < len(words) else ""
+        if pair.lower() in KNOWN_SKILLS:
+            found = pair
+        elif word.lower() in KNOWN_SKILLS and not (found and found.endswith(" " + word)):
+            found = word
+    return found
+
+
 _COUPLE = ("are dating", "are married", "are engaged", "got married", "got engaged")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
 _INTEREST_WEAK = ("curious", "excited")
@@ -73,6 +122,8 @@ class _Context:
 
     last_org: str | None = None
     last_place: str | None = None
+    last_skill: tuple[str, int] | None = None  # a known skill named, and in which message
+    messages: int = 0  # messages read so far
     types: dict[str, str] = field(default_factory=dict)
     people: Antecedents = field(default_factory=Antecedents)
 
@@ -105,6 +156,7 @@ class OfflineExtractor:
         self.author_type = author_type
         self.mention_type = mention_type
         self.context = _Context()
+        self.dialogue = Dialogue()
 
     def extract(self, messages: Sequence[Message]) -> ExtractionResult:
         result = ExtractionResult()
@@ -112,6 +164,11 @@ class OfflineExtractor:
             facts: dict[tuple[Any, ...], ExtractedFact] = {}
             parts = sentences(message.content)
             if self.author_type == "Person":  # a document's title is no speaker of its lines
+                answered = self.dialogue.statements(message.author_name, parts)
+                for statement in answered:  # "yes, since 2019" read with its question
+                    for fact in self._sentence(statement, message, result.problems):
+                        facts.setdefault((fact.subject.lower(), fact.predicate,
+                                          fact.object.lower(), fact.invalid_at), fact)
                 parts = [fill_subjects(truecase(part), message.author_name, self.context.types)
                          for part in parts]
             for sentence in parts:
@@ -121,9 +178,14 @@ class OfflineExtractor:
                     if key not in facts or facts[key].confidence < fact.confidence:
                         facts[key] = fact
                 self.context.people.sentence_done(sentence)
+                if named := _skills_named(sentence):
+                    self.context.last_skill = (named, self.context.messages)
+            if self.author_type == "Person":
+                self.dialogue.saw(message.author_name, parts)
             if self.mentions:
                 self._mentions(message, parts, facts)
             result.facts.extend(facts.values())
+            self.context.messages += 1
         return result
 
     # --- one sentence -------------------------------------------------------------------
@@ -131,10 +193,8 @@ class OfflineExtractor:
         hits: list[_Hit] = []
         claimed: list[tuple[int, int]] = []
         lower = sentence.lower()
-        present = {trigger for trigger in _TRIGGERS if trigger in lower}
-        for rule in RULES:
-            if present.isdisjoint(rule.triggers):
-                continue
+        chosen = sorted({i for trigger in _present(lower) for i in _RULES_OF.get(trigger, ())})
+        for rule in (RULES[i] for i in chosen):
             for match in rule.pattern.finditer(sentence):
                 span = match.span("obj") if match.groupdict().get("obj") else match.span()
                 if any(a < span[1] and span[0] < b for a, b in claimed):
@@ -144,7 +204,9 @@ class OfflineExtractor:
                     hits.append(_Hit(rule, match, candidates))
                     if match.groupdict().get("obj"):
                         claimed.append(span)
-        for pattern, type_ in HINTS:
+        for (pattern, type_), words in zip(HINTS, HINT_WORDS, strict=True):
+            if words is not None and not any(word in lower for word in words):
+                continue
             for match in pattern.finditer(sentence):
                 if not any(a < match.end("obj") and match.start("obj") < b for a, b in claimed):
                     hits.append(_Hit(None, match, [("", clean_name(match["obj"]), type_)]))
@@ -181,6 +243,13 @@ class OfflineExtractor:
             facts.extend(self._facts(hit, subjects, segment, region, message, problems))
             facts.extend(self._employer(match, subjects, region, message))
         return facts
+
+    def _skill_named(self, before: str) -> str | None:
+        """The skill "it" means: the last known one in `before`, or in the last two messages."""
+        if named := _skills_named(before):
+            return named
+        last = self.context.last_skill
+        return last[0] if last and self.context.messages - last[1] <= 4 else None
 
     @staticmethod
     def _disagrees(match: re.Match[str]) -> bool:
@@ -230,10 +299,10 @@ class OfflineExtractor:
         found: list[tuple[str, bool]] = []
         for part in subject_text(match, key).split(" and "):
             lower = part.strip().lower()
-            if lower in ("i", "me", "we", "us"):
+            if lower in ("i", "me", "we", "us", "my"):
                 found.append((message.author_name, False))
-            elif lower in ("he", "she", "his", "her"):
-                lower = {"his": "he", "her": "she"}.get(lower, lower)
+            elif lower in ("he", "she", "his", "her", "him"):
+                lower = {"his": "he", "her": "she", "him": "he"}.get(lower, lower)
                 if person := self.context.people.resolve(
                         lower, match.string[:match.start(key)], message.author_name,
                         self.context.types):
@@ -262,6 +331,17 @@ class OfflineExtractor:
                     subjects, obj = [(obj, False)], subjects[0][0]
             if obj == AUTHOR:
                 obj = message.author_name
+            elif obj == SKILL_IT:
+                obj = self._skill_named(hit.match.string[:hit.match.start("obj")]) or ""
+                if not obj:
+                    continue
+            elif obj.startswith(PRONOUN):
+                found = self.context.people.resolve(
+                    obj[len(PRONOUN):], hit.match.string[:hit.match.start("obj")],
+                    message.author_name, self.context.types)
+                if found is None:
+                    continue
+                obj = found
             if obj == THERE:
                 obj = self.context.last_place if obj_type == "Location" else self.context.last_org
                 if obj is None:
@@ -282,12 +362,20 @@ class OfflineExtractor:
                 continue  # "joined Slack", "left Excel open": a tool, not an employer
             if rule.name == "be_at" and is_school(obj):  # "I was at CMU too"
                 pred, p_tense = "STUDIED_AT", "present"
+            if rule.name == "left_for":  # "left Boston for SF": a home; "left Acme for X": a job
+                left = self.context.types.get(clean_name(groups["from"]).lower())
+                if left == "Location" or self.context.types.get(obj.lower()) == "Location":
+                    pred, obj_type = "LIVES_IN", "Location"
+                elif obj.lower() in KNOWN_SKILLS:
+                    continue
             if rule.name in ("left_org", "change_from", "came_from") and (
                     self.context.types.get(obj.lower()) == "Location"):
                 if rule.name == "came_from":
                     continue  # "she comes to us from Spain"
             if rule.name == "left_org" and self.context.types.get(obj.lower()) == "Location":
                 pred, obj_type, confidence = "LIVES_IN", "Location", 0.8
+            if pred == "HAS_SKILL" and (groups.get("subj") or "").lower() in ("we", "us"):
+                continue  # "we used Postgres for the demo": a team's use, no one's skill
             if pred == "HAS_SKILL":
                 years = t.years
                 if years is None and t.start is not None:

@@ -102,6 +102,15 @@ MEMBER_OF  S am a member / part of (the) G or X; S am on the G;  0.88 / 0.85
            S belong(s) to G
 MEMBER_OF  S left / quit the G                                   0.85   invalid_at
 MEMBER_OF  S am/is in|with a/the G ("he's in a chess club")      0.80
+More, 0.75-0.85: intern / teach / consult at X (WORKS_AT); started a new job at, founded X;
+spent N years at X (WORKED_AT; "in X": LIVES_IN; a school: STUDIED_AT); my old / last job
+(at) X; X laid me off; N years of (experience with) K; can speak / code in K; native K
+speaker; my main stack is K; teach K; play the cello (an instrument); got into T; a huge T
+nerd / geek / buff; grew up / born and raised in X (ended); have been in X for N years;
+X-based; call X home; in my second year at X; an X alum; did / finished my undergrad at X;
+work on / lead / play in / moved to the G (MEMBER_OF); married to / dating P (CLOSE_TO);
+P is an old friend of mine; P, my sister (KNOWS, + CLOSE_TO as above). "we" states no
+HAS_SKILL ("we used Postgres for the demo").
 MENTIONED  the author named P (a capitalised name that no other  0.30
            fact of the message names)
 =========  ====================================================  =====  ====================
@@ -129,6 +138,8 @@ import re
 from dataclasses import dataclass
 
 from DeepResearch.src.memory.facts.extraction.vocab import (
+    BARE_GROUPS,
+    CRAFT_VERBS,
     GROUP_WORDS,
     RELATIONS,
     SKILL_QUANTIFIERS,
@@ -184,6 +195,9 @@ ROLE = (
     r"(?= (?:at|for|in|on|since|from|until|with|and|but|there|by)\b|[,;:.!?)]|$)"
 )
 GROUP = rf"(?:(?!(?:the|a|an|of)\b)[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
+# After "the / a / our", a group named by its kind alone ("in the choir", "in a band").
+_BARE = "|".join(BARE_GROUPS)
+GROUP0 = rf"(?:{GROUP}|(?:{_BARE})(?![\w-]))"
 _SKILL_W = r"(?!I\b)[A-Za-z.][\w+#./-]*(?<![./-])(?: [A-Z][\w+#.]*(?<![.]))*"  # "Mario Kart"
 # Verbs a clause starts with (after its subject, if any): a list ends before them, and before
 # a pronoun ("I know Python and Bob knows Rust", "... and he knows Rust", "... and speaks
@@ -216,7 +230,7 @@ NP_END = (r"(?=$|[,;:.!?)]| (?:now|too|still|these days|since|for|and|but|right|
           r"lol|haha|tbh|as|with|in|on|at|from|until|anymore|any more|already|again|"
           r"remotely|btw|full[- ]time|part[- ]time|either|as well|nowadays|at the moment|"
           r"so|where|which|who|because|or|then|after|before|lately|currently|these|this|"
-          r"last|like|obviously|haha|I|we)\b)")
+          r"last|like|obviously|haha|I|we|is|was|has)\b)")
 _CALLED = (r"(?:an? (?:[\w-]+ ){0,3}?(?:company|startup|start-up|firm|agency|studio|shop|lab|"
            r"bank|fund|consultancy|nonprofit|non-profit|place|business|school|university) "
            r"(?:called|named) )?")
@@ -227,6 +241,17 @@ _NOT_A_CALL = (r"(?![\w&'.+-]|(?: [A-Z][\w&'.+-]*)* (?:call|meeting|chat|channel
                r"huddle|standup|stand-up|room|server|webinar|stream)s?\b)")
 _AS_ROLE = rf" as (?:an? |the |our |their )?(?P<role>{ROLE})"
 _AS_ROLE2 = rf"(?: as (?:an? |the |our |their )?(?P<role2>{ROLE}))?"
+
+
+# Triggers (lower-case substrings, one of which a sentence must hold for a rule to run) shared
+# by several rules: the words ending a group, "am / is ... at|in", proficiency adjectives.
+_GROUP_TRIGGERS = tuple(GROUP_WORDS)
+_BE_LEAD = ("am", "is", "are", "was", "were", "be", "now", "still", "stuck", "back", "also",
+            "already", "happily", "formerly", "previously", "once", "originally", "currently",
+            "based", "living")
+_BE_WORDS_AT = (" at ",)
+_BE_WORDS_IN = (" in ",)
+_PROFICIENCY_TRIGGERS = (" at ", " in ", " with ", " to ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,40 +286,78 @@ RULES: tuple[Rule, ...] = (
     _rule("member_be", ('member of', 'part of', 'one of'), "MEMBER_OF", 0.88, "present", "group_or_org",
           rf"{SUBJ}{ADV} {_BE} (?:now |still )?(?:a |an )?(?:member|part|one) of "
           rf"(?:the |a |an |our )?(?P<obj>{GROUP}|{CAP})"),
-    _rule("member_on", (' on ',), "MEMBER_OF", 0.85, "present", "group",
-          rf"{SUBJ}{ADV} {_BE} (?:now |still |(?P<neg>not |no longer ))?on (?:the |our |a |an )"
-          rf"(?P<obj>{GROUP})(?P<anymore> any ?more)?", negatable=True),
-    _rule("member_in", (' in ',), "MEMBER_OF", 0.8, "present", "group",
-          rf"{SUBJ}{ADV} {_BE}(?: (?:now|currently|still|also))* (?:in|with) (?:the |a |an |our )"
-          rf"(?P<obj>{GROUP})"),
+    _rule("member_on", _GROUP_TRIGGERS, "MEMBER_OF", 0.85, "present", "group",
+          rf"{SUBJ}{ADV} (?:{_BE}|(?P<past2>used to be)) (?:now |still |(?P<neg>not |no longer ))?on "
+          rf"(?:the |our |a |an )"
+          rf"(?P<obj>{GROUP0})(?P<anymore> any ?more)?", negatable=True),
+    _rule("member_in", _GROUP_TRIGGERS, "MEMBER_OF", 0.8, "present", "group",
+          rf"{SUBJ}{ADV} (?:{_BE}|(?P<past2>used to be))(?: (?:now|currently|still|also))* (?:in|with) "
+          rf"(?:the |a |an |our )"
+          rf"(?P<obj>{GROUP0})"),
+    _rule("member_work", _GROUP_TRIGGERS,
+          "MEMBER_OF", 0.82, "present", "group",
+          rf"{SUBJ}{ADV} (?:(?:work|works|am working|is working|are working|play|plays|sing|"
+          rf"sings|volunteer|volunteers|row|rows|dance|dances|run|runs)(?: [a-z]+)?? "
+          rf"(?:on|in|with|for)|lead|"
+          rf"leads|run|runs|manage|manages|head|heads|captain|captains|coach|coaches|"
+          rf"(?P<past>worked (?:on|in|with)|played (?:in|with|for)|sang in|led|ran|managed)|"
+          rf"(?:moved|switched|transferred)(?: over)? to) (?:the |a |an |our )"
+          rf"(?P<obj>{GROUP0})"),
     _rule("member_belong", ('belong',), "MEMBER_OF", 0.85, "present", "group_or_org",
           rf"{SUBJ}{ADV} (?:belong|belongs|(?P<past>belonged)) to (?:the |a |an |our )?"
           rf"(?P<obj>{GROUP}|{CAP})"),
     _rule("member_left", ('left', 'quit'), "MEMBER_OF", 0.85, "end", "group",
-          rf"{SUBJ}{ADV} (?:left|quit) (?:the |a |an |our |my )?(?P<obj>{GROUP})"),
+          rf"{SUBJ}{ADV} (?:left|quit) (?:the |a |an |our |my )?(?P<obj>{GROUP0})"),
     # --- work
-    _rule("be_at", (' at ',), "WORKS_AT", 0.75, "present", "org",
+    _rule("be_at", _BE_WORDS_AT, "WORKS_AT", 0.75, "present", "org",
           rf"{SUBJ}{ADV} (?:{_BE}|(?P<past2>used to be))(?: (?:now|currently|still|stuck|back|also|"
-          rf"already|happily))* at (?:the )?(?P<obj>{CAP}){NP_END}"),
-    _rule("work_at", ('work', 'employed'), "WORKS_AT", 0.9, "present", "org",
+          rf"already|happily|formerly|previously|once|originally))* at (?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("work_at", ('work', 'employed', 'intern', 'teach', 'consulting', 'contracting', 'freelancing'), "WORKS_AT", 0.9, "present", "org",
           rf"{SUBJ}{ADV} (?:work|works|am working|is working|are working|have been working|"
           rf"has been working|(?P<perf>have worked|has worked)|am employed|is employed|"
-          rf"are employed)(?:{_AS_ROLE})?{_AT_ORG}{_AS_ROLE2}"),
+          rf"are employed|(?:am |is |are )?(?:interning|teaching|consulting|contracting|"
+          rf"freelancing)|intern|interns|teach|teaches)(?:{_AS_ROLE})?{_AT_ORG}{_AS_ROLE2}"),
     _rule("work_with_at", (' with ',), "WORKS_AT", 0.9, "present", "org",
           rf"{SUBJ}{ADV} (?:work|works|am working|is working|are working|(?P<past>worked|"
           rf"was working|were working|used to work)) (?:closely |together )?with "
           rf"(?P<with>{PERSONS}) at (?:the )?(?P<obj>{CAP})"),
-    _rule("role_at", (' at ', ' for ', ' with '), "WORKS_AT", 0.9, "present", "org",
+    _rule("role_at", ('am a', 'is a', 'are a', 'was a', 'were a', 'am the', 'is the', 'are the', 'was the', 'were the', 'now a', 'now the', 'currently a', 'currently the', 'still a', 'still the'), "WORKS_AT", 0.9, "present", "org",
           rf"{SUBJ}{ADV} {_BE} (?:now |currently |still )?(?:an? |the )(?P<role>{ROLE}) "
           rf"(?:at|for|with) (?:the )?(?P<obj>{CAP})"),
     _rule("been_at", ("been at", "been with"), "WORKS_AT", 0.85, "present", "org",
           rf"{SUBJ}{ADV} (?:have|has) been (?:at|with) (?:the )?(?P<obj>{CAP})"
           rf"(?= (?:for|since) )"),
-    _rule("worked_at", ('work', 'employed'), "WORKED_AT", 0.88, "past", "org",
+    _rule("worked_at", ('worked', 'used to work', 'was working', 'were working', 'employed', 'interned', 'taught', 'used to teach'), "WORKED_AT", 0.88, "past", "org",
           rf"{SUBJ}{ADV} (?:worked|used to work|was working|were working|had worked|"
-          rf"was employed|were employed)(?:{_AS_ROLE})?{_AT_ORG}{_AS_ROLE2}"),
-    _rule("joined_org", ('joined', 'started', 'hired', 'got a job'), "WORKS_AT", 0.85, "start", "org",
+          rf"was employed|were employed|interned|taught|used to teach)(?:{_AS_ROLE})?{_AT_ORG}"
+          rf"{_AS_ROLE2}"),
+    _rule("spent_at", ('spent', 'did ', 'put in'), "WORKED_AT", 0.8, "past", "org_or_place",
+          rf"{SUBJ}{ADV} (?:spent|have spent|has spent|did|put in) (?:(?:almost |nearly |over |about |"
+          rf"around )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|"
+          rf"several|many) (?:years?|yrs?)|a decade|most of my career|my (?:twenties|career))"
+          rf"(?: of (?:[\w+#.-]+ ){{0,2}}?[\w+#.-]+)? (?P<prep>at|in|with) (?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("my_old_job", ('my ',), "WORKED_AT", 0.8, "past", "org",
+          rf"(?<![\w'])[Mm]y (?:old|previous|last|former|first) (?:job|company|employer|"
+          rf"workplace|gig)(?: at | was (?:at )?|, | \(| - | )(?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("years_at", ('after', 'following', 'my time', 'my years', 'my days'), "WORKED_AT",
+          0.78, "past", "school_or_org",
+          rf"(?<![\w'])(?:(?:[Aa]fter|[Ff]ollowing) (?:almost |nearly |over |about )?(?:\d+|a few|"
+          rf"several|many|two|three|four|five|six|seven|eight|nine|ten|a decade of|a decade) "
+          rf"(?:years?|yrs?|months?)?|(?:[Dd]uring |[Ii]n )?[Mm]y (?:time|years|days)) "
+          rf"(?:at|with) (?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("moved_on", ('moved on',), "WORKED_AT", 0.8, "end", "org",
+          rf"{SUBJ}{ADV} (?:moved on|have moved on|has moved on) from (?:the )?(?P<obj>{CAP})"
+          rf"{NP_END}"),
+    _rule("left_for", ('left', 'quit'), "WORKS_AT", 0.78, "start", "org",
+          rf"{SUBJ}{ADV} (?:left|quit) (?:the )?(?P<from>{CAP})(?: in (?:\w+ )?\w+| last \w+)? "
+          rf"for (?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("laid_me_off", ('laid', 'let ', 'fired'), "WORKED_AT", 0.8, "end", "org",
+          rf"(?<![\w'])(?P<obj>{CAP}) (?=laid \w+ off|let \w+ go|fired )(?:laid|let|fired) "
+          rf"(?P<subj>me|him|her)\b"),
+    _rule("joined_org", ('joined', 'started', 'hired', 'got a job', 'landed', 'founded'), "WORKS_AT", 0.85, "start", "org",
           rf"{SUBJ}{ADV} (?:joined|have joined|has joined|started at|started working (?:at|for)|"
+          rf"started (?:a |my )?(?:new )?(?:job|role|position) (?:at|with)|landed a job (?:at|with)|"
+          rf"founded|co-founded|cofounded|"
           rf"was hired by|were hired by|got hired (?:at|by)|got a job (?:at|with)) (?:the )?"
           rf"(?P<obj>{CAP}){_NOT_A_CALL}{_AS_ROLE2}"),
     _rule("left_org", ('left', 'quit', 'resigned', 'departed', 'laid off'), "WORKED_AT", 0.85, "end", "org",
@@ -316,7 +379,7 @@ RULES: tuple[Rule, ...] = (
     _rule("no_longer_at", ('longer', 'anymore', 'any more'), "WORKED_AT", 0.8, "end", "org",
           rf"{SUBJ}{ADV} (?:am|is|are) (?:no longer|(?P<neg>not)) (?:at|with) (?:the )?"
           rf"(?P<obj>{CAP})(?P<anymore> any ?more)?", negatable=True),
-    _rule("no_longer_work", ('work',), "WORKED_AT", 0.85, "end", "org",
+    _rule("no_longer_work", ('no longer work', 'not work'), "WORKED_AT", 0.85, "end", "org",
           rf"{SUBJ}{ADV} (?:no longer work|no longer works|(?P<neg>do not work|does not work))"
           rf"{_AT_ORG}(?P<anymore> any ?more)?", negatable=True),
     _rule("no_longer_live", ('live',), "LIVES_IN", 0.85, "end", "place",
@@ -330,20 +393,43 @@ RULES: tuple[Rule, ...] = (
           rf"developing|code|codes|program|programs|develop|develops|coded|programmed|"
           rf"developed) (?:mostly |mainly |primarily |professionally )?(?:in|with) "
           rf"(?P<obj>{SKILLS})"),
-    _rule("skill_adj", (' at ', ' in ', ' with ', ' to '), "HAS_SKILL", 0.85, "state", "skill_any",
+    _rule("skill_adj", _PROFICIENCY_TRIGGERS, "HAS_SKILL", 0.85, "state", "skill_free",
           rf"{SUBJ}{ADV} {_BE} (?:(?:really|very|pretty|quite|super|so|an?|absolute|total|"
           rf"real|complete|such an?|the) )*"
           rf"(?P<prof>expert|fluent|proficient|skilled|experienced|good|strong|decent|ok|okay|"
           rf"comfortable|new|beginner|wizard|whiz|ninja|guru|great|amazing|excellent|solid|"
-          rf"brilliant)(?: user)? (?:at|in|with|to) (?P<obj>{SKILLS})"),
-    _rule("know_about", ('about',), "HAS_SKILL", 0.78, "state", "skill_any",
+          rf"brilliant|handy|familiar|confident|competent|certified|fluent|versed|well versed|"
+          rf"a pro|pro|master|native|productive)(?: user| speaker)? (?:at|in|with|to) "
+          rf"(?P<obj>{TOPICS})"),
+    _rule("skill_can", ('can ',), "HAS_SKILL", 0.8, "state", "skill_any",
+          rf"{SUBJ}{ADV} can (?:also |even )?(?:speak|code in|program in|write|read|use|play|"
+          rf"do) (?:some |a bit of |basic |fluent )?(?:the )?(?P<obj>{SKILLS})"),
+    _rule("skill_years", ('years of', 'yrs of', 'years experience', 'yrs experience', 'years in ', 'yrs in ', 'years with', 'yrs with', 'year of', 'year in ', 'year with'), "HAS_SKILL", 0.8, "state", "skill_free",
+          rf"{SUBJ}{ADV} (?:have|has|had|bring|brings) (?:(?:almost |nearly |over |about |"
+          rf"around |like )?(?:\d+\+?|a few|several|many|two|three|four|five|six|seven|eight|nine|"
+          rf"ten|fifteen|twenty)) (?:years?|yrs?) (?:of )?(?:experience )?(?:(?:in|with|of) )?"
+          rf"(?:professional )?(?P<obj>{TOPICS})"),
+    _rule("been_doing", ('been doing', 'been practi', 'been playing', 'been writing', 'been using', 'been working with', 'been teaching', 'been speaking', 'been studying'), "HAS_SKILL", 0.8, "state", "skill_free",
+          rf"{SUBJ}{ADV} (?:have|has) been (?:doing|practicing|practising|playing|writing|using|"
+          rf"working with|teaching|speaking|studying) (?P<obj>{TOPICS}) (?=(?:for|since) )"),
+    _rule("teach", ('teach', 'taught'), "HAS_SKILL", 0.78, "state", "skill_vocab",
+          rf"{SUBJ}{ADV} (?:teach|teaches|am teaching|is teaching|taught|(?:have|has) taught) "
+          rf"(?P<obj>{SKILLS})"),
+    _rule("native", ('native', 'mother tongue', 'first language'), "HAS_SKILL", 0.85, "state",
+          "skill_any",
+          rf"{SUBJ}{ADV} {_BE} (?:an? )?native (?P<obj>{_SKILL_W}) speaker|(?<![\w'])[Mm]y "
+          rf"(?:native|first|mother) (?:language|tongue) is (?P<obj2>{_SKILL_W})"),
+    _rule("my_stack", ('my ',), "HAS_SKILL", 0.8, "state", "skill_any",
+          rf"(?<![\w'])[Mm]y (?:main |primary |daily |usual |go-to |favou?rite )?(?:language|"
+          rf"languages|stack|tools?|weapon of choice|editor) (?:is|are|:) (?P<obj>{SKILLS})"),
+    _rule("know_about", ('about',), "HAS_SKILL", 0.78, "state", "skill_free",
           rf"{SUBJ}{ADV} (?:know|knows|knew) (?:a lot|a ton|way too much|too much|so much|"
           rf"everything|loads|lots|quite a bit|a fair bit|a bit|a little|enough|tons) about "
-          rf"(?P<obj>{SKILLS})"),
+          rf"(?P<obj>{TOPICS})"),
     _rule("skill_do", ('i do ', ' do ', ' does ', 'done', 'doing'), "HAS_SKILL", 0.75, "state", "skill_vocab",
           rf"{SUBJ}{ADV} (?:do|does|have done|has done|have been doing|has been doing) "
           rf"(?P<obj>{SKILLS})"),
-    _rule("activity_for", ('been', 'started', 'took up', 'taken up'), "HAS_SKILL", 0.75,
+    _rule("activity_for", ('ing for', 'ing since', 'started', 'took up', 'taken up'), "HAS_SKILL", 0.75,
           "state", "activity",
           rf"{SUBJ}{ADV} (?:(?:have|has) been (?P<obj>[a-z]+ing)(?= (?:for|since) (?:like |about |"
           rf"almost |over |nearly |around )?(?:\d+|a few|several|many|two|three|four|five|six|"
@@ -354,7 +440,7 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} (?:know|knows|knew) (?P<obj>{SKILLS})"),
     _rule("speak", ('speak',), "HAS_SKILL", 0.85, "state", "skill_any",
           rf"{SUBJ}{ADV} (?:speak|speaks) (?:fluent )?(?P<obj>{SKILLS})"),
-    _rule("skill_use", ('work', 'writ', 'wrote', 'build', 'us'), "HAS_SKILL", 0.78, "state", "skill_vocab",
+    _rule("skill_use", ('work', 'writ', 'wrote', 'build', 'use', 'using'), "HAS_SKILL", 0.78, "state", "skill_vocab",
           rf"{SUBJ}{ADV} (?:have been |has been |am |is |are )?(?:working|work|works|writing|building|"
           rf"using|use|uses|write|writes|used|wrote|build|builds) (?:things |stuff |apps |"
           rf"code |software |services |tools )?(?:(?:in|with) )?(?P<obj>{SKILLS})"),
@@ -363,6 +449,24 @@ RULES: tuple[Rule, ...] = (
           rf"(?:senior |junior |lead |experienced |professional |great |good |strong |resident )?"
           rf"(?P<obj>{_SKILL_W}) (?:developer|dev|engineer|programmer|expert|coder|person|guy|"
           rf"gal|girl|nerd|wizard|ninja|guru|whiz)\b"),
+    _rule("play_instrument", ('play',), "HAS_SKILL", 0.8, "state", "skill_instrument",
+          rf"{SUBJ}{ADV} (?:play|plays|am playing|is playing|have played|has played|"
+          rf"(?:have|has) been playing) (?:the |some |a bit of )?(?P<obj>[a-z]+)\b"),
+    _rule("craft", tuple(f" {verb}" for verb in CRAFT_VERBS), "HAS_SKILL", 0.75, "state", "craft",
+          rf"{SUBJ}{ADV} (?P<obj>{'|'.join(CRAFT_VERBS)})(?=$|[,.!;]| (?:a lot|a bit|too|well|"
+          rf"professionally|competitively|for a living|every \w+|on weekends|in my free time|"
+          rf"semi-professionally|as a hobby|since|and|but|lol|now)\b)"),
+    _rule("skill_is_my", (' my ', ' his ', ' her '), "HAS_SKILL", 0.8, "state", "skill_any",
+          rf"(?<![\w'])(?P<obj>{_SKILL_W}) (?:is|are) (?P<subj>my|[Hh]is|[Hh]er) (?:thing|jam|"
+          rf"strength|forte|specialty|speciality|superpower|bread and butter|main language|"
+          rf"first language)\b"),
+    _rule("skill_list", (',', ' and '), "HAS_SKILL", 0.75, "state", "skill_list",
+          rf"(?:^|(?<=: )|(?<=; )|(?<= - ))(?P<obj>{SKILLS})(?: these days| nowadays| lately| "
+          rf"mostly| mainly| at work| too)?(?=[.!]*$|;| - )"),
+    _rule("skill_it", (' it',), "HAS_SKILL", 0.75, "state", "skill_it",
+          rf"{SUBJ}{ADV} (?:know|knows|use|uses|used|write|writes|wrote|teach|teaches|taught|"
+          rf"speak|speaks|(?:have|has) used|(?:have|has) written) (?P<obj>it)\b(?! (?:is|was|"
+          rf"will|would)\b)"),
     _rule("skill_learn", ('learning', 'picking up'), "HAS_SKILL", 0.7, "state", "skill_any",
           rf"{SUBJ}{ADV} (?:am|is|are|have been|has been) (?:learning|picking up) "
           rf"(?P<obj>{SKILLS})"),
@@ -374,6 +478,14 @@ RULES: tuple[Rule, ...] = (
           rf"such a |big |now |still )*"
           rf"(?P<how>interested in|into|passionate about|fascinated by|curious about|excited "
           rf"about|keen on|obsessed with|a fan of|a big fan of|hooked on) (?P<obj>{TOPICS})"),
+    _rule("got_into", ('into',), "INTERESTED_IN", 0.78, "present", "topics",
+          rf"{SUBJ}{ADV} (?:got|have got|has got|(?:am|is|are|have been|has been) getting) "
+          rf"(?:really |super |very |big |heavily |deep )?into (?!the |a |an |my |our )(?P<obj>{TOPICS})"),
+    _rule("enthusiast", ('nerd', 'geek', 'buff', 'enthusiast', 'fanatic', 'junkie', 'lover', 'addict'),
+          "INTERESTED_IN", 0.8, "present", "topics",
+          rf"{SUBJ}{ADV} {_BE} (?:an? |such an? |the )(?:huge |big |total |massive |complete |"
+          rf"real |bit of an? )?(?P<obj>[\w+#-]+(?: [\w+#-]+)?) (?:nerd|geek|buff|enthusiast|"
+          rf"fanatic|junkie|lover|addict)\b"),
     _rule("like", ('love', 'enjoy', 'like', 'adore'), "INTERESTED_IN", 0.7, "present", "topics",
           rf"{SUBJ}{ADV} (?:really )?(?:love|loves|enjoy|enjoys|like|likes|adore|adores) "
           rf"(?P<obj>{TOPICS})"),
@@ -389,11 +501,25 @@ RULES: tuple[Rule, ...] = (
     _rule("based", ('based', 'located'), "LIVES_IN", 0.88, "present", "place",
           rf"{SUBJ}{ADV} {_BE} (?:now |currently )?(?:based|located) (?:in|out of) "
           rf"(?P<obj>{CAP})"),
-    _rule("be_in", (' in ',), "LIVES_IN", 0.75, "present", "place",
+    _rule("be_in", _BE_WORDS_IN, "LIVES_IN", 0.75, "present", "place",
           rf"{SUBJ}{ADV} {_BE}(?: (?:now|currently|still|also|back|based|living))* in (?:the )?"
           rf"(?P<obj>{CAP}){NP_END}(?!.*\b(?:visit|visiting|trip|weekend|vacation|holiday|"
           rf"conference|next|tomorrow|tonight|today|this week|for a (?:few )?(?:day|week)s?|"
           rf"flying|flight|landed|layover|passing through|office)\b)"),
+    _rule("grew_up", ('grew up', 'raised', 'born'), "LIVES_IN", 0.82, "past", "place",
+          rf"{SUBJ}{ADV} (?:grew up|was raised|were raised|was born and raised|were born and "
+          rf"raised) (?:in|near|outside|outside of) (?:the )?(?P<obj>{CAP})"),
+    _rule("been_in", ('been in', 'been living'), "LIVES_IN", 0.85, "present", "place",
+          rf"{SUBJ}{ADV} (?:have|has) been (?:living |based )?in (?:the )?(?P<obj>{CAP})"
+          rf"(?= (?:for|since) )(?!.*\b(?:visit|visiting|trip|vacation|holiday|conference)\b)"),
+    _rule("x_based", ('-based',), "LIVES_IN", 0.85, "present", "place",
+          rf"{SUBJ}{ADV} {_BE} (?:now |currently )?(?:an? )?(?P<obj>{CAP})-based\b"),
+    _rule("call_home", ('home',), "LIVES_IN", 0.85, "present", "place",
+          rf"{SUBJ}{ADV} (?:call|calls) (?P<obj>{CAP}) home\b|(?<![\w'])[Hh]ome is (?:now )?"
+          rf"(?P<obj2>{CAP}){NP_END}"),
+    _rule("my_home_in", ('my ', 'our '), "LIVES_IN", 0.8, "present", "place",
+          rf"(?<![\w'])(?:[Mm]y|[Oo]ur) (?:new |little |tiny |small )?(?:flat|apartment|house|"
+          rf"place|home|condo|studio) (?:is )?in (?:the )?(?P<obj>{CAP}){NP_END}"),
     _rule("moved_from", ('mov', 'relocat'), "LIVES_IN", 0.8, "end", "place",
           rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: here| there| away| back| "
           rf"out)? (?:from|out of) (?:the )?(?P<obj>{CAP})"),
@@ -401,9 +527,10 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: back| here| there| over)?"
           rf"(?: from (?:the )?{CAP})? to (?:the )?(?P<obj>{CAP})"),
     # --- schools
-    _rule("study", ('stud', 'did '), "STUDIED_AT", 0.9, "past", "org",
+    _rule("study", ('stud', 'did ', 'finished', 'completed', 'started', 'got '), "STUDIED_AT", 0.9, "past", "org",
           rf"{SUBJ}{ADV} (?:studied|was studying|were studying|(?P<now>study|studies|"
-          rf"am studying|is studying|are studying)|did (?:my|his|her|a|their) "
+          rf"am studying|is studying|are studying)|(?:did|finished|completed|started|got) "
+          rf"(?:my|his|her|a|an|their) "
           rf"(?P<degree>[\w'-]+(?: [\w'-]+)??))(?: (?P<field>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)"
           rf"{{0,3}}?))? at (?:the )?(?P<obj>{CAP})"),
     _rule("study_doing", ('doing',), "STUDIED_AT", 0.85, "present", "org",
@@ -415,6 +542,15 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} (?:am|is|are) (?:now |currently |still )?doing (?:my|his|her|a|an|their) "
           rf"(?P<role>postdoc|post-doc|residency|fellowship|internship|apprenticeship) "
           rf"(?:at|with) (?:the )?(?P<obj>{CAP})"),
+    _rule("year_at", ('year at', 'year of', 'semester at', 'term at', 'sophomore', 'freshman', 'fresher', 'junior at', 'senior at', 'grad student', 'undergrad at', 'year at'),
+          "STUDIED_AT", 0.85, "present", "org",
+          rf"{SUBJ}{ADV} {_BE} (?:now |currently |still )?(?:in (?:my|his|her|their) (?:\w+ )?"
+          rf"(?:year|semester|term)|an? (?:sophomore|freshman|fresher|junior|senior|first-year|"
+          rf"second-year|third-year|final-year|grad student|undergrad)) (?:at|of) (?:the )?"
+          rf"(?P<obj>{CAP})"),
+    _rule("alum", ('alum', 'grad', 'alma mater'), "STUDIED_AT", 0.85, "past", "school_or_org",
+          rf"{SUBJ}{ADV} {_BE} (?:an? )?(?P<obj>{CAP}) (?:alum|alumna|alumnus|alumni|grad|"
+          rf"graduate)\b|(?<![\w'])[Mm]y alma mater is (?:the )?(?P<obj2>{CAP})"),
     _rule("graduated", ('graduat',), "STUDIED_AT", 0.9, "end", "org",
           rf"{SUBJ}{ADV} (?:graduated|have graduated|has graduated) from (?:the )?"
           rf"(?P<obj>{CAP})"),
@@ -443,6 +579,10 @@ RULES: tuple[Rule, ...] = (
     _rule("met", ('met', 'ran into', 'know'), "KNOWS", 0.8, "state", "persons",
           rf"{SUBJ}{ADV} (?:met|have met|has met|ran into|know|knows|have known|has known) "
           rf"(?P<obj>{PERSONS})"),
+    _rule("know_pron", ('him', 'her'), "KNOWS", 0.8, "state", "pronoun",
+          rf"{SUBJ}{ADV} (?:know|knows|met|have known|has known|have met|has met|ran into) "
+          rf"(?P<obj>him|her)(?=$|[,.!?;:)]| (?:well|already|from|since|for|through|too|very|"
+          rf"pretty|really|and|but|so|lol|a bit|personally|quite|at|in|back|now|yet)\b)"),
     _rule("rel_is", (' my ', ' our '), "KNOWS", 0.88, "state", "relation",
           rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
     _rule("pron_rel_is", (' my ',), "KNOWS", 0.85, "state", "author",
@@ -452,6 +592,14 @@ RULES: tuple[Rule, ...] = (
           rf"(?<![\w'])(?:[Mm]y|[Oo]ur) {_ADJ}(?P<rel>{_REL_ALT}),? (?P<obj>{PERSON})"),
     _rule("their_rel", ('his ', 'her '), "KNOWS", 0.8, "state", "relation",
           rf"(?<![\w'])(?P<subj>[Hh]is|[Hh]er) {_ADJ}(?P<rel>{_REL_ALT}),? (?P<obj>{PERSON})"),
+    _rule("married_to", ('married', 'engaged', 'dating', 'seeing'), "CLOSE_TO", 0.85, "state",
+          "persons",
+          rf"{SUBJ}{ADV} (?:(?:am|is|are|was|were|got) (?:happily )?(?:married|engaged) to|"
+          rf"(?:am|is|are|have been|has been) (?:dating|seeing))\s(?P<obj>{PERSON})\b"),
+    _rule("friend_of_mine", ('of mine',), "KNOWS", 0.85, "state", "relation",
+          rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) an? {_ADJ}(?P<rel>{_REL_ALT}) of (?:mine|ours)\b"),
+    _rule("appositive_rel", (', my ', ', our '), "KNOWS", 0.85, "state", "relation",
+          rf"(?<![\w'])(?P<obj>{PERSON}), (?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
     _rule("close_with", ('friends', 'close'), "CLOSE_TO", 0.85, "state", "persons",
           rf"{SUBJ}{ADV} {_BE} (?:very |really |pretty |super )?(?P<how>close friends|best "
           rf"friends|good friends|friends|close) (?:with|to) (?P<obj>{PERSONS})"),
@@ -461,9 +609,15 @@ RULES: tuple[Rule, ...] = (
 # and MENTIONED), a person with a title ("Dana is our CTO", "Our CTO is Dana": a person for
 # he / she and MENTIONED; no WORKS_AT, as "our" names no organisation).
 _TITLE = rf"(?:new |former |current )?(?i:{'|'.join(TITLES)})\b"
+_PERSON_VERBS = ("ask", "asked", "ping", "pinged", "tell", "told", "bring", "invite", "invited",
+                 "text", "texted", "dm", "cc", "thank", "thanked", "hug", "hugged", "introduce",
+                 "introduced", "this is", "meet", "welcome", "say hi to", "congrats",
+                 "congratulations")
+# A hint runs on a sentence holding (lower case) one of its words; None: on every sentence.
+HINT_WORDS: tuple[tuple[str, ...] | None, ...] = (_PERSON_VERBS, None, None, None)
 HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(rf"(?<![\w'])(?:[Tt]his is|[Mm]eet|[Ww]elcome|[Ss]ay hi to|[Cc]ongrats,?|"
-                rf"[Cc]ongratulations,?) (?P<obj>{PERSON})\b"), "Person"),
+    # a person as the object of a verb for people ("I'll ask Wen", "this is Fatima")
+    (re.compile(rf"(?<![\w'])(?i:{'|'.join(_PERSON_VERBS)}),? (?P<obj>{PERSON})\b"), "Person"),
     (re.compile(rf"\bat (?:the )?(?P<obj>{CAP})"), "Organization"),
     (re.compile(rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:our|my|their|the) {_TITLE}"),
      "Person"),

@@ -35,6 +35,12 @@ SKILLS: frozenset[str] = frozenset({
     "pulumi", "cloudformation", "ec2", "s3",
     "wordpress",
 })
+# Instruments: "I play the cello" is a skill ("I play Catan" is no instrument).
+INSTRUMENTS: frozenset[str] = frozenset({
+    "guitar", "piano", "violin", "viola", "cello", "drums", "bass", "saxophone", "sax",
+    "trumpet", "trombone", "flute", "clarinet", "oboe", "ukulele", "harp", "banjo",
+    "mandolin", "accordion", "harmonica", "keyboard", "keys", "organ", "tuba", "horn",
+})
 # Natural languages: skills for "know" as for "speak" ("I know French" is no person). Kept
 # apart from SKILLS, which also reads "a K developer" ("a French developer" is a nationality).
 LANGUAGES: frozenset[str] = frozenset({
@@ -95,8 +101,32 @@ GROUP_WORDS: tuple[str, ...] = (
     "team", "group", "club", "committee", "board", "band", "community", "guild", "squad",
     "crew", "department", "lab", "society", "union", "council", "chapter", "association",
     "meetup", "choir", "league", "working group", "task force", "forum", "network",
+    "org", "orchestra", "ensemble", "troupe", "collective", "circle", "gym", "cohort",
+    "program", "programme", "federation", "fraternity", "sorority", "co-op", "cooperative",
+    "unit", "division", "pod", "tribe", "clan",
 )
 
+# Groups named by their kind alone after "the / a / our" ("in the choir", "in a band").
+BARE_GROUPS: tuple[str, ...] = (
+    "choir", "band", "orchestra", "board", "committee", "council", "union", "ensemble",
+    "troupe",
+)
+# Verbs of a craft or sport said alone ("I knit", "she climbs competitively"): the skill is
+# the activity (its -ing form).
+CRAFT_VERBS: dict[str, str] = {
+    "cook": "cooking", "cooks": "cooking", "bake": "baking", "bakes": "baking",
+    "knit": "knitting", "knits": "knitting", "sew": "sewing", "sews": "sewing",
+    "paint": "painting", "paints": "painting", "draw": "drawing", "draws": "drawing",
+    "sing": "singing", "sings": "singing", "dance": "dancing", "dances": "dancing",
+    "surf": "surfing", "surfs": "surfing", "ski": "skiing", "skis": "skiing",
+    "snowboard": "snowboarding", "snowboards": "snowboarding", "climb": "climbing",
+    "climbs": "climbing", "skate": "skating", "skates": "skating", "swim": "swimming",
+    "swims": "swimming", "crochet": "crochet", "crochets": "crochet", "weld": "welding",
+    "welds": "welding", "solder": "soldering", "solders": "soldering", "box": "boxing",
+    "boxes": "boxing", "fence": "fencing", "fences": "fencing", "sail": "sailing",
+    "sails": "sailing", "dive": "diving", "dives": "diving", "row": "rowing", "rows": "rowing",
+    "juggle": "juggling", "juggles": "juggling",
+}
 # Endings and acronyms that make a name a school (for "went to X", which is not always one).
 SCHOOL_WORDS: tuple[str, ...] = (
     "university", "college", "school", "institute", "academy", "polytechnic", "conservatory",
@@ -182,6 +212,12 @@ SKILL_QUANTIFIERS: tuple[str, ...] = (
     "plenty of", "mostly", "mainly", "primarily", "way too much", "too much", "basic",
     "also", "even", "occasionally", "a touch of",
 )
+# What one is "good with" that is no skill ("good with kids").
+NOT_SKILLS: frozenset[str] = frozenset({
+    "kids", "children", "people", "animals", "dogs", "cats", "names", "faces", "that",
+    "them", "him", "her", "me", "you", "us", "it", "this", "everything", "anything", "life",
+    "time", "work", "stuff", "things", "the idea", "the team", "the project", "the job",
+})
 # Gerunds that are no activity one is skilled in ("been waiting for years").
 NOT_ACTIVITIES: frozenset[str] = frozenset({
     "working", "living", "waiting", "trying", "thinking", "going", "doing", "staying",
