@@ -1,19 +1,20 @@
 """The sync face: `SyncMemorySystemClient` has the async client's methods as plain calls.
 
-Every call runs on ONE dedicated event-loop thread per process (never `asyncio.run` inside a
-running loop), so it works from sync code, from threads, and from sync code called inside a
-running event loop. The wrapped async client lives on that loop for its whole life.
+Every call runs on ONE event loop per process, in its own thread (anyio's blocking portal;
+never `asyncio.run` inside a running loop), so it works from sync code, from threads, and from
+sync code called inside a running event loop. The wrapped async client lives on that loop for
+its whole life.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
-from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, TypeVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
@@ -24,39 +25,35 @@ from DeepResearch.src.memory.writes import register_exit_hook
 T = TypeVar("T")
 
 
-class _LoopThread:
+class _Portal:
+    """anyio's blocking portal: one event loop in its own thread, started on first use and
+    kept for the life of the process (the async clients it runs live on that loop)."""
+
     def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._portal: BlockingPortal | None = None
+        self._started: AbstractContextManager[BlockingPortal] | None = None
         self._lock = threading.Lock()
 
-    def loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None or self._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="memory-sync-loop", daemon=True
-                )
-                thread.start()
-                self._loop = loop
-            return self._loop
-
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        loop = self.loop()
+        with self._lock:
+            if self._portal is None:
+                # entered once, never exited (kept referenced: its loop lives as long as the
+                # process; the thread is a daemon)
+                self._started = start_blocking_portal()
+                self._portal = self._started.__enter__()
         try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
+            return self._portal.call(lambda: coro)
+        except RuntimeError as exc:
+            if "event loop thread" not in str(exc):
+                raise
             coro.close()
             raise RuntimeError(
                 "a SyncMemorySystemClient method was called from its own loop thread; "
                 "use the async MemorySystemClient there"
-            )
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, loop)
-        return future.result()
+            ) from None
 
 
-_LOOP = _LoopThread()
+_LOOP = _Portal()
 _open_clients: list[SyncMemorySystemClient] = []
 
 
