@@ -20,7 +20,6 @@ functions only decide, the graph writes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -95,6 +94,7 @@ class Statement:
     end: float | None  # an explicit end, as said
     fact: Fact  # the fact it was stored with (object, attributes)
     said: float | None = None  # when its message was written
+    object_key: str = ""  # _object_key(fact)
 
     @property
     def time(self) -> float:
@@ -106,7 +106,7 @@ class Statement:
 
     def key(self) -> tuple[float, float, str, tuple[str, ...]]:
         said = self.time if self.said is None else self.said
-        return (self.time, said, _object_key(self.fact), self.evidence)
+        return (self.time, said, self.object_key, self.evidence)
 
     def row(self) -> list[Any]:
         return [list(self.evidence), self.at, self.learned, self.confidence, self.end, self.said]
@@ -139,6 +139,7 @@ def _statements(fact: Fact, starts: set[float], said_at: float | None) -> list[S
     statement of the fact's own times (an `invalid_at` that is another fact's start was a
     closure, not said)."""
     evidence = set(fact.evidence)
+    key = _object_key(fact)
     out: list[Statement] = []
     rows = fact.attributes.get(STATED)
     for row in rows if isinstance(rows, list) else []:
@@ -148,13 +149,14 @@ def _statements(fact: Fact, starts: set[float], said_at: float | None) -> list[S
         except (TypeError, ValueError):
             continue
         if kept:
-            out.append(Statement(kept, at, learned, conf, end, fact, said[0] if said else None))
+            out.append(Statement(kept, at, learned, conf, end, fact, said[0] if said else None,
+                                 key))
             evidence -= set(kept)
     rest = tuple(e for e in fact.evidence if e in evidence)
     if rest:
         end = None if fact.invalid_at in starts else fact.invalid_at
         out.append(Statement(rest, fact.valid_at, fact.created_at, fact.confidence, end, fact,
-                             said_at))
+                             said_at, key))
     return out
 
 
@@ -162,14 +164,15 @@ def _timeline(new: Fact, live: list[Fact], now: float, said: float | None) -> Ou
     known_same = {e for f in live if same_object(f, new) for e in f.evidence}
     new.evidence = tuple(e for e in new.evidence if e not in known_same)
     starts = {f.valid_at for f in live if f.valid_at is not None}
-    statements = sorted((s for f in [*live, new]
-                         for s in _statements(f, starts, said if f is new else None)),
+    told = _statements(new, starts, said)
+    live, after = _window(live, told[0].time)
+    statements = sorted([*told, *(s for f in live for s in _statements(f, starts, None))],
                         key=Statement.key)
     segments: list[list[Statement]] = []
     ends: list[float | None] = []
     for s in statements:
         last = segments[-1] if segments else None
-        if (last is not None and _object_key(last[0].fact) == _object_key(s.fact)
+        if (last is not None and last[0].object_key == s.object_key
                 and (ends[-1] is None or s.time < ends[-1])):
             last.append(s)
             if ends[-1] is not None and s.end is not None:
@@ -178,12 +181,14 @@ def _timeline(new: Fact, live: list[Fact], now: float, said: float | None) -> Ou
             segments.append([s])
             ends.append(s.end)
     before = {id(f): _snapshot(f) for f in live}
-    free = [*live, new]
-    result, added, used = new, [], []
+    # (object, evidence id) -> the fact holding it; a stored fact wins over `new`
+    holder = {(_object_key(f), e): f for f in [new, *live] for e in f.evidence}
+    free = {id(f) for f in [*live, new]}
+    result, added, used = new, [], set()
     for i, segment in enumerate(segments):
-        fact = _owner(segment, free, new, now)
-        used.append(fact)
-        following = segments[i + 1][0].time if i + 1 < len(segments) else None
+        fact = _owner(segment, holder, free, new, now)
+        used.add(id(fact))
+        following = segments[i + 1][0].time if i + 1 < len(segments) else after
         end = min((t for t in (ends[i], following) if t is not None), default=None)
         start = segment[0]
         fact.valid_at = start.at
@@ -201,21 +206,38 @@ def _timeline(new: Fact, live: list[Fact], now: float, said: float | None) -> Ou
         if id(fact) not in before:
             added.append(fact)
     for fact in live:
-        if fact not in used:  # its statements now belong to another fact of this object
+        if id(fact) not in used:  # its statements now belong to another fact of this object
             fact.expired_at = now
     changed = [f for f in [*live, *added] if _snapshot(f) != before.get(id(f))]
     return Outcome(result, changed, added)
 
 
-def _owner(segment: list[Statement], free: list[Fact], new: Fact, now: float) -> Fact:
+def _window(live: list[Fact], at: float) -> tuple[list[Fact], float | None]:
+    """The facts a statement at `at` can change, and the start of the first fact after them.
+    Each dated fact is one run of statements from its `valid_at` to the next fact's, so only
+    the facts starting last before `at`, at `at`, and first after it can change (those of
+    unknown start are always taken): a rebuild costs the same however long the history."""
+    dated = sorted({f.valid_at for f in live if f.valid_at is not None})
+    lower = max((t for t in dated if t < at), default=None)  # may continue into `at`
+    higher = [t for t in dated if t > at][:2]
+    keep = {lower, at, *higher[:1]} - {None}
+    window = [f for f in live if f.valid_at is None or f.valid_at in keep]
+    return window, higher[1] if len(higher) > 1 else None
+
+
+def _owner(segment: list[Statement], holder: dict[tuple[str, str], Fact], free: set[int],
+           new: Fact, now: float) -> Fact:
     """The fact a segment is written as: the free fact of its object holding most of its
     evidence (a stored one before the new one), else a copy of its first statement's."""
-    evidence = {e for s in segment for e in s.evidence}
-    key = _object_key(segment[0].fact)
-    candidates = [f for f in free if _object_key(f) == key and evidence & set(f.evidence)]
-    if candidates:
-        best = max(candidates, key=lambda f: (len(evidence & set(f.evidence)), f is not new))
-        free.remove(best)
+    counts: dict[int, list[Any]] = {}
+    for s in segment:
+        for e in s.evidence:
+            fact = holder.get((s.object_key, e))
+            if fact is not None and id(fact) in free:
+                counts.setdefault(id(fact), [0, fact])[0] += 1
+    if counts:
+        _, best = max(counts.values(), key=lambda c: (c[0], c[1] is not new, c[1].id))
+        free.discard(id(best))
         return best
     source = segment[0].fact
     return replace(source, id=f"fact-{uuid4().hex}", created_at=now, expired_at=None,
@@ -223,5 +245,6 @@ def _owner(segment: list[Statement], free: list[Fact], new: Fact, now: float) ->
 
 
 def _snapshot(fact: Fact) -> tuple[Any, ...]:
+    """What a write would change (the rules assign new attribute dicts, never edit one)."""
     return (fact.valid_at, fact.invalid_at, fact.expired_at, fact.evidence, fact.confidence,
-            json.dumps(fact.attributes, sort_keys=True, default=str))
+            fact.attributes)
