@@ -29,11 +29,6 @@ class FakeBackend:
     async def vector_search(self, vector: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
         return self.dense[:k]
 
-    async def dense_and_lexical(
-        self, vector: np.ndarray, query: str, k: int, flt: MemoryFilter
-    ) -> tuple[list[Candidate], list[Candidate]]:
-        return await self.vector_search(vector, k, flt), await self.text_search(query, k, flt)
-
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         self.lexical_query = query
         return self.lexical[:k]

@@ -86,16 +86,6 @@ class MemoryBackend(ABC):
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         """The k best lexical (BM25-like) matches for `query` among those matching `flt`."""
 
-    async def dense_and_lexical(
-        self, vector: np.ndarray, query: str, k: int, flt: MemoryFilter
-    ) -> tuple[list[Candidate], list[Candidate]]:
-        """vector_search(vector) and text_search(query) of one retrieve, side by side. A
-        backend that computes both in this process may do them in one go instead."""
-        dense, lexical = await asyncio.gather(
-            self.vector_search(vector, k, flt), self.text_search(query, k, flt)
-        )
-        return dense, lexical
-
     @abstractmethod
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0

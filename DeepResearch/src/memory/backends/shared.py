@@ -82,11 +82,6 @@ class SharedBackend(MemoryBackend):
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         return await self.inner.text_search(query, k, flt)
 
-    async def dense_and_lexical(
-        self, vector: np.ndarray, query: str, k: int, flt: MemoryFilter
-    ) -> tuple[list[Candidate], list[Candidate]]:
-        return await self.inner.dense_and_lexical(vector, query, k, flt)
-
     async def scan(
         self, flt: MemoryFilter, limit: int | None = None, offset: int = 0
     ) -> list[MemoryRecord]:

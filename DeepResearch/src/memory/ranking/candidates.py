@@ -52,10 +52,9 @@ async def gather_candidates(
 
     `query_vector` may be an awaitable (the query still being embedded). A lexical search
     that runs on a server (`backend.lexical_in_process` false) starts at once and overlaps
-    the embedding. One that runs in this process waits for the vector and runs with the dense
-    search (`backend.dense_and_lexical`; on faiss, in one worker hand-off): it needs the GIL,
-    and so does the model's Python-level forward pass, so overlapping them slowed the
-    embedding by as much as the search took."""
+    the embedding. One that runs in this process waits for the vector, then runs beside the
+    dense search: it needs the GIL, and so does the model's Python-level forward pass, so
+    overlapping them slowed the embedding by as much as the search took."""
     lexical_query = rewrite_query(query) if retrieval.query_rewrite else query
 
     lexical_task = (
@@ -67,7 +66,9 @@ async def gather_candidates(
     try:
         vector = query_vector if isinstance(query_vector, np.ndarray) else await query_vector
         if retrieval.hybrid and lexical_task is None:
-            dense, lexical = await backend.dense_and_lexical(vector, lexical_query, n, flt)
+            dense, lexical = await asyncio.gather(
+                backend.vector_search(vector, n, flt), backend.text_search(lexical_query, n, flt)
+            )
         else:
             dense = await backend.vector_search(vector, n, flt)
     except BaseException:
