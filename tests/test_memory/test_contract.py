@@ -16,6 +16,7 @@ from DeepResearch.src.memory import (
     RelationType,
 )
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.base import MemoryBackend
 from DeepResearch.src.memory.errors import ConfirmationRequired, MemoryBackendError
 
 pytestmark = pytest.mark.integration
@@ -344,6 +345,22 @@ async def test_a_namespace_sees_nothing_of_another(client: MemorySystemClient, e
     assert await backend.delete(MemoryFilter(namespaces=("a",), session_ids=("s",))) == 3
     assert await backend.count(MemoryFilter(namespaces=("b",))) == 3
     assert await backend.count(MemoryFilter()) == 3
+
+
+async def test_session_neighbours_equal_the_generic_walk(client: MemorySystemClient, embedder) -> None:
+    """session_neighbours is an optimisation a backend may override: what each backend
+    answers equals the contract's generic path (a FOLLOWS walk of related_many)."""
+    await _two_namespaces(client, embedder)
+    backend, only_a = client.backend, MemoryFilter(namespaces=("a",))
+
+    def ids(found: dict) -> dict[str, set[tuple[str, str, int]]]:
+        return {start: {(r.record.id, r.relation, r.depth) for r in walk}
+                for start, walk in found.items() if walk}
+
+    for starts, radius in ((["a1"], 2), (["a0", "a2"], 1)):
+        found = ids(await backend.session_neighbours(starts, radius, only_a))
+        assert found and found == ids(
+            await MemoryBackend.session_neighbours(backend, starts, radius, only_a))
 
 
 async def test_an_id_is_scoped_by_its_namespace(client: MemorySystemClient, embedder) -> None:

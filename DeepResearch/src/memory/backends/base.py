@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -97,11 +97,6 @@ class MemoryBackend(ABC):
 
     # A backend implements `related` or `related_many` (each default calls the other; the
     # backends here implement `related_many`, one batched walk).
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.related is MemoryBackend.related and cls.related_many is MemoryBackend.related_many:
-            raise TypeError(f"{cls.__name__} must implement related or related_many")
-
     async def related(
         self, record_id: str, relation_types: Sequence[str] | None, depth: int
     ) -> list[RelatedRecord]:
@@ -112,32 +107,26 @@ class MemoryBackend(ABC):
         `related_many`."""
         return (await self.related_many([record_id], relation_types, depth)).get(record_id, [])
 
+    @abstractmethod
     async def related_many(
         self, record_ids: Sequence[str], relation_types: Sequence[str] | None, depth: int,
         flt: MemoryFilter | None = None,
     ) -> dict[str, list[RelatedRecord]]:
-        """For each start id, what `related` finds from it, keeping only the records that
-        match `flt`: the walk itself still passes through the others (a -> b -> c with b
-        filtered out still finds c at depth 2). Starts with nothing found may be left out.
-
-        This default walks `related` once per id and filters in Python; the backends here
-        override it with one batched walk that filters where the records are read, since the
-        ranking pipeline asks about a whole candidate list at once and keeps few records."""
-        out: dict[str, list[RelatedRecord]] = {}
-        for record_id in dict.fromkeys(record_ids):
-            found = await self.related(record_id, relation_types, depth)
-            if flt is not None:
-                found = [r for r in found if record_matches(r.record, flt)]
-            if found:
-                out[record_id] = found
-        return out
+        """For each start id, what `related` finds from it (in the namespace
+        `walk_namespace(flt)`), keeping only the records that match `flt`: the walk itself
+        still passes through the others (a -> b -> c with b filtered out still finds c at
+        depth 2). Starts with nothing found may be left out. One batched walk: the ranking
+        pipeline asks about a whole candidate list at once and keeps few records."""
 
     async def session_neighbours(
         self, record_ids: Sequence[str], radius: int, flt: MemoryFilter | None = None
     ) -> dict[str, list[RelatedRecord]]:
         """For each id, the memories matching `flt` within `radius` steps of it along its
         session's FOLLOWS chain (each memory FOLLOWS the previous one of its session), both
-        directions, with `depth` = the distance. Ids without neighbours may be left out."""
+        directions, with `depth` = the distance. Ids without neighbours may be left out.
+
+        An optimisation a backend may declare by overriding it; this generic path (a FOLLOWS
+        walk) is what every override must equal (tests/test_memory/test_contract.py)."""
         return await self.related_many(record_ids, [FOLLOWS], radius, flt)
 
     @abstractmethod
