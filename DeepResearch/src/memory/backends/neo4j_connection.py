@@ -144,7 +144,7 @@ class Neo4jConnection:
                 )
                 await result.consume()
         for statement in self.q.schema:
-            await self.driver.execute_query(statement, database_=self.settings.database)
+            await self.create_schema_rule(statement)
         await self.driver.execute_query(
             self.q.create_vector_index,
             {"dimensions": self.dimension, "similarity": self.similarity},
@@ -211,6 +211,19 @@ class Neo4jConnection:
 
 
     # --- retries -------------------------------------------------------------------------
+    async def create_schema_rule(self, statement: str) -> None:
+        """One `CREATE ... IF NOT EXISTS` (or other schema statement). Two processes opening
+        one database at once may both pass IF NOT EXISTS; the one that loses is told an
+        equivalent rule exists, which is what it wanted."""
+        from neo4j.exceptions import ClientError
+
+        assert self.driver is not None
+        try:
+            await self.driver.execute_query(statement, database_=self.settings.database)
+        except ClientError as exc:
+            if exc.code != "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists":
+                raise
+
     async def retrying(
         self, what: str, op: Callable[[], Awaitable[T]], *, retry: bool = True
     ) -> T:

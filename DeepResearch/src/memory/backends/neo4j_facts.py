@@ -95,7 +95,7 @@ class Neo4jFactStore(FactStore):
 
             async def create() -> None:
                 for statement in self.fq.schema:
-                    await self.conn.driver.execute_query(statement, database_=database)
+                    await self.conn.create_schema_rule(statement)
                 await self.conn.driver.execute_query(
                     "CALL db.awaitIndexes(300)", database_=database
                 )
