@@ -4,6 +4,7 @@ in_memory backend and on FAISS, the real embedding model, and a whole offline ru
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def library(tmp_path: Path) -> DocumentLibrary:
 
 @pytest.fixture
 async def run(tmp_path: Path) -> AsyncIterator[MemoryRun]:
-    config = MemoryConfig(backend="in_memory")
+    config = MemoryConfig(backend="in_memory", storage={"spill_dir": str(tmp_path / "spill")})
     async with MemorySystemClient(config, session_id="docs") as client:
         yield MemoryRun(client, config, WorkflowMemorySettings(), root_session="docs")
 
@@ -107,7 +108,7 @@ async def test_without_a_started_run_the_collector_does_nothing(
 
 
 async def test_a_failed_graph_write_is_a_memory_problem_not_a_failed_run(
-    library: DocumentLibrary, run: MemoryRun
+    library: DocumentLibrary, run: MemoryRun, tmp_path: Path
 ) -> None:
     collector = DocumentFactCollector()
     collector.start(run)
@@ -115,6 +116,12 @@ async def test_a_failed_graph_write_is_a_memory_problem_not_a_failed_run(
     await run.client.backend.close()  # the store goes away before the run's end
     assert await collector.flush() == 0
     assert any("documents read" in p for p in run.problems)
+    await run.client.close()  # the facts it could not write are in the spill file
+    spilled = Path(run.client.writes.spilled_file or "")
+    assert spilled.parent == tmp_path / "spill"
+    facts = [json.loads(line) for line in spilled.read_text(encoding="utf-8").splitlines()]
+    assert {(f["kind"], f["subject"], f["predicate"], f["object"]) for f in facts} >= {
+        ("unwritten_fact", "Alice Smith", "WORKS_AT", "Acme Genomics")}
 
 
 async def test_a_research_run_stores_the_facts_of_the_documents_it_read(

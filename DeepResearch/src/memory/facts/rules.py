@@ -9,8 +9,9 @@
 - Single-valued predicates (WORKS_AT, LIVES_IN; `facts.single_valued`) keep a timeline: every
   statement (its evidence, its time, its confidence, an explicit end) is kept with the fact
   it belongs to (attribute `_stated`, never shown), and each new statement rebuilds the
-  subject's timeline from all of them, ordered by their times (a statement without a time
-  counts from when the memory learned it): consecutive statements of one object are one fact
+  subject's timeline around its time (`_window`) from them, ordered by their times, then
+  their messages' times (a statement without a time counts from when the memory learned
+  it): consecutive statements of one object are one fact
   (valid from the first; confidence the noisy-or of theirs), closed when a statement of
   another object starts. So the result does not depend on the order statements arrive in,
   and at most one fact is current. Closed facts are kept; history queries show them.
