@@ -199,3 +199,45 @@ def test_the_cycle_check_sees_a_type_checking_import() -> None:
     edges["text"] = edges["text"] | {"errors"}  # as if text imported errors under TYPE_CHECKING
     assert {"errors", "text"} in _cycles(edges)
     assert "client" in edges["reads"]  # reads imports the client under TYPE_CHECKING only
+
+
+# -- the layers of the memory package, lowest first: a module imports only from its own layer
+# and the ones below (docs/architecture.md). A new module must be placed in one.
+LAYERS = [
+    ("foundation", ["errors", "text", "config_base", "config", "config_service", "models",
+                    "status", "compression", "store_folder", "blas_threads", "facts.model"]),
+    ("embedding", ["embeddings", "bert_numpy", "faiss_pool", "onnx_bert"]),
+    ("storage contract", ["backends.record", "backends.base", "backends.decoding",
+                          "facts.store", "facts.rules", "facts.forgetting"]),
+    ("backends", ["backends"]),
+    ("ranking", ["ranking"]),
+    ("client", ["client", "reads", "writes", "sessions", "maintenance", "inputs",
+                "records_io", "sync", "backend_override"]),
+    ("facts", ["facts"]),
+    ("agent", ["agent", "toolset"]),
+    ("service and CLI", ["service", "cli", "cli_transfer"]),
+]
+
+
+def _layer(module: str) -> int | None:
+    """The index of the longest LAYERS prefix naming `module` (None: in no layer)."""
+    found = [(len(p), i) for i, (_, prefixes) in enumerate(LAYERS) for p in prefixes
+             if module == p or module.startswith(p + ".")]
+    return max(found)[1] if found else None
+
+
+def _upward(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((a, b) for a, targets in edges.items() for b in targets
+                  if _layer(a) is not None and _layer(b) is not None and _layer(b) > _layer(a))
+
+
+def test_every_module_has_a_layer_and_imports_only_downward() -> None:
+    edges = _import_graph()
+    assert [m for m in edges if m and _layer(m) is None] == []
+    assert _upward(edges) == []
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    edges = _import_graph()
+    edges["backends.in_memory"] = edges["backends.in_memory"] | {"facts.graph"}
+    assert _upward(edges) == [("backends.in_memory", "facts.graph")]
