@@ -9,8 +9,7 @@ import pytest
 
 from DeepResearch.src.memory.backends.base import Candidate, MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.config import RetrievalConfig
-from DeepResearch.src.memory.ranking.candidates import gather_candidates
-from DeepResearch.src.memory.ranking.query import rewrite_query
+from DeepResearch.src.memory.ranking.candidates import gather_candidates, rewrite_query
 
 
 def _record(rid: str, vector: list[float]) -> MemoryRecord:

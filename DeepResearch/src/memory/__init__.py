@@ -22,13 +22,14 @@ if TYPE_CHECKING:
     )
     from DeepResearch.src.memory.models import (
         MemoryDocument,
+        MemoryHealth,
+        MemoryStats,
         MemoryType,
         RelatedMemory,
         Relation,
         RelationType,
         RetrievedMemory,
     )
-    from DeepResearch.src.memory.status import MemoryHealth, MemoryStats
     from DeepResearch.src.memory.sync import SyncMemorySystemClient
     from DeepResearch.src.memory.toolset import MemoryBinding, memory_toolset
 
@@ -48,8 +49,8 @@ _HOMES = {
     "Relation": "models",
     "RelationType": "models",
     "RetrievedMemory": "models",
-    "MemoryHealth": "status",
-    "MemoryStats": "status",
+    "MemoryHealth": "models",
+    "MemoryStats": "models",
     "SyncMemorySystemClient": "sync",
     "MemoryBinding": "toolset",
     "memory_toolset": "toolset",

@@ -13,7 +13,7 @@ from DeepResearch.src.memory.errors import (
     MemoryInputError,
 )
 from DeepResearch.src.memory.inputs import clean_id, parse_filters
-from DeepResearch.src.memory.status import MemoryHealth, MemoryStats
+from DeepResearch.src.memory.models import MemoryHealth, MemoryStats
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.client import MemorySystemClient

@@ -18,8 +18,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
-from DeepResearch.src.memory.models import RelatedMemory, RetrievedMemory
-from DeepResearch.src.memory.status import MemoryHealth, MemoryStats
+from DeepResearch.src.memory.models import MemoryHealth, MemoryStats, RelatedMemory, RetrievedMemory
 from DeepResearch.src.memory.writes import register_exit_hook
 
 T = TypeVar("T")

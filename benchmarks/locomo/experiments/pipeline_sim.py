@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 from benchmarks.locomo.baselines import embed_cached
 from benchmarks.locomo.data import Conversation, load_conversations
 from benchmarks.locomo.metrics import RecallTable
-from DeepResearch.src.memory.ranking.query import rewrite_query
+from DeepResearch.src.memory.ranking.candidates import rewrite_query
 from DeepResearch.src.memory.text import fts_query, token_string
 
 
