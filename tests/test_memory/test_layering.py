@@ -113,11 +113,10 @@ def test_help_loads_neither_the_agents_nor_the_workflow(tmp_path) -> None:
 
 
 # -- import cycles, counting every import: module level, under TYPE_CHECKING, in functions ----
-# The two cycles below are known and may only go away (issue 37's redesign of the client
-# mixins and of FactGraph's helpers); any other cycle fails this test.
+# The cycle below is known and may only go away (the client's mixins annotate `self` with the
+# client under TYPE_CHECKING); any other cycle fails this test.
 KNOWN_CYCLES = [
     {"client", "maintenance", "reads", "sessions", "writes"},
-    {"facts.graph", "facts.ingest", "facts.io", "facts.merge"},
 ]
 
 

@@ -16,20 +16,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.facts.graph_core import FactSpec, GraphCore
 from DeepResearch.src.memory.facts.model import EPISODE_MEMORY_TYPE, ExtractedFact, Message
 from DeepResearch.src.memory.facts.store import name_key
 from DeepResearch.src.memory.facts.validation import parse_messages
 from DeepResearch.src.memory.facts.views import FactOut
 from DeepResearch.src.memory.inputs import clean_id
-
-if TYPE_CHECKING:
-    from DeepResearch.src.memory.facts.graph import FactGraph, FactSpec
 
 EPISODE_SESSION = "episodes"  # messages without a channel
 
@@ -42,7 +40,7 @@ class IngestReport(BaseModel):
 
 
 async def ingest(
-    graph: FactGraph, raw: Sequence[Any], channel_id: str | None = None, *, model: Any = None
+    graph: GraphCore, raw: Sequence[Any], channel_id: str | None = None, *, model: Any = None
 ) -> IngestReport:
     messages = parse_messages(raw, channel_id)
     for i, m in enumerate(messages):  # each becomes an episode memory of that id
@@ -68,7 +66,7 @@ async def ingest(
                         facts=facts, problems=problems)
 
 
-def _extracted_spec(graph: FactGraph, found: ExtractedFact, by_id: dict[str, Message],
+def _extracted_spec(graph: GraphCore, found: ExtractedFact, by_id: dict[str, Message],
                     index: int) -> FactSpec:
     spec = graph.spec(found, index)
     source = by_id.get(found.evidence)
@@ -83,8 +81,7 @@ def _extracted_spec(graph: FactGraph, found: ExtractedFact, by_id: dict[str, Mes
     return spec
 
 
-def _participation(graph: FactGraph, messages: list[Message]) -> list[FactSpec]:
-    from DeepResearch.src.memory.facts.graph import FactSpec
+def _participation(graph: GraphCore, messages: list[Message]) -> list[FactSpec]:
 
     groups: dict[tuple[str, str], list[Message]] = {}
     for m in messages:
@@ -101,7 +98,7 @@ def _participation(graph: FactGraph, messages: list[Message]) -> list[FactSpec]:
     ]
 
 
-async def _episodes(graph: FactGraph, messages: list[Message]) -> list[MemoryRecord]:
+async def _episodes(graph: GraphCore, messages: list[Message]) -> list[MemoryRecord]:
     texts = [f"{m.author_name}: {m.content}" for m in messages]
     vectors = await asyncio.to_thread(graph.client.embedder.embed, texts)
     return [

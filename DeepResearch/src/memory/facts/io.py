@@ -13,19 +13,17 @@ import dataclasses
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.facts.graph_core import GraphCore
 from DeepResearch.src.memory.facts.model import Entity, Fact, FactQuery
 from DeepResearch.src.memory.facts.validation import check_confidence
-
-if TYPE_CHECKING:
-    from DeepResearch.src.memory.facts.graph import FactGraph
 
 MAX_ROWS = 10_000_000
 
 
-async def export_lines(graph: FactGraph) -> list[str]:
+async def export_lines(graph: GraphCore) -> list[str]:
     store = await graph.store()
     ids = sorted({i for i, _ in await store.entity_keys(graph.namespace)})
     entities = await store.get_entities(graph.namespace, ids)
@@ -41,7 +39,7 @@ def _line(kind: str, item: Entity | Fact) -> str:
     return json.dumps({"kind": kind, **data}, ensure_ascii=False, sort_keys=True)
 
 
-async def export_jsonl(graph: FactGraph, path: Path) -> int:
+async def export_jsonl(graph: GraphCore, path: Path) -> int:
     lines = await export_lines(graph)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -85,7 +83,7 @@ def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-async def import_lines(graph: FactGraph, lines: Iterable[str]) -> dict[str, Any]:
+async def import_lines(graph: GraphCore, lines: Iterable[str]) -> dict[str, Any]:
     entities, facts = parse_lines(lines, graph.namespace)
     async with graph.writing() as store:
         names = {e.id: e.name for e in entities}
@@ -94,7 +92,7 @@ async def import_lines(graph: FactGraph, lines: Iterable[str]) -> dict[str, Any]
     return {"entities": len(entities), "facts": len(facts)}
 
 
-async def import_jsonl(graph: FactGraph, path: Path) -> dict[str, Any]:
+async def import_jsonl(graph: GraphCore, path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -8,22 +8,17 @@ one FactStore.put.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.facts.graph_core import GraphCore, ambiguity
 from DeepResearch.src.memory.facts.model import Fact, FactQuery
 from DeepResearch.src.memory.facts.resolution import EXTERNAL_IDS, Resolver
 from DeepResearch.src.memory.facts.views import EntityOut, entity_out
 
-if TYPE_CHECKING:
-    from DeepResearch.src.memory.facts.graph import FactGraph
-
 MAX_FACTS = 100_000
 
 
-async def merge_entities(graph: FactGraph, keep_ref: str, other_ref: str) -> EntityOut:
-    """Call inside the graph's `writing()` block (FactGraph.merge_entities)."""
-    from DeepResearch.src.memory.facts.graph import ambiguity
+async def merge_entities(graph: GraphCore, keep_ref: str, other_ref: str) -> EntityOut:
+    """Call inside the graph's `writing()` block (FactGraph.merge_entities in graph.py)."""
 
     found = []
     for ref in (keep_ref, other_ref):
