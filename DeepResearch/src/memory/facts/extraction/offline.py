@@ -9,6 +9,7 @@ read from the match's own stretch of the sentence. See `patterns` for the covera
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,7 +123,7 @@ class _Context:
 
     last_org: str | None = None
     last_place: str | None = None
-    last_skill: tuple[str, int] | None = None  # a known skill named, and in which message
+    recent: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=30))
     messages: int = 0  # messages read so far
     types: dict[str, str] = field(default_factory=dict)
     people: Antecedents = field(default_factory=Antecedents)
@@ -178,8 +179,7 @@ class OfflineExtractor:
                     if key not in facts or facts[key].confidence < fact.confidence:
                         facts[key] = fact
                 self.context.people.sentence_done(sentence)
-                if named := _skills_named(sentence):
-                    self.context.last_skill = (named, self.context.messages)
+                self.context.recent.append((self.context.messages, sentence))
             if self.author_type == "Person":
                 self.dialogue.saw(message.author_name, parts)
             if self.mentions:
@@ -248,8 +248,12 @@ class OfflineExtractor:
         """The skill "it" means: the last known one in `before`, or in the last two messages."""
         if named := _skills_named(before):
             return named
-        last = self.context.last_skill
-        return last[0] if last and self.context.messages - last[1] <= 4 else None
+        for index, sentence in reversed(self.context.recent):
+            if self.context.messages - index > 4:
+                break
+            if named := _skills_named(sentence):
+                return named
+        return None
 
     @staticmethod
     def _disagrees(match: re.Match[str]) -> bool:
