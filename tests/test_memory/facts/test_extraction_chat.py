@@ -236,6 +236,15 @@ SKILL_FRAMES_AND_PRONOUNS = carol_rows(
     (("Quinn: we need someone who can do React Native", "Quinn: ok", "Quinn: hmm", "Quinn: so",
       "Quinn: well", "Lars: Beatriz knows it better than me"), set()),
     ("I know it.", set()),
+    # where one works, said with it, is where one lives; not for a job still to begin
+    ("I'm doing a postdoc at EPFL in Lausanne.",
+     {("Carol", "WORKS_AT", "EPFL"), ("Carol", "LIVES_IN", "Lausanne")}),
+    ("I was at Grab in Singapore.",
+     {("Carol", "WORKED_AT", "Grab"), ("Carol", "LIVES_IN", "Singapore")}),
+    ("I got a job at Bending Spoons in Milan.", {("Carol", "WORKS_AT", "Bending Spoons")}),
+    ("I work at Google in the Zurich office.", {("Carol", "WORKS_AT", "Google")}),
+    ("we were in the same lab", set()),
+    ("are you still in industry?", set()),
 )
 
 ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
@@ -256,3 +265,8 @@ async def test_a_change_ends_the_old_fact_and_starts_the_new_one() -> None:
     moved = await facts_of("Carol: I moved from Berlin to Lisbon.")
     assert find(moved, "LIVES_IN", "Berlin").invalid_at is not None
     assert find(moved, "LIVES_IN", "Lisbon").invalid_at is None
+
+
+async def test_not_on_a_team_anymore_ends_the_membership() -> None:
+    facts = await facts_of("Gina: I'm not on the infra team anymore")
+    assert find(facts, "MEMBER_OF", "infra team").invalid_at is not None

@@ -48,8 +48,10 @@ from DeepResearch.src.memory.facts.extraction.objects import (
 from DeepResearch.src.memory.facts.extraction.patterns import (
     ADVERBS,
     BASE_FORMS,
+    CAP,
     HINT_WORDS,
     HINTS,
+    NP_END,
     RULES,
     Rule,
 )
@@ -62,6 +64,7 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
 from DeepResearch.src.memory.facts.model import ExtractedFact, ExtractionResult, Message
 
 MENTION_CONFIDENCE = 0.3
+PLACE_OF = 0.7  # "works at X in Y": lives in Y
 HEARSAY = 0.95  # what one person says of another
 _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
@@ -97,6 +100,7 @@ def _present(lower: str) -> set[str]:
     return found
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
+_IN_PLACE = re.compile(rf" in (?:the )?(?P<place>{CAP}){NP_END}")
 _WORD = re.compile(r"[A-Za-z][\w+#]*")
 
 
@@ -322,7 +326,9 @@ class OfflineExtractor:
         t = find_time(segment, message.timestamp)
         certainty = hedge(region)
         tense = rule.tense
-        if groups.get("past") or groups.get("past2"):
+        if groups.get("neg") and groups.get("anymore"):
+            tense = "end"  # "I'm not on the infra team anymore"
+        elif groups.get("past") or groups.get("past2"):
             tense = "past"
         elif groups.get("now"):
             tense = "present"
@@ -420,8 +426,31 @@ class OfflineExtractor:
                 out.append(self._fact(subject, pred, obj, obj_type, confidence * factor, attrs,
                                       message, valid_at, invalid_at))
                 out.extend(self._close_to(rule, groups, subject, obj, factor, frequency, message))
+                out.extend(self._place_of(hit, pred, p_tense, subject, factor, t, message))
             self.context.saw(obj, obj_type)
         return out
+
+    def _place_of(self, hit: _Hit, pred: str, tense: str, subject: str, factor: float,
+                  t: Any, message: Message) -> list[ExtractedFact]:
+        """Where one works or studies, said with it ("a postdoc at EPFL in Lausanne", "at
+        Grab in Singapore"): the place one lives (or lived), at PLACE_OF times the fact's
+        sureness; not for a job only begun ("got a job at X in Milan": a move to come)."""
+        if pred not in ("WORKS_AT", "WORKED_AT", "STUDIED_AT") or tense not in (
+                "present", "past") or not hit.match.groupdict().get("obj"):
+            return []
+        after = _IN_PLACE.match(hit.match.string, hit.match.end("obj"))
+        if not after:
+            return []
+        place = clean_name(after["place"])
+        if not place or place.lower() in KNOWN_SKILLS or self.context.types.get(
+                place.lower(), "Location") != "Location":
+            return []
+        past = tense == "past" or pred == "WORKED_AT"
+        valid_at, invalid_at = times("past" if past else "present", "LIVES_IN", t,
+                                     message.timestamp)
+        self.context.saw(place, "Location")
+        return [self._fact(subject, "LIVES_IN", place, "Location", PLACE_OF * factor,
+                           {"rule": "place_of_work"}, message, valid_at, invalid_at)]
 
     def _employer(self, match: re.Match[str], subjects: list[tuple[str, bool]], region: str,
                   message: Message) -> list[ExtractedFact]:

@@ -194,7 +194,8 @@ ROLE = (
     r"[A-Za-z][\w-]*(?: [a-z][\w-]*){0,4}?"
     r"(?= (?:at|for|in|on|since|from|until|with|and|but|there|by)\b|[,;:.!?)]|$)"
 )
-GROUP = rf"(?:(?!(?:the|a|an|of)\b)[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
+GROUP = (rf"(?:(?!(?:the|a|an|of|same|other|different|whole|entire|wrong)\b)[\w&'-]+ ){{1,3}}?"
+         rf"(?:{_GROUP_ALT})s?(?![\w-])")
 # After "the / a / our", a group named by its kind alone ("in the choir", "in a band").
 _BARE = "|".join(BARE_GROUPS)
 GROUP0 = rf"(?:{GROUP}|(?:{_BARE})(?![\w-]))"
