@@ -245,6 +245,16 @@ SKILL_FRAMES_AND_PRONOUNS = carol_rows(
     ("I work at Google in the Zurich office.", {("Carol", "WORKS_AT", "Google")}),
     ("we were in the same lab", set()),
     ("are you still in industry?", set()),
+    ("my friend Ana, who lives in Oslo, is visiting",
+     {("Carol", "KNOWS", "Ana"), ("Carol", "CLOSE_TO", "Ana"), ("Ana", "LIVES_IN", "Oslo")}),
+    ("I did an internship at Spotify.", {("Carol", "WORKED_AT", "Spotify")}),
+    ("I'm a former Google engineer.", {("Carol", "WORKED_AT", "Google")}),
+    ("I'm ex-Google.", {("Carol", "WORKED_AT", "Google")}),
+    ("Sam and I broke up.", {("Carol", "CLOSE_TO", "Sam"), ("Carol", "KNOWS", "Sam")}),
+    ("I'm a huge Arsenal fan.", {("Carol", "INTERESTED_IN", "Arsenal")}),
+    ("I can't get enough of jazz.", {("Carol", "INTERESTED_IN", "jazz")}),
+    ("Ana is like a sister to me.", {("Carol", "CLOSE_TO", "Ana")}),
+    (("Carol: I moved to Berlin.", "Carol: I know Berlin well."), {("Carol", "LIVES_IN", "Berlin")}),
 )
 
 ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
@@ -270,3 +280,8 @@ async def test_a_change_ends_the_old_fact_and_starts_the_new_one() -> None:
 async def test_not_on_a_team_anymore_ends_the_membership() -> None:
     facts = await facts_of("Gina: I'm not on the infra team anymore")
     assert find(facts, "MEMBER_OF", "infra team").invalid_at is not None
+
+
+async def test_a_break_up_ends_the_closeness() -> None:
+    facts = await facts_of("Carol: Sam and I broke up.")
+    assert find(facts, "CLOSE_TO", "Sam").invalid_at is not None

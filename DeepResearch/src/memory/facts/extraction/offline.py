@@ -116,7 +116,9 @@ def _skills_named(text: str) -> str | None:
     return found
 
 
-_COUPLE = ("are dating", "are married", "are engaged", "got married", "got engaged")
+_COUPLE = ("are dating", "are married", "are engaged", "got married", "got engaged",
+           "broke up", "split up", "got divorced", "are divorced", "used to date",
+           "used to be together", "used to be close", "used to be best friends")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
 _INTEREST_WEAK = ("curious", "excited")
 
@@ -368,6 +370,9 @@ class OfflineExtractor:
                 pred = "WORKED_AT"
             if groups.get("perf") and t.start is None and not t.years:
                 pred, p_tense, confidence = "WORKED_AT", "past", 0.8
+            if pred in ("KNOWS", "CLOSE_TO") and self.context.types.get(obj.lower()) in (
+                    "Location", "Organization"):
+                continue  # "I know Berlin well": a place named before, no person
             if rule.name in ("joined_org", "left_org") and obj.lower() in KNOWN_SKILLS:
                 continue  # "joined Slack", "left Excel open": a tool, not an employer
             if rule.name == "be_at" and is_school(obj):  # "I was at CMU too"
@@ -491,6 +496,9 @@ class OfflineExtractor:
             attrs["frequency"] = frequency
         if not close:
             return []
+        if groups.get("past"):  # "Sam and I broke up": close before, no longer
+            return [self._fact(subject, "CLOSE_TO", obj, "Person", close * factor, attrs,
+                               message, None, message.timestamp)]
         return [self._fact(subject, "CLOSE_TO", obj, "Person", close * factor, attrs, message,
                            message.timestamp, None)]
 

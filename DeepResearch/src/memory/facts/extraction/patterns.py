@@ -141,6 +141,7 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
     BARE_GROUPS,
     CRAFT_VERBS,
     GROUP_WORDS,
+    JOB_NOUNS,
     RELATIONS,
     SKILL_QUANTIFIERS,
     TITLES,
@@ -181,7 +182,7 @@ _AFFIL = (rf"(?P<affil> (?P<aprep>from|at|in|on) (?:the |our |their )?"
           rf"(?P<aorg>{CAP}|[a-z][\w&'-]*(?: (?:{_GROUP_ALT}))?))")
 SUBJ = (
     rf"(?P<subj>(?<![\w'])(?:(?=[A-Zm]){CLAUSE_START}(?:{PERSON}|I|me) and (?:I|me|{PERSON})|I|i"
-    rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON}{_AFFIL}?)|{_ELIDED})"
+    rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON}(?:,? who(?= )|{_AFFIL})?)|{_ELIDED})"
 )
 # Verbs in the form that does not go with one named person or he / she: "Sounds like a plan"
 # is no "Sounds" who likes a plan.
@@ -337,6 +338,11 @@ RULES: tuple[Rule, ...] = (
           rf"around )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|"
           rf"several|many) (?:years?|yrs?)|a decade|most of my career|my (?:twenties|career))"
           rf"(?: of (?:[\w+#.-]+ ){{0,2}}?[\w+#.-]+)? (?P<prep>at|in|with) (?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("former_of", ('former', 'ex-', 'ex '), "WORKED_AT", 0.8, "past", "org",
+          rf"{SUBJ}{ADV} {_BE} (?:an? )?(?:former |ex-|ex )(?P<obj>{CAP})(?: (?:[\w-]+ ){{0,2}}?"
+          rf"(?:{'|'.join(JOB_NOUNS)}|employee|staffer|person|guy|girl))?{NP_END}"),
+    _rule("my_days", ('days',), "WORKED_AT", 0.75, "past", "school_or_org",
+          rf"(?<![\w'])[Mm]y (?P<obj>{CAP}) days\b"),
     _rule("my_old_job", ('my ',), "WORKED_AT", 0.8, "past", "org",
           rf"(?<![\w'])[Mm]y (?:old|previous|last|former|first) (?:job|company|employer|"
           rf"workplace|gig)(?: at | was (?:at )?|, | \(| - | )(?:the )?(?P<obj>{CAP}){NP_END}"),
@@ -482,11 +488,15 @@ RULES: tuple[Rule, ...] = (
     _rule("got_into", ('into',), "INTERESTED_IN", 0.78, "present", "topics",
           rf"{SUBJ}{ADV} (?:got|have got|has got|(?:am|is|are|have been|has been) getting) "
           rf"(?:really |super |very |big |heavily |deep )?into (?!the |a |an |my |our )(?P<obj>{TOPICS})"),
-    _rule("enthusiast", ('nerd', 'geek', 'buff', 'enthusiast', 'fanatic', 'junkie', 'lover', 'addict'),
+    _rule("enthusiast", ('nerd', 'geek', 'buff', 'enthusiast', 'fanatic', 'junkie', 'lover', 'addict', ' fan'),
           "INTERESTED_IN", 0.8, "present", "topics",
           rf"{SUBJ}{ADV} {_BE} (?:an? |such an? |the )(?:huge |big |total |massive |complete |"
           rf"real |bit of an? )?(?P<obj>[\w+#-]+(?: [\w+#-]+)?) (?:nerd|geek|buff|enthusiast|"
-          rf"fanatic|junkie|lover|addict)\b"),
+          rf"fanatic|junkie|lover|addict|fan)\b"),
+    _rule("cant_get_enough", ('enough of', 'geek out', 'nerd out', 'talk about'), "INTERESTED_IN",
+          0.78, "present", "topics",
+          rf"{SUBJ}{ADV} (?:cannot get enough of|can never get enough of|(?:geek|geeks|nerd|nerds) "
+          rf"out (?:about|over|on)|could talk about) (?P<obj>{TOPICS})", negatable=True),
     _rule("like", ('love', 'enjoy', 'like', 'adore'), "INTERESTED_IN", 0.7, "present", "topics",
           rf"{SUBJ}{ADV} (?:really )?(?:love|loves|enjoy|enjoys|like|likes|adore|adores) "
           rf"(?P<obj>{TOPICS})"),
@@ -531,16 +541,17 @@ RULES: tuple[Rule, ...] = (
     _rule("study", ('stud', 'did ', 'finished', 'completed', 'started', 'got '), "STUDIED_AT", 0.9, "past", "org",
           rf"{SUBJ}{ADV} (?:studied|was studying|were studying|(?P<now>study|studies|"
           rf"am studying|is studying|are studying)|(?:did|finished|completed|started|got) "
-          rf"(?:my|his|her|a|an|their) "
-          rf"(?P<degree>[\w'-]+(?: [\w'-]+)??))(?: (?P<field>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)"
+          rf"(?:my|his|her|a|an|their) (?!(?:postdoc|post-doc|residency|fellowship|internship|"
+          rf"apprenticeship)\b)(?P<degree>[\w'-]+(?: [\w'-]+)??))(?: (?P<field>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)"
           rf"{{0,3}}?))? at (?:the )?(?P<obj>{CAP})"),
     _rule("study_doing", ('doing',), "STUDIED_AT", 0.85, "present", "org",
           rf"{SUBJ}{ADV} (?:am|is|are) (?:now |currently |still )?doing (?:my|his|her|a|an|their) "
           rf"(?P<degree>(?:[\w'-]+ ){{0,2}}?(?:degree|PhD|phd|masters?|master's|bachelors?|"
           rf"bachelor's|MBA|MSc|BSc|BA|MA|doctorate|diploma))(?: in (?P<field>[A-Za-z][\w-]*"
           rf"(?: [A-Za-z][\w-]*){{0,3}}?))? (?:at|in) (?:the )?(?P<obj>{CAP})"),
-    _rule("job_doing", ('doing',), "WORKS_AT", 0.8, "present", "org",
-          rf"{SUBJ}{ADV} (?:am|is|are) (?:now |currently |still )?doing (?:my|his|her|a|an|their) "
+    _rule("job_doing", ('doing', 'did '), "WORKS_AT", 0.8, "present", "org",
+          rf"{SUBJ}{ADV} (?:(?:am|is|are) (?:now |currently |still )?doing|(?P<past>did)) "
+          rf"(?:my|his|her|a|an|their) "
           rf"(?P<role>postdoc|post-doc|residency|fellowship|internship|apprenticeship) "
           rf"(?:at|with) (?:the )?(?P<obj>{CAP})"),
     _rule("year_at", ('year at', 'year of', 'semester at', 'term at', 'sophomore', 'freshman', 'fresher', 'junior at', 'senior at', 'grad student', 'undergrad at', 'year at'),
@@ -570,6 +581,8 @@ RULES: tuple[Rule, ...] = (
           rf"(?P<how>collaborate|work together|worked together|have worked together|pair|"
           rf"pair program|hang out|meet up|meet|talk|chat|grab lunch|play \w+|go \w+ing|met|"
           rf"are (?:close |best |good |old )?friends|are close|are colleagues|are coworkers|"
+          rf"have been (?:close |best |good )?friends|(?P<past>broke up|split up|got divorced|"
+          rf"are divorced|used to date|used to be (?:together|close|best friends))|"
           rf"are teammates|are roommates|are neighbou?rs|know each other|have known each other|"
           rf"went to school together|grew up together|are (?:officially |now |finally )?together|"
           rf"are dating|are married|are engaged|got married|got engaged)"),
@@ -601,6 +614,9 @@ RULES: tuple[Rule, ...] = (
           rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) an? {_ADJ}(?P<rel>{_REL_ALT}) of (?:mine|ours)\b"),
     _rule("appositive_rel", (', my ', ', our '), "KNOWS", 0.85, "state", "relation",
           rf"(?<![\w'])(?P<obj>{PERSON}), (?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
+    _rule("like_family", ('like a', 'like my'), "CLOSE_TO", 0.8, "state", "persons",
+          rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:basically )?like (?:a|my) (?:brother|sister|"
+          rf"mother|father|mom|mum|dad|son|daughter|second mom|second mum|family)(?: to me)?\b"),
     _rule("close_with", ('friends', 'close'), "CLOSE_TO", 0.85, "state", "persons",
           rf"{SUBJ}{ADV} {_BE} (?:very |really |pretty |super )?(?P<how>close friends|best "
           rf"friends|good friends|friends|close) (?:with|to) (?P<obj>{PERSONS})"),
