@@ -255,6 +255,15 @@ SKILL_FRAMES_AND_PRONOUNS = carol_rows(
     ("I can't get enough of jazz.", {("Carol", "INTERESTED_IN", "jazz")}),
     ("Ana is like a sister to me.", {("Carol", "CLOSE_TO", "Ana")}),
     (("Carol: I moved to Berlin.", "Carol: I know Berlin well."), {("Carol", "LIVES_IN", "Berlin")}),
+    # typos that swap two neighbouring letters, a vocative "you", a question's subject
+    ("swithced from the mobile team to the search team",
+     {("Carol", "MEMBER_OF", "mobile team"), ("Carol", "MEMBER_OF", "search team")}),
+    ("Zoe ur in jersey city, it's basically ny", {("Zoe", "LIVES_IN", "Jersey City")}),
+    (("Sara: does Ming still work at the bank?", "Tomas: she's doing a PhD at Oxford now"),
+     {("Ming", "STUDIED_AT", "Oxford")}),
+    ("Tobias ran the ES clusters at Zalando before joining us",
+     {("Tobias", "WORKED_AT", "Zalando")}),
+    ("8 yrs of swift dont just go away", {("Carol", "HAS_SKILL", "swift")}),
 )
 
 ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS

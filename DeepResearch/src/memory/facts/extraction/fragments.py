@@ -58,6 +58,47 @@ _LOWER_AFTER = re.compile(
     r"(?:at|in|from|for|to|with) |ex-)(?P<name>[a-z][\w&'.-]*(?: [a-z][\w&'.-]*){0,2})")
 
 
+_VOCATIVE = re.compile(r"^(?P<name>[A-Z][a-z'-]+),? (?:you are|ur|u r|you were) ")
+_PLACE_WORDS = frozenset({"city", "town", "beach", "bay", "valley", "park", "heights", "hills",
+                          "springs", "island", "county", "village"})
+
+
+def addressed(sentence: str) -> str:
+    """"Zoe ur in jersey city" -> "Zoe is in jersey city": the one named is the one meant."""
+    if match := _VOCATIVE.match(sentence):
+        verb = "was" if match[0].rstrip().endswith("were") else "is"
+        return f"{match['name']} {verb} " + sentence[match.end():]
+    return sentence
+
+
+# The rules' words, for typos that swap two neighbouring letters ("swithced" -> "switched").
+_TYPO_WORDS = (
+    "switched", "joined", "joining", "moved", "moving", "relocated", "worked", "working",
+    "works", "lived", "living", "lives", "started", "graduated", "studied", "studying",
+    "based", "married", "engaged", "learning", "coding", "programming", "interested",
+    "obsessed", "passionate", "knows", "speak", "speaks", "member", "team", "left",
+    "quit", "used", "currently", "previously", "recently", "university", "college",
+)
+_BY_LETTERS: dict[str, str] = {"".join(sorted(w)): w for w in _TYPO_WORDS}
+_WORDS = re.compile(r"[a-z]{4,}")
+
+
+def _swapped(word: str, target: str) -> bool:
+    """Whether `word` is `target` with two neighbouring letters swapped."""
+    diff = [i for i, (a, b) in enumerate(zip(word, target, strict=True)) if a != b]
+    return len(diff) == 2 and diff[1] == diff[0] + 1 and word[diff[0]] == target[diff[1]] \
+        and word[diff[1]] == target[diff[0]]
+
+
+def untypo(sentence: str) -> str:
+    """Words of the rules typed with two neighbouring letters swapped, spelt right."""
+    def fix(match: re.Match[str]) -> str:
+        word = match[0]
+        target = _BY_LETTERS.get("".join(sorted(word)))
+        return target if target and target != word and _swapped(word, target) else word
+    return _WORDS.sub(fix, sentence)
+
+
 def truecase(sentence: str) -> str:
     """"i" as "I"; in a sentence without capitals, names after at / in / from ... capitalised."""
     if "i " in sentence or "i'" in sentence or sentence.endswith("i"):
@@ -68,9 +109,12 @@ def truecase(sentence: str) -> str:
 
 
 def _capitalised(match: re.Match[str]) -> str:
-    words = []
+    words: list[str] = []
     for word in match["name"].split():
         bare = word.rstrip(".,!?")
+        if words and bare in _PLACE_WORDS:  # "jersey city"
+            words.append(word[0].upper() + word[1:])
+            continue
         if (bare in COMMON_AFTER_PREPOSITION or bare in NOT_NAMES or len(bare) < 3
                 or bare.endswith("ing") or bare[0].isdigit()):
             break

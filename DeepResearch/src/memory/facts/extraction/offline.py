@@ -33,7 +33,12 @@ from DeepResearch.src.memory.facts.extraction.clauses import (
     times,
 )
 from DeepResearch.src.memory.facts.extraction.dates import find_time
-from DeepResearch.src.memory.facts.extraction.fragments import fill_subjects, truecase
+from DeepResearch.src.memory.facts.extraction.fragments import (
+    addressed,
+    fill_subjects,
+    truecase,
+    untypo,
+)
 from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
     AUTHOR,
@@ -176,8 +181,8 @@ class OfflineExtractor:
                     for fact in self._sentence(statement, message, result.problems):
                         facts.setdefault((fact.subject.lower(), fact.predicate,
                                           fact.object.lower(), fact.invalid_at), fact)
-                parts = [fill_subjects(truecase(part), message.author_name, self.context.types)
-                         for part in parts]
+                parts = [fill_subjects(truecase(addressed(untypo(part))), message.author_name,
+                                       self.context.types) for part in parts]
             for sentence in parts:
                 for fact in self._sentence(sentence, message, result.problems):
                     key = (fact.subject.lower(), fact.predicate, fact.object.lower(),

@@ -338,6 +338,10 @@ RULES: tuple[Rule, ...] = (
           rf"around )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|"
           rf"several|many) (?:years?|yrs?)|a decade|most of my career|my (?:twenties|career))"
           rf"(?: of (?:[\w+#.-]+ ){{0,2}}?[\w+#.-]+)? (?P<prep>at|in|with) (?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("before_joining", ('before joining', 'before coming', 'before moving'), "WORKED_AT",
+          0.78, "past", "org",
+          rf"{SUBJ}{ADV} [a-z]+(?: [\w-]+){{0,5}}? at (?:the )?(?P<obj>{CAP}) before (?:joining|"
+          rf"coming to|moving to|moving over to) (?:us|here|the team|our team)\b"),
     _rule("former_of", ('former', 'ex-', 'ex '), "WORKED_AT", 0.8, "past", "org",
           rf"{SUBJ}{ADV} {_BE} (?:an? )?(?:former |ex-|ex )(?P<obj>{CAP})(?: (?:[\w-]+ ){{0,2}}?"
           rf"(?:{'|'.join(JOB_NOUNS)}|employee|staffer|person|guy|girl))?{NP_END}"),
@@ -408,6 +412,9 @@ RULES: tuple[Rule, ...] = (
           rf"brilliant|handy|familiar|confident|competent|certified|fluent|versed|well versed|"
           rf"a pro|pro|master|native|productive)(?: user| speaker)? (?:at|in|with|to) "
           rf"(?P<obj>{TOPICS})"),
+    _rule("years_of_skill", ('years of', 'yrs of'), "HAS_SKILL", 0.75, "state", "skill_free",
+          rf"^(?:(?:almost|nearly|over|about|like) )?(?:\d+\+?|a few|several|many|two|three|four|"
+          rf"five|six|seven|eight|nine|ten|fifteen|twenty) (?:years?|yrs?) of (?P<obj>{SKILLS})"),
     _rule("skill_can", ('can ',), "HAS_SKILL", 0.8, "state", "skill_any",
           rf"{SUBJ}{ADV} can (?:also |even )?(?:speak|code in|program in|write|read|use|play|"
           rf"do) (?:some |a bit of |basic |fluent )?(?:the )?(?P<obj>{SKILLS})"),
@@ -631,10 +638,15 @@ _PERSON_VERBS = ("ask", "asked", "ping", "pinged", "tell", "told", "bring", "inv
                  "introduced", "this is", "meet", "welcome", "say hi to", "congrats",
                  "congratulations")
 # A hint runs on a sentence holding (lower case) one of its words; None: on every sentence.
-HINT_WORDS: tuple[tuple[str, ...] | None, ...] = (_PERSON_VERBS, None, None, None)
+_AUX = ("does", "did", "is", "was", "will", "has", "can", "would")
+HINT_WORDS: tuple[tuple[str, ...] | None, ...] = (_PERSON_VERBS, _AUX, None, None, None)
 HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a person as the object of a verb for people ("I'll ask Wen", "this is Fatima")
     (re.compile(rf"(?<![\w'])(?i:{'|'.join(_PERSON_VERBS)}),? (?P<obj>{PERSON})\b"), "Person"),
+    # a name as the subject of a question's verb ("does Ming still work ...", "will Ana be")
+    (re.compile(rf"(?<![\w'])(?i:{'|'.join(_AUX)}) (?P<obj>{PERSON}) (?:still |also |ever |"
+                rf"really |even )?(?:be|work|live|know|have|go|come|join|like|want|need|speak|"
+                rf"use|study|get|say|think)\b"), "Person"),
     (re.compile(rf"\bat (?:the )?(?P<obj>{CAP})"), "Organization"),
     (re.compile(rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:our|my|their|the) {_TITLE}"),
      "Person"),
