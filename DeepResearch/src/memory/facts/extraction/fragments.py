@@ -79,7 +79,9 @@ _TYPO_WORDS = (
     "obsessed", "passionate", "knows", "speak", "speaks", "member", "team", "left",
     "quit", "used", "currently", "previously", "recently", "university", "college",
 )
-_BY_LETTERS: dict[str, str] = {"".join(sorted(w)): w for w in _TYPO_WORDS}
+_BY_START: dict[tuple[int, str], list[str]] = {}
+for _target in _TYPO_WORDS:
+    _BY_START.setdefault((len(_target), _target[0]), []).append(_target)
 _WORDS = re.compile(r"[a-z]{4,}")
 
 
@@ -91,12 +93,14 @@ def _swapped(word: str, target: str) -> bool:
 
 
 def untypo(sentence: str) -> str:
-    """Words of the rules typed with two neighbouring letters swapped, spelt right."""
-    def fix(match: re.Match[str]) -> str:
-        word = match[0]
-        target = _BY_LETTERS.get("".join(sorted(word)))
-        return target if target and target != word and _swapped(word, target) else word
-    return _WORDS.sub(fix, sentence)
+    """Words of the rules typed with two neighbouring letters swapped, spelt right (the first
+    letter kept: "swithced" -> "switched")."""
+    for word in _WORDS.findall(sentence):
+        for target in _BY_START.get((len(word), word[0]), ()):
+            if word != target and _swapped(word, target):
+                sentence = re.sub(rf"\b{word}\b", target, sentence)
+                break
+    return sentence
 
 
 def truecase(sentence: str) -> str:
