@@ -248,12 +248,19 @@ _AS_ROLE2 = rf"(?: as (?:an? |the |our |their )?(?P<role2>{ROLE}))?"
 # Triggers (lower-case substrings, one of which a sentence must hold for a rule to run) shared
 # by several rules: the words ending a group, "am / is ... at|in", proficiency adjectives.
 _GROUP_TRIGGERS = tuple(GROUP_WORDS)
+_STUDY_TRIGGERS = ("stud", *(f"{verb} {det} " for verb in ("did", "finished", "completed",
+                                                             "started", "got")
+                             for det in ("my", "his", "her", "a", "an", "their")))
 _BE_LEAD = ("am", "is", "are", "was", "were", "be", "now", "still", "stuck", "back", "also",
             "already", "happily", "formerly", "previously", "once", "originally", "currently",
             "based", "living")
 _BE_WORDS_AT = (" at ",)
 _BE_WORDS_IN = (" in ",)
-_PROFICIENCY_TRIGGERS = (" at ", " in ", " with ", " to ")
+_PROFICIENCY_TRIGGERS = (
+    "expert", "fluent", "proficient", "skilled", "experienced", "good", "strong", "decent",
+    "ok", "comfortable", "new", "beginner", "wizard", "whiz", "ninja", "guru", "great",
+    "amazing", "excellent", "solid", "brilliant", "handy", "familiar", "confident",
+    "competent", "certified", "versed", "pro", "master", "native", "productive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,14 +545,14 @@ RULES: tuple[Rule, ...] = (
     _rule("my_home_in", ('my ', 'our '), "LIVES_IN", 0.8, "present", "place",
           rf"(?<![\w'])(?:[Mm]y|[Oo]ur) (?:new |little |tiny |small )?(?:flat|apartment|house|"
           rf"place|home|condo|studio) (?:is )?in (?:the )?(?P<obj>{CAP}){NP_END}"),
-    _rule("moved_from", ('mov', 'relocat'), "LIVES_IN", 0.8, "end", "place",
+    _rule("moved_from", ('moved from', 'moved here', 'moved there', 'moved away', 'moved back', 'moved out', 'relocated from', 'relocated here', 'relocated away', 'relocated back', 'relocated out', 'relocated there'), "LIVES_IN", 0.8, "end", "place",
           rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: here| there| away| back| "
           rf"out)? (?:from|out of) (?:the )?(?P<obj>{CAP})"),
     _rule("move", ('mov', 'relocat'), "LIVES_IN", 0.85, "start", "place",
           rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: back| here| there| over)?"
           rf"(?: from (?:the )?{CAP})? to (?:the )?(?P<obj>{CAP})"),
     # --- schools
-    _rule("study", ('stud', 'did ', 'finished', 'completed', 'started', 'got '), "STUDIED_AT", 0.9, "past", "org",
+    _rule("study", _STUDY_TRIGGERS, "STUDIED_AT", 0.9, "past", "org",
           rf"{SUBJ}{ADV} (?:studied|was studying|were studying|(?P<now>study|studies|"
           rf"am studying|is studying|are studying)|(?:did|finished|completed|started|got) "
           rf"(?:my|his|her|a|an|their) (?!(?:postdoc|post-doc|residency|fellowship|internship|"
