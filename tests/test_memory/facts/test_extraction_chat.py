@@ -191,6 +191,13 @@ ANSWERS = [
     # a place answered types its name: the clause after it is the answerer's
     (("Ben: where are you based?", "Alice: Lisbon, moved here from Toronto"),
      {("Alice", "LIVES_IN", "Lisbon"), ("Alice", "LIVES_IN", "Toronto")}),
+    # "anyone (else) into X?" says the asker is; a yes says the answerer is too
+    (("Haruto: anyone into mechanical keyboards? I just built my first one",
+      "Vik: YES. I have like 9"),
+     {("Haruto", "INTERESTED_IN", "mechanical keyboards"),
+      ("Vik", "INTERESTED_IN", "mechanical keyboards")}),
+    (("Haruto: anyone into mechanical keyboards?", "Vik: nope"),
+     {("Haruto", "INTERESTED_IN", "mechanical keyboards")}),
     # the asker's own next message answers nothing; nor does a later one
     (("Ben: where are you based?", "Ben: Lisbon"), set()),
     (("Ben: where are you based?", "Alice: hm", "Carl: Lisbon"), set()),

@@ -191,8 +191,11 @@ class OfflineExtractor:
                         facts[key] = fact
                 self.context.people.sentence_done(sentence)
                 self.context.recent.append((self.context.messages, sentence))
-            if self.author_type == "Person":
-                self.dialogue.saw(message.author_name, parts)
+            if self.author_type == "Person":  # "anyone else into sourdough?": the asker is
+                for statement in self.dialogue.saw(message.author_name, parts):
+                    for fact in self._sentence(statement, message, result.problems):
+                        facts.setdefault((fact.subject.lower(), fact.predicate,
+                                          fact.object.lower(), fact.invalid_at), fact)
             if self.mentions:
                 self._mentions(message, parts, facts)
             result.facts.extend(facts.values())
