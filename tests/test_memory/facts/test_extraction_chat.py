@@ -271,6 +271,13 @@ SKILL_FRAMES_AND_PRONOUNS = carol_rows(
     ("Tobias ran the ES clusters at Zalando before joining us",
      {("Tobias", "WORKED_AT", "Zalando")}),
     ("8 yrs of swift dont just go away", {("Carol", "HAS_SKILL", "swift")}),
+    # a skill said of another that says the author has it too
+    ("Theo taught me basically everything I know about Kubernetes",
+     {("Theo", "HAS_SKILL", "Kubernetes"), ("Carol", "HAS_SKILL", "Kubernetes"),
+      ("Carol", "KNOWS", "Theo")}),
+    ("Kenji knows Swift way better than me",
+     {("Kenji", "HAS_SKILL", "Swift"), ("Carol", "HAS_SKILL", "Swift")}),
+    ("Kenji knows Swift.", {("Kenji", "HAS_SKILL", "Swift")}),
 )
 
 ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS

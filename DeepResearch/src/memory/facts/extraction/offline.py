@@ -440,8 +440,29 @@ class OfflineExtractor:
                                       message, valid_at, invalid_at))
                 out.extend(self._close_to(rule, groups, subject, obj, factor, frequency, message))
                 out.extend(self._place_of(hit, pred, p_tense, subject, factor, t, message))
+                out.extend(self._shared_skill(hit, pred, subject, obj, confidence * factor,
+                                              message))
             self.context.saw(obj, obj_type)
         return out
+
+    def _shared_skill(self, hit: _Hit, pred: str, subject: str, skill: str, confidence: float,
+                      message: Message) -> list[ExtractedFact]:
+        """What a skill said of another says of the author: "Theo taught me Kubernetes" (the
+        author knows it, and knows Theo), "Beatriz knows it better than me" (the author knows
+        it too)."""
+        author = message.author_name
+        if pred != "HAS_SKILL" or subject == author:
+            return []
+        tail = hit.match.string[hit.match.end():hit.match.end() + 30].lower()
+        if hit.rule is not None and hit.rule.name == "taught_me":
+            return [self._fact(author, "HAS_SKILL", skill, "Skill", confidence,
+                               {"rule": "taught_me"}, message, message.timestamp, None),
+                    self._fact(author, "KNOWS", subject, "Person", confidence,
+                               {"rule": "taught_me"}, message, message.timestamp, None)]
+        if re.match(r"\s*(?:\w+ ){0,2}better than (?:me|I do)\b", tail):
+            return [self._fact(author, "HAS_SKILL", skill, "Skill", confidence * 0.9,
+                               {"rule": "better_than_me"}, message, message.timestamp, None)]
+        return []
 
     def _place_of(self, hit: _Hit, pred: str, tense: str, subject: str, factor: float,
                   t: Any, message: Message) -> list[ExtractedFact]:

@@ -484,6 +484,11 @@ RULES: tuple[Rule, ...] = (
     _rule("skill_list", (',', ' and '), "HAS_SKILL", 0.75, "state", "skill_list",
           rf"(?:^|(?<=: )|(?<=; )|(?<= - ))(?P<obj>{SKILLS})(?: these days| nowadays| lately| "
           rf"mostly| mainly| at work| too)?(?=[.!]*$|;| - )"),
+    _rule("taught_me", ('taught me', 'teaches me', 'showed me'), "HAS_SKILL", 0.8, "state",
+          "skill_any",
+          rf"(?<![\w'])(?P<subj>{PERSON}|[Hh]e|[Ss]he) (?:taught|teaches|has taught|showed) me "
+          rf"(?:basically |pretty much |literally )?(?:(?:everything|all|most of what|a lot|so "
+          rf"much)(?: I know)? about )?(?P<obj>{SKILLS})"),
     _rule("skill_it", (' it',), "HAS_SKILL", 0.75, "state", "skill_it",
           rf"{SUBJ}{ADV} (?:know|knows|use|uses|used|write|writes|wrote|teach|teaches|taught|"
           rf"speak|speaks|(?:have|has) used|(?:have|has) written) (?P<obj>it)\b(?! (?:is|was|"
