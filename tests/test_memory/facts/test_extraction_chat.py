@@ -239,7 +239,8 @@ SKILL_FRAMES_AND_PRONOUNS = carol_rows(
     ("I did three years of RN at Klarna.", {("Carol", "WORKED_AT", "Klarna")}),
     # "it" of a skill: the skill named last (a few messages back at most)
     (("Quinn: we need someone who can do React Native", "Quinn: any ideas",
-      "Lars: Beatriz knows it better than me"), {("Beatriz", "HAS_SKILL", "React Native")}),
+      "Lars: Beatriz knows it better than me"),
+     {("Beatriz", "HAS_SKILL", "React Native"), ("Lars", "HAS_SKILL", "React Native")}),
     (("Quinn: we need someone who can do React Native", "Quinn: ok", "Quinn: hmm", "Quinn: so",
       "Quinn: well", "Lars: Beatriz knows it better than me"), set()),
     ("I know it.", set()),
