@@ -279,6 +279,14 @@ SKILL_FRAMES_AND_PRONOUNS = carol_rows(
     ("Kenji knows Swift way better than me",
      {("Kenji", "HAS_SKILL", "Swift"), ("Carol", "HAS_SKILL", "Swift")}),
     ("Kenji knows Swift.", {("Kenji", "HAS_SKILL", "Swift")}),
+    # a group called by its first word after it was named; a short word alone is no group
+    (("Alice: I just joined the platform team", "Chloe: I'm on platform too"),
+     {("Alice", "MEMBER_OF", "platform team"), ("Chloe", "MEMBER_OF", "platform team")}),
+    ("I'm on vacation.", set()),
+    ("My favourite band is Radiohead.", {("Carol", "INTERESTED_IN", "Radiohead")}),
+    ("I've been reading a lot about urban planning.",
+     {("Carol", "INTERESTED_IN", "urban planning")}),
+    ("I spend my weekends hiking.", {("Carol", "INTERESTED_IN", "hiking")}),
 )
 
 ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS

@@ -42,6 +42,7 @@ from DeepResearch.src.memory.facts.extraction.fragments import (
 from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
     AUTHOR,
+    GROUP_SHORT,
     PRONOUN,
     SKILL_IT,
     THERE,
@@ -135,6 +136,7 @@ class _Context:
     last_org: str | None = None
     last_place: str | None = None
     recent: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=30))
+    groups: dict[str, str] = field(default_factory=dict)  # first word -> a group named
     messages: int = 0  # messages read so far
     types: dict[str, str] = field(default_factory=dict)
     people: Antecedents = field(default_factory=Antecedents)
@@ -351,6 +353,10 @@ class OfflineExtractor:
                     subjects, obj = [(obj, False)], subjects[0][0]
             if obj == AUTHOR:
                 obj = message.author_name
+            elif obj.startswith(GROUP_SHORT):
+                obj = self.context.groups.get(obj[len(GROUP_SHORT):], "")
+                if not obj:
+                    continue
             elif obj == SKILL_IT:
                 obj = self._skill_named(hit.match.string[:hit.match.start("obj")]) or ""
                 if not obj:
@@ -443,6 +449,8 @@ class OfflineExtractor:
                 out.extend(self._shared_skill(hit, pred, subject, obj, confidence * factor,
                                               message))
             self.context.saw(obj, obj_type)
+            if pred == "MEMBER_OF" and " " in obj:  # "platform team": "on platform" later
+                self.context.groups.setdefault(obj.split()[0].lower(), obj)
         return out
 
     def _shared_skill(self, hit: _Hit, pred: str, subject: str, skill: str, confidence: float,

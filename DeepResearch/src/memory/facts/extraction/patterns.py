@@ -312,6 +312,9 @@ RULES: tuple[Rule, ...] = (
           rf"(?P<past>worked (?:on|in|with)|played (?:in|with|for)|sang in|led|ran|managed)|"
           rf"(?:moved|switched|transferred)(?: over)? to) (?:the |a |an |our )"
           rf"(?P<obj>{GROUP0})"),
+    _rule("member_short", (' on ', ' in '), "MEMBER_OF", 0.75, "present", "known_group",
+          rf"{SUBJ}{ADV} {_BE}(?: (?:now|still|also))* (?:on|in) (?P<obj>[a-z][\w-]+)"
+          rf"(?= too| as well| now|[,.!?]|$)"),
     _rule("member_belong", ('belong',), "MEMBER_OF", 0.85, "present", "group_or_org",
           rf"{SUBJ}{ADV} (?:belong|belongs|(?P<past>belonged)) to (?:the |a |an |our )?"
           rf"(?P<obj>{GROUP}|{CAP})"),
@@ -512,6 +515,15 @@ RULES: tuple[Rule, ...] = (
           rf"{SUBJ}{ADV} {_BE} (?:an? |such an? |the )(?:huge |big |total |massive |complete |"
           rf"real |bit of an? )?(?P<obj>[\w+#-]+(?: [\w+#-]+)?) (?:nerd|geek|buff|enthusiast|"
           rf"fanatic|junkie|lover|addict|fan)\b"),
+    _rule("favourite", ('favourite', 'favorite', 'fave'), "INTERESTED_IN", 0.75, "present",
+          "topics",
+          rf"(?<![\w'])[Mm]y (?:all-time )?(?:favou?rite|fave) (?:[a-z]+ ){{1,2}}(?:is|are) "
+          rf"(?P<obj>{TOPICS})"),
+    _rule("a_lot_about", ('a lot about', 'tons about', 'loads about', 'my free time', 'my weekends', 'my evenings', 'my spare time'), "INTERESTED_IN", 0.75, "present", "topics",
+          rf"{SUBJ}{ADV} (?:(?:have|has) been )?(?:(?:reading|learning|watching|read|learn|watch|"
+          rf"reads|learns|watches) (?:a lot|tons|loads|so much) about|spend|spends|spent) "
+          rf"(?:(?:all |most of )?(?:my|his|her) (?:free time|weekends|evenings|spare time) "
+          rf"(?:on |doing )?)?(?P<obj>{TOPICS})"),
     _rule("cant_get_enough", ('enough of', 'geek out', 'nerd out', 'talk about'), "INTERESTED_IN",
           0.78, "present", "topics",
           rf"{SUBJ}{ADV} (?:cannot get enough of|can never get enough of|(?:geek|geeks|nerd|nerds) "
