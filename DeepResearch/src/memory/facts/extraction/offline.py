@@ -74,35 +74,39 @@ PLACE_OF = 0.7  # "works at X in Y": lives in Y
 HEARSAY = 0.95  # what one person says of another
 _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
-# Word pieces that only group triggers: a trigger is looked for only when the shorter trigger
-# (or piece) it contains is in the sentence ("been doing" only where "been" is).
-_PIECES = ("been ", "year", "yrs ", "ing ", "ed ", " a", "er", "an", "in", "ou", "or", "ar",
-           "ro", "it", "st", "on")
+_RUN = re.compile(r"[a-z0-9#+]+")
 
 
-def _trigger_tree() -> tuple[list[str], dict[str, list[str]]]:
-    ordered = sorted(_TRIGGERS | set(_PIECES), key=len)
-    children: dict[str, list[str]] = {t: [] for t in ordered}
-    roots: list[str] = []
-    for i, trigger in enumerate(ordered):
-        parent = next((p for p in reversed(ordered[:i]) if p in trigger), None)
-        (children[parent] if parent else roots).append(trigger)
-    return roots, children
+def _anchor(trigger: str) -> str | None:
+    """The run of letters a trigger is looked up by, as the start of one of the sentence's
+    words: the first that starts a word inside the trigger (" at " -> "at", "ing for" ->
+    "for"), else its first ("liv" -> "liv": "living")."""
+    runs = list(_RUN.finditer(trigger))
+    inner = next((m[0] for m in runs if m.start() > 0), None)
+    return inner or (runs[0][0] if runs else None)
 
 
-_ROOTS, _CHILDREN = _trigger_tree()
+_BY_ANCHOR: dict[str, list[str]] = {}
+_LOOSE: list[str] = []  # triggers of punctuation only (",")
+for _t in _TRIGGERS:
+    if (_a := _anchor(_t)) is None:
+        _LOOSE.append(_t)
+    else:
+        _BY_ANCHOR.setdefault(_a, []).append(_t)
+_LONGEST = max(map(len, _BY_ANCHOR))
 _RULES_OF: dict[str, tuple[int, ...]] = {  # trigger -> the rules (by priority) it runs
     t: tuple(i for i, rule in enumerate(RULES) if t in rule.triggers) for t in _TRIGGERS}
 
 
 def _present(lower: str) -> set[str]:
-    """The triggers in `lower`, checking a trigger only where the one it contains is."""
-    found: set[str] = set()
-    stack = [t for t in _ROOTS if t in lower]
-    while stack:
-        trigger = stack.pop()
-        found.add(trigger)
-        stack.extend(t for t in _CHILDREN[trigger] if t in lower)
+    """The triggers in `lower` whose anchor starts one of its words (a trigger met only inside
+    a word, "her" of "there", runs no rule: the rules match whole words)."""
+    found = {t for t in _LOOSE if t in lower}
+    for word in set(_RUN.findall(lower)):
+        for n in range(1, min(len(word), _LONGEST) + 1):
+            for trigger in _BY_ANCHOR.get(word[:n], ()):
+                if trigger in lower:
+                    found.add(trigger)
     return found
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
