@@ -103,11 +103,15 @@ def untypo(sentence: str) -> str:
     return sentence
 
 
+_CAPITAL = re.compile(r"[A-Z](?<!\bI)")
+_PREPOSITION = re.compile(r"\b(?:at|in|from|for|to|with) |ex-")
+
+
 def truecase(sentence: str) -> str:
     """"i" as "I"; in a sentence without capitals, names after at / in / from ... capitalised."""
     if "i " in sentence or "i'" in sentence or sentence.endswith("i"):
         sentence = _I.sub("I", sentence)
-    if re.search(r"[A-Z](?<!\bI)", sentence[1:]) or not re.search(r"\b(?:at|in|from|for|to|with) |ex-", sentence):
+    if _CAPITAL.search(sentence, 1) or not _PREPOSITION.search(sentence):
         return sentence
     return _LOWER_AFTER.sub(_capitalised, sentence)
 

@@ -50,9 +50,12 @@ _ORG_SUFFIXES = (" inc", " ltd", " llc", " gmbh", " corp", " corporation", " lab
                  " co", " company", " technologies", " group", " bank", " foundation")
 
 
+_NAME_END = re.compile(r"(?:'s|\.)+$")
+
+
 def clean_name(text: str) -> str:
     """A name as written, without a trailing period / possessive and leading openers."""
-    text = re.sub(r"(?:'s|\.)+$", "", text.strip())
+    text = _NAME_END.sub("", text.strip())
     words = text.split()
     while words and words[0].lower() in NOT_NAMES:
         words.pop(0)

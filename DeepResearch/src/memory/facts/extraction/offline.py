@@ -75,6 +75,8 @@ HEARSAY = 0.95  # what one person says of another
 _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
 _RUN = re.compile(r"[a-z0-9#+]+")
+_HINT_WORDS = tuple(None if words is None else re.compile("|".join(map(re.escape, words)))
+                    for words in HINT_WORDS)
 
 
 def _anchor(trigger: str) -> str | None:
@@ -93,7 +95,7 @@ for _t in _TRIGGERS:
         _LOOSE.append(_t)
     else:
         _BY_ANCHOR.setdefault(_a, []).append(_t)
-_LONGEST = max(map(len, _BY_ANCHOR))
+_LENGTHS = sorted({len(anchor) for anchor in _BY_ANCHOR})
 _RULES_OF: dict[str, tuple[int, ...]] = {  # trigger -> the rules (by priority) it runs
     t: tuple(i for i, rule in enumerate(RULES) if t in rule.triggers) for t in _TRIGGERS}
 
@@ -103,7 +105,9 @@ def _present(lower: str) -> set[str]:
     a word, "her" of "there", runs no rule: the rules match whole words)."""
     found = {t for t in _LOOSE if t in lower}
     for word in set(_RUN.findall(lower)):
-        for n in range(1, min(len(word), _LONGEST) + 1):
+        for n in _LENGTHS:
+            if n > len(word):
+                break
             for trigger in _BY_ANCHOR.get(word[:n], ()):
                 if trigger in lower:
                     found.add(trigger)
@@ -224,8 +228,8 @@ class OfflineExtractor:
                     hits.append(_Hit(rule, match, candidates))
                     if match.groupdict().get("obj"):
                         claimed.append(span)
-        for (pattern, type_), words in zip(HINTS, HINT_WORDS, strict=True):
-            if words is not None and not any(word in lower for word in words):
+        for (pattern, type_), words in zip(HINTS, _HINT_WORDS, strict=True):
+            if words is not None and not words.search(lower):
                 continue
             for match in pattern.finditer(sentence):
                 if not any(a < match.end("obj") and match.start("obj") < b for a, b in claimed):
