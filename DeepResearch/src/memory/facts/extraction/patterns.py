@@ -1,11 +1,12 @@
 """The phrasings the offline extractor knows: one `Rule` per phrasing, in priority order.
 
-Coverage (S = a subject: I / we (-> the author), he / she (-> the one person named in this
-sentence or the two before, never the speaker nor one the other pronoun has named ("she" Alice
-is no "he"); with none, two or more, or a name of unknown kind among them, the clause states
-nothing: see `antecedents`), a capitalised name (also with its organisation or team: "Sarah
-from marketing knows SQL", see `affiliations`), "Bob and I" (only where a clause starts: "I
-live in New York and I ..." is no "New York and I"); a subject left out after "and" / "then" /
+Coverage (S = a subject: I / we (-> the author), he / she / his / her (-> the one person named
+in this sentence or the four before, never the speaker nor one the other pronoun has named
+("she" Alice is no "he"); with none, two or more, or a name of unknown kind among them, the
+clause states nothing: see `antecedents`), a capitalised name (also with its organisation or
+team: "Sarah from marketing knows SQL", see `affiliations`; "Ana, who ..."), "Bob and I" and
+"me and Jun" (only where a clause starts, also after a chat interjection: "fyi Jack and I";
+"I live in New York and I ..." is no "New York and I"); a subject left out after "and" / "then" /
 "but" / "so" is the previous clause's, and none after an unresolved "he"; a chat sentence
 opening on a past-tense verb of these rules is the author's ("Started at Shopify in 2021.",
 "Just joined Stripe!"; not a question, nor in a document: see `clauses`); a list of objects
