@@ -134,6 +134,9 @@ LOWER_CASE_AND_VERBLESS = carol_rows(
     ("he's nice, now at Google.", set()),
     ("Priya, ex-Google, based in Lisbon.", set()),
     ("based in London?", set()),
+    ("Big fan of board games.", {("Carol", "INTERESTED_IN", "board games")}),
+    ("Designer, previously Grab, now at Shopee.",
+     {("Carol", "WORKED_AT", "Grab"), ("Carol", "WORKS_AT", "Shopee")}),
 )
 
 MORE_PHRASINGS = carol_rows(

@@ -33,12 +33,13 @@ _PAST = (r"(?:started|joined|moved|relocated|worked|used to|left|quit|resigned|g
          r"transferred|came|spent)\b")
 _BE = (r"(?:based (?:in|out of)|living in|located in|working (?:at|for|as|with|in)|"
        r"interested in|obsessed with|passionate about|fascinated by|hooked on|into (?=[a-z])|"
+       r"(?:a |an )?(?:big |huge |massive )?fan of |"
        r"doing (?:a|an|my) |(?:now|currently|still|also) (?:at|in) (?=[A-Z])|"
        r"(?P<role>(?:an? )?(?:[\w-]+ ){0,3}?(?:" + "|".join(JOB_NOUNS) + r")s? (?:at|for|with) "
        r"(?=[A-Z]))|"
        r"(?:strong|good|fluent|proficient|experienced|skilled|expert|decent) (?:in|at|with) |"
        r"(?:part of|a member of|on) the )")
-_WAS = r"(?:previously at |formerly at |ex-(?=[A-Z])|before that at )"
+_WAS = r"(?:(?:previously|formerly|before that)(?: at)? (?=[A-Z])|ex-(?=[A-Z]))"
 _FRAGMENT = re.compile(rf"{_ADV}(?:(?P<past>{_PAST})|(?P<be>{_BE})|(?P<was>{_WAS}))",
                        re.IGNORECASE)
 _PUNCT = re.compile(r"[,;:\u2014\u2013]| - ")
@@ -48,6 +49,7 @@ _OTHER_SUBJECT = re.compile(r"\b(?:he|she|they|you|we|it|u|ur|everyone|someone)\
 _NAMED_SUBJECT = re.compile(r"([A-Z][a-z'-]+)(?: [A-Z][a-z'-]+)? (?:is|was|has|had|does|did|will|"
                             r"can|would|\w+s|\w+ed)\b")
 _OPENERS = NOT_NAMES | frozenset(ADVERBS)
+_JOB = re.compile(r"(?:" + "|".join(JOB_NOUNS) + r")s?$", re.IGNORECASE)
 _NAME_ONLY = re.compile(r"[A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?")
 _I = re.compile(r"(?<![\w'])i(?=$|[\s',.!?;:])")
 # a name's preposition after a verb of the rules: "i'm at fastly", "based in cork"
@@ -144,7 +146,8 @@ def fill_subjects(sentence: str, author: str, types: dict[str, str]) -> str:
     subject: str | None = "I"
     for start, end in zip(starts, ends, strict=False):
         clause = sentence[start:end].strip(" .!")
-        if _NAME_ONLY.fullmatch(clause) and clause.lower() not in NOT_NAMES:
+        if _NAME_ONLY.fullmatch(clause) and clause.lower() not in NOT_NAMES and not (
+                _JOB.search(clause)):  # "Designer, previously Grab": a role, no name
             # "Owen, 6 yrs backend, ex-Booking.com": whom the clauses after a bare name are of
             known = types.get(clause.lower())
             if clause.lower() == author.lower() or known in ("Location", "Organization"):

@@ -507,7 +507,8 @@ RULES: tuple[Rule, ...] = (
           rf"totally |kind of |kinda |absolutely |completely |mostly |mainly |a huge |huge |"
           rf"such a |big |now |still )*"
           rf"(?P<how>interested in|into|passionate about|fascinated by|curious about|excited "
-          rf"about|keen on|obsessed with|a fan of|a big fan of|hooked on) (?P<obj>{TOPICS})"),
+          rf"about|keen on|obsessed with|(?:an? )?(?:big |huge |massive )?fan of|hooked on) "
+          rf"(?P<obj>{TOPICS})"),
     _rule("got_into", ('into',), "INTERESTED_IN", 0.78, "present", "topics",
           rf"{SUBJ}{ADV} (?:got|have got|has got|(?:am|is|are|have been|has been) getting) "
           rf"(?:really |super |very |big |heavily |deep )?into (?!the |a |an |my |our )(?P<obj>{TOPICS})"),
