@@ -290,6 +290,13 @@ SKILL_FRAMES_AND_PRONOUNS = carol_rows(
     ("I've been reading a lot about urban planning.",
      {("Carol", "INTERESTED_IN", "urban planning")}),
     ("I spend my weekends hiking.", {("Carol", "INTERESTED_IN", "hiking")}),
+    ("I used to run the ML team at Uber.", {("Carol", "WORKED_AT", "Uber")}),
+    ("I used to live in Paris.", {("Carol", "LIVES_IN", "Paris")}),
+    ("Deloitte was my first job.", {("Carol", "WORKED_AT", "Deloitte")}),
+    ("I ran into my old boss at IBM.", {("Carol", "WORKED_AT", "IBM")}),
+    ("Sam and I live together.", {("Carol", "CLOSE_TO", "Sam"), ("Carol", "KNOWS", "Sam")}),
+    ("Ana (my sister) is visiting.", {("Carol", "CLOSE_TO", "Ana"), ("Carol", "KNOWS", "Ana")}),
+    ("I'm a Toastmasters member.", {("Carol", "MEMBER_OF", "Toastmasters")}),
 )
 
 ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS

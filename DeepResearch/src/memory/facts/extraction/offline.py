@@ -131,6 +131,9 @@ def _skills_named(text: str) -> str | None:
 
 
 _COUPLE = ("are dating", "are married", "are engaged", "got married", "got engaged",
+           "have been together", "live together", "are cousins", "are siblings",
+           "are brothers", "are sisters", "are twins", "are partners", "are housemates",
+           "are flatmates",
            "broke up", "split up", "got divorced", "are divorced", "used to date",
            "used to be together", "used to be close", "used to be best friends")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")

@@ -316,6 +316,9 @@ RULES: tuple[Rule, ...] = (
     _rule("member_short", (' on ', ' in '), "MEMBER_OF", 0.75, "present", "known_group",
           rf"{SUBJ}{ADV} {_BE}(?: (?:now|still|also))* (?:on|in) (?P<obj>[a-z][\w-]+)"
           rf"(?= too| as well| now|[,.!?]|$)"),
+    _rule("named_member", ('member',), "MEMBER_OF", 0.8, "present", "group_or_org",
+          rf"{SUBJ}{ADV} {_BE} (?:now |still |also )?an? (?:(?:proud|active|founding|longtime|"
+          rf"long-time) )?(?P<obj>{CAP}) member\b"),
     _rule("member_belong", ('belong',), "MEMBER_OF", 0.85, "present", "group_or_org",
           rf"{SUBJ}{ADV} (?:belong|belongs|(?P<past>belonged)) to (?:the |a |an |our )?"
           rf"(?P<obj>{GROUP}|{CAP})"),
@@ -358,9 +361,15 @@ RULES: tuple[Rule, ...] = (
           rf"(?:{'|'.join(JOB_NOUNS)}|employee|staffer|person|guy|girl))?{NP_END}"),
     _rule("my_days", ('days',), "WORKED_AT", 0.75, "past", "school_or_org",
           rf"(?<![\w'])[Mm]y (?P<obj>{CAP}) days\b"),
+    _rule("used_to_at", ('used to',), "WORKED_AT", 0.78, "past", "org",
+          rf"{SUBJ}{ADV} used to (?!live|be\b|work\b)[a-z]+(?: [\w-]+){{0,4}}? (?:at|for) (?:the )?"
+          rf"(?P<obj>{CAP}){NP_END}"),
+    _rule("was_my_job", ('was my',), "WORKED_AT", 0.78, "past", "org",
+          rf"(?<![\w'])(?P<obj>{CAP}) was my (?:first|last|previous|old|former) (?:real )?(?:job|"
+          rf"employer|company|gig)\b"),
     _rule("my_old_job", ('my ',), "WORKED_AT", 0.8, "past", "org",
           rf"(?<![\w'])[Mm]y (?:old|previous|last|former|first) (?:job|company|employer|"
-          rf"workplace|gig)(?: at | was (?:at )?|, | \(| - | )(?:the )?(?P<obj>{CAP}){NP_END}"),
+          rf"workplace|gig|boss|manager|team|colleagues|coworkers|office)(?: at | was (?:at )?|, | \(| - | )(?:the )?(?P<obj>{CAP}){NP_END}"),
     _rule("years_at", ('after', 'following', 'my time', 'my years', 'my days'), "WORKED_AT",
           0.78, "past", "school_or_org",
           rf"(?<![\w'])(?:(?:[Aa]fter|[Ff]ollowing) (?:almost |nearly |over |about )?(?:\d+|a few|"
@@ -614,7 +623,9 @@ RULES: tuple[Rule, ...] = (
           rf"(?P<how>collaborate|work together|worked together|have worked together|pair|"
           rf"pair program|hang out|meet up|meet|talk|chat|grab lunch|play \w+|go \w+ing|met|"
           rf"are (?:close |best |good |old )?friends|are close|are colleagues|are coworkers|"
-          rf"have been (?:close |best |good )?friends|(?P<past>broke up|split up|got divorced|"
+          rf"have been (?:close |best |good )?friends|have been together|live together|"
+          rf"are (?:cousins|siblings|brothers|sisters|twins|partners|housemates|flatmates)|"
+          rf"(?P<past>broke up|split up|got divorced|"
           rf"are divorced|used to date|used to be (?:together|close|best friends))|"
           rf"are teammates|are roommates|are neighbou?rs|know each other|have known each other|"
           rf"went to school together|grew up together|are (?:officially |now |finally )?together|"
@@ -645,8 +656,9 @@ RULES: tuple[Rule, ...] = (
           rf"(?:am|is|are|have been|has been) (?:dating|seeing))\s(?P<obj>{PERSON})\b"),
     _rule("friend_of_mine", ('of mine',), "KNOWS", 0.85, "state", "relation",
           rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) an? {_ADJ}(?P<rel>{_REL_ALT}) of (?:mine|ours)\b"),
-    _rule("appositive_rel", (', my ', ', our '), "KNOWS", 0.85, "state", "relation",
-          rf"(?<![\w'])(?P<obj>{PERSON}), (?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
+    _rule("appositive_rel", (', my ', ', our ', '(my ', '(our '), "KNOWS", 0.85, "state",
+          "relation",
+          rf"(?<![\w'])(?P<obj>{PERSON}),? \(?(?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
     _rule("like_family", ('like a', 'like my'), "CLOSE_TO", 0.8, "state", "persons",
           rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:basically )?like (?:a|my) (?:brother|sister|"
           rf"mother|father|mom|mum|dad|son|daughter|second mom|second mum|family)(?: to me)?\b"),
