@@ -134,6 +134,9 @@ LOWER_CASE_AND_VERBLESS = carol_rows(
     ("he's nice, now at Google.", set()),
     ("Priya, ex-Google, based in Lisbon.", set()),
     ("based in London?", set()),
+    ("Big fan of board games.", {("Carol", "INTERESTED_IN", "board games")}),
+    ("Designer, previously Grab, now at Shopee.",
+     {("Carol", "WORKED_AT", "Grab"), ("Carol", "WORKS_AT", "Shopee")}),
 )
 
 MORE_PHRASINGS = carol_rows(
@@ -191,6 +194,13 @@ ANSWERS = [
     # a place answered types its name: the clause after it is the answerer's
     (("Ben: where are you based?", "Alice: Lisbon, moved here from Toronto"),
      {("Alice", "LIVES_IN", "Lisbon"), ("Alice", "LIVES_IN", "Toronto")}),
+    # "anyone (else) into X?" says the asker is; a yes says the answerer is too
+    (("Haruto: anyone into mechanical keyboards? I just built my first one",
+      "Vik: YES. I have like 9"),
+     {("Haruto", "INTERESTED_IN", "mechanical keyboards"),
+      ("Vik", "INTERESTED_IN", "mechanical keyboards")}),
+    (("Haruto: anyone into mechanical keyboards?", "Vik: nope"),
+     {("Haruto", "INTERESTED_IN", "mechanical keyboards")}),
     # the asker's own next message answers nothing; nor does a later one
     (("Ben: where are you based?", "Ben: Lisbon"), set()),
     (("Ben: where are you based?", "Alice: hm", "Carl: Lisbon"), set()),
@@ -232,10 +242,61 @@ SKILL_FRAMES_AND_PRONOUNS = carol_rows(
     ("I did three years of RN at Klarna.", {("Carol", "WORKED_AT", "Klarna")}),
     # "it" of a skill: the skill named last (a few messages back at most)
     (("Quinn: we need someone who can do React Native", "Quinn: any ideas",
-      "Lars: Beatriz knows it better than me"), {("Beatriz", "HAS_SKILL", "React Native")}),
+      "Lars: Beatriz knows it better than me"),
+     {("Beatriz", "HAS_SKILL", "React Native"), ("Lars", "HAS_SKILL", "React Native")}),
     (("Quinn: we need someone who can do React Native", "Quinn: ok", "Quinn: hmm", "Quinn: so",
       "Quinn: well", "Lars: Beatriz knows it better than me"), set()),
     ("I know it.", set()),
+    # where one works, said with it, is where one lives; not for a job still to begin
+    ("I'm doing a postdoc at EPFL in Lausanne.",
+     {("Carol", "WORKS_AT", "EPFL"), ("Carol", "LIVES_IN", "Lausanne")}),
+    ("I was at Grab in Singapore.",
+     {("Carol", "WORKED_AT", "Grab"), ("Carol", "LIVES_IN", "Singapore")}),
+    ("I got a job at Bending Spoons in Milan.", {("Carol", "WORKS_AT", "Bending Spoons")}),
+    ("I work at Google in the Zurich office.", {("Carol", "WORKS_AT", "Google")}),
+    ("we were in the same lab", set()),
+    ("are you still in industry?", set()),
+    ("my friend Ana, who lives in Oslo, is visiting",
+     {("Carol", "KNOWS", "Ana"), ("Carol", "CLOSE_TO", "Ana"), ("Ana", "LIVES_IN", "Oslo")}),
+    ("I did an internship at Spotify.", {("Carol", "WORKED_AT", "Spotify")}),
+    ("I'm a former Google engineer.", {("Carol", "WORKED_AT", "Google")}),
+    ("I'm ex-Google.", {("Carol", "WORKED_AT", "Google")}),
+    ("Sam and I broke up.", {("Carol", "CLOSE_TO", "Sam"), ("Carol", "KNOWS", "Sam")}),
+    ("I'm a huge Arsenal fan.", {("Carol", "INTERESTED_IN", "Arsenal")}),
+    ("I can't get enough of jazz.", {("Carol", "INTERESTED_IN", "jazz")}),
+    ("Ana is like a sister to me.", {("Carol", "CLOSE_TO", "Ana")}),
+    (("Carol: I moved to Berlin.", "Carol: I know Berlin well."), {("Carol", "LIVES_IN", "Berlin")}),
+    # typos that swap two neighbouring letters, a vocative "you", a question's subject
+    ("swithced from the mobile team to the search team",
+     {("Carol", "MEMBER_OF", "mobile team"), ("Carol", "MEMBER_OF", "search team")}),
+    ("Zoe ur in jersey city, it's basically ny", {("Zoe", "LIVES_IN", "Jersey City")}),
+    (("Sara: does Ming still work at the bank?", "Tomas: she's doing a PhD at Oxford now"),
+     {("Ming", "STUDIED_AT", "Oxford")}),
+    ("Tobias ran the ES clusters at Zalando before joining us",
+     {("Tobias", "WORKED_AT", "Zalando")}),
+    ("8 yrs of swift dont just go away", {("Carol", "HAS_SKILL", "swift")}),
+    # a skill said of another that says the author has it too
+    ("Theo taught me basically everything I know about Kubernetes",
+     {("Theo", "HAS_SKILL", "Kubernetes"), ("Carol", "HAS_SKILL", "Kubernetes"),
+      ("Carol", "KNOWS", "Theo")}),
+    ("Kenji knows Swift way better than me",
+     {("Kenji", "HAS_SKILL", "Swift"), ("Carol", "HAS_SKILL", "Swift")}),
+    ("Kenji knows Swift.", {("Kenji", "HAS_SKILL", "Swift")}),
+    # a group called by its first word after it was named; a short word alone is no group
+    (("Alice: I just joined the platform team", "Chloe: I'm on platform too"),
+     {("Alice", "MEMBER_OF", "platform team"), ("Chloe", "MEMBER_OF", "platform team")}),
+    ("I'm on vacation.", set()),
+    ("My favourite band is Radiohead.", {("Carol", "INTERESTED_IN", "Radiohead")}),
+    ("I've been reading a lot about urban planning.",
+     {("Carol", "INTERESTED_IN", "urban planning")}),
+    ("I spend my weekends hiking.", {("Carol", "INTERESTED_IN", "hiking")}),
+    ("I used to run the ML team at Uber.", {("Carol", "WORKED_AT", "Uber")}),
+    ("I used to live in Paris.", {("Carol", "LIVES_IN", "Paris")}),
+    ("Deloitte was my first job.", {("Carol", "WORKED_AT", "Deloitte")}),
+    ("I ran into my old boss at IBM.", {("Carol", "WORKED_AT", "IBM")}),
+    ("Sam and I live together.", {("Carol", "CLOSE_TO", "Sam"), ("Carol", "KNOWS", "Sam")}),
+    ("Ana (my sister) is visiting.", {("Carol", "CLOSE_TO", "Ana"), ("Carol", "KNOWS", "Ana")}),
+    ("I'm a Toastmasters member.", {("Carol", "MEMBER_OF", "Toastmasters")}),
 )
 
 ROWS = (SKILL_FRAMES_AND_PRONOUNS + ANSWERS + MORE_PHRASINGS + BEING_AT_OR_IN + CHANGES + SKILLS + INTERESTS_AND_PEOPLE + CHAT_TURNS
@@ -256,3 +317,13 @@ async def test_a_change_ends_the_old_fact_and_starts_the_new_one() -> None:
     moved = await facts_of("Carol: I moved from Berlin to Lisbon.")
     assert find(moved, "LIVES_IN", "Berlin").invalid_at is not None
     assert find(moved, "LIVES_IN", "Lisbon").invalid_at is None
+
+
+async def test_not_on_a_team_anymore_ends_the_membership() -> None:
+    facts = await facts_of("Gina: I'm not on the infra team anymore")
+    assert find(facts, "MEMBER_OF", "infra team").invalid_at is not None
+
+
+async def test_a_break_up_ends_the_closeness() -> None:
+    facts = await facts_of("Carol: Sam and I broke up.")
+    assert find(facts, "CLOSE_TO", "Sam").invalid_at is not None

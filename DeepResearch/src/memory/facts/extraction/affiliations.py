@@ -54,4 +54,4 @@ def subject_text(match: re.Match[str], key: str) -> str:
     text = match[key] or ""
     if key == "subj" and match.groupdict().get("affil"):
         return text[:match.start("affil") - match.start(key)]
-    return text
+    return re.sub(r",? who$", "", text)  # "Ana, who lives in Oslo"

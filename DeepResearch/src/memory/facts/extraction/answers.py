@@ -63,6 +63,11 @@ _SKILL_Q = re.compile(
     rf"\b(?:anyone|anybody|someone|somebody|who|do you|does anyone|does anybody|any of you)"
     rf"(?: here)?(?: \w+)? (?:know|knows|use|uses|good at|familiar with|experienced with|"
     rf"worked with|done|speak|speaks) (?P<skill>{SKILLS})", re.IGNORECASE)
+# "anyone (else) into X?": the asker is, and a "yes" says the answerer is too
+_INTEREST_Q = re.compile(
+    r"\b(?:anyone|anybody|any of you|who)(?: else)?(?: here)? (?:(?:is|else) )?(?:really |also "
+    r"|big |super )?(?:into|interested in|obsessed with|a fan of|passionate about) "
+    r"(?P<topic>[\w+#' -]+?)\?+$", re.IGNORECASE)
 _AGAIN = re.compile(r"^(?:what about|how about|and) (?:you|u)\b", re.IGNORECASE)
 _ANSWER_NAME = re.compile(rf"^(?:(?:still|now|currently|in|at) )?(?P<name>{CAP})\b")
 
@@ -96,6 +101,9 @@ class Dialogue:
             if question.still and _NO.match(first):
                 return [_past(question.text)]
             return []
+        if question.kind == "INTERESTED_IN":
+            return [f"I am into {question.text}"] if (_YES.match(first) or _YES.match(reply)) \
+                else []
         if question.kind == "HAS_SKILL":
             if _YES.match(first) or _YES.match(reply):
                 return [f"I know {question.text}"]
@@ -109,12 +117,14 @@ class Dialogue:
             (("I", "work at") if question.who == "I" else (question.who, "works at"))
         return [f"{subject} {verb} {name}"]
 
-    def saw(self, author: str, sentences: list[str]) -> None:
-        """Record the question `sentences` of `author` end on, if any."""
+    def saw(self, author: str, sentences: list[str]) -> list[str]:
+        """Record the question `sentences` of `author` end on, if any; what the question says
+        of its asker ("anyone else into sourdough?": the asker is), as sentences."""
         for asked in reversed(sentences):  # the last question that asks for a fact
             if asked.endswith("?") and (question := self._question(author, asked.strip())):
                 self._open = self._last = question
-                return
+                return [f"I am into {question.text}"] if question.kind == "INTERESTED_IN" else []
+        return []
 
     def _question(self, author: str, text: str) -> _Question | None:
         if _AGAIN.match(text) and self._last is not None:
@@ -124,6 +134,8 @@ class Dialogue:
         for kind, patterns in (("LIVES_IN", _LIVES_Q), ("WORKS_AT", _WORKS_Q)):
             if match := next((m for p in patterns if (m := p.search(text))), None):
                 return _Question(author, kind, _who(match.groupdict().get("who")))
+        if match := _INTEREST_Q.search(text):
+            return _Question(author, "INTERESTED_IN", "I", match["topic"])
         if match := _SKILL_Q.search(text):
             skill = re.split(r",? and |, | or ", match["skill"])[0]
             return _Question(author, "HAS_SKILL", "I", skill)

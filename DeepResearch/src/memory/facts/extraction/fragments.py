@@ -33,12 +33,13 @@ _PAST = (r"(?:started|joined|moved|relocated|worked|used to|left|quit|resigned|g
          r"transferred|came|spent)\b")
 _BE = (r"(?:based (?:in|out of)|living in|located in|working (?:at|for|as|with|in)|"
        r"interested in|obsessed with|passionate about|fascinated by|hooked on|into (?=[a-z])|"
+       r"(?:a |an )?(?:big |huge |massive )?fan of |"
        r"doing (?:a|an|my) |(?:now|currently|still|also) (?:at|in) (?=[A-Z])|"
        r"(?P<role>(?:an? )?(?:[\w-]+ ){0,3}?(?:" + "|".join(JOB_NOUNS) + r")s? (?:at|for|with) "
        r"(?=[A-Z]))|"
        r"(?:strong|good|fluent|proficient|experienced|skilled|expert|decent) (?:in|at|with) |"
        r"(?:part of|a member of|on) the )")
-_WAS = r"(?:previously at |formerly at |ex-(?=[A-Z])|before that at )"
+_WAS = r"(?:(?:previously|formerly|before that)(?: at)? (?=[A-Z])|ex-(?=[A-Z]))"
 _FRAGMENT = re.compile(rf"{_ADV}(?:(?P<past>{_PAST})|(?P<be>{_BE})|(?P<was>{_WAS}))",
                        re.IGNORECASE)
 _PUNCT = re.compile(r"[,;:\u2014\u2013]| - ")
@@ -48,6 +49,7 @@ _OTHER_SUBJECT = re.compile(r"\b(?:he|she|they|you|we|it|u|ur|everyone|someone)\
 _NAMED_SUBJECT = re.compile(r"([A-Z][a-z'-]+)(?: [A-Z][a-z'-]+)? (?:is|was|has|had|does|did|will|"
                             r"can|would|\w+s|\w+ed)\b")
 _OPENERS = NOT_NAMES | frozenset(ADVERBS)
+_JOB = re.compile(r"(?:" + "|".join(JOB_NOUNS) + r")s?$", re.IGNORECASE)
 _NAME_ONLY = re.compile(r"[A-Z][a-z'-]+(?: [A-Z][a-z'-]+)?")
 _I = re.compile(r"(?<![\w'])i(?=$|[\s',.!?;:])")
 # a name's preposition after a verb of the rules: "i'm at fastly", "based in cork"
@@ -58,19 +60,71 @@ _LOWER_AFTER = re.compile(
     r"(?:at|in|from|for|to|with) |ex-)(?P<name>[a-z][\w&'.-]*(?: [a-z][\w&'.-]*){0,2})")
 
 
+_VOCATIVE = re.compile(r"^(?P<name>[A-Z][a-z'-]+),? (?:you are|ur|u r|you were) ")
+_PLACE_WORDS = frozenset({"city", "town", "beach", "bay", "valley", "park", "heights", "hills",
+                          "springs", "island", "county", "village"})
+
+
+def addressed(sentence: str) -> str:
+    """"Zoe ur in jersey city" -> "Zoe is in jersey city": the one named is the one meant."""
+    if match := _VOCATIVE.match(sentence):
+        verb = "was" if match[0].rstrip().endswith("were") else "is"
+        return f"{match['name']} {verb} " + sentence[match.end():]
+    return sentence
+
+
+# The rules' words, for typos that swap two neighbouring letters ("swithced" -> "switched").
+_TYPO_WORDS = (
+    "switched", "joined", "joining", "moved", "moving", "relocated", "worked", "working",
+    "works", "lived", "living", "lives", "started", "graduated", "studied", "studying",
+    "based", "married", "engaged", "learning", "coding", "programming", "interested",
+    "obsessed", "passionate", "knows", "speak", "speaks", "member", "team", "left",
+    "quit", "used", "currently", "previously", "recently", "university", "college",
+)
+_BY_START: dict[tuple[int, str], list[str]] = {}
+for _target in _TYPO_WORDS:
+    _BY_START.setdefault((len(_target), _target[0]), []).append(_target)
+_WORDS = re.compile(r"[a-z]{4,}")
+
+
+def _swapped(word: str, target: str) -> bool:
+    """Whether `word` is `target` with two neighbouring letters swapped."""
+    diff = [i for i, (a, b) in enumerate(zip(word, target, strict=True)) if a != b]
+    return len(diff) == 2 and diff[1] == diff[0] + 1 and word[diff[0]] == target[diff[1]] \
+        and word[diff[1]] == target[diff[0]]
+
+
+def untypo(sentence: str) -> str:
+    """Words of the rules typed with two neighbouring letters swapped, spelt right (the first
+    letter kept: "swithced" -> "switched")."""
+    for word in _WORDS.findall(sentence):
+        for target in _BY_START.get((len(word), word[0]), ()):
+            if word != target and _swapped(word, target):
+                sentence = re.sub(rf"\b{word}\b", target, sentence)
+                break
+    return sentence
+
+
+_CAPITAL = re.compile(r"[A-Z](?<!\bI)")
+_PREPOSITION = re.compile(r"\b(?:at|in|from|for|to|with) |ex-")
+
+
 def truecase(sentence: str) -> str:
     """"i" as "I"; in a sentence without capitals, names after at / in / from ... capitalised."""
     if "i " in sentence or "i'" in sentence or sentence.endswith("i"):
         sentence = _I.sub("I", sentence)
-    if re.search(r"[A-Z](?<!\bI)", sentence[1:]) or not re.search(r"\b(?:at|in|from|for|to|with) |ex-", sentence):
+    if _CAPITAL.search(sentence, 1) or not _PREPOSITION.search(sentence):
         return sentence
     return _LOWER_AFTER.sub(_capitalised, sentence)
 
 
 def _capitalised(match: re.Match[str]) -> str:
-    words = []
+    words: list[str] = []
     for word in match["name"].split():
         bare = word.rstrip(".,!?")
+        if words and bare in _PLACE_WORDS:  # "jersey city"
+            words.append(word[0].upper() + word[1:])
+            continue
         if (bare in COMMON_AFTER_PREPOSITION or bare in NOT_NAMES or len(bare) < 3
                 or bare.endswith("ing") or bare[0].isdigit()):
             break
@@ -92,7 +146,8 @@ def fill_subjects(sentence: str, author: str, types: dict[str, str]) -> str:
     subject: str | None = "I"
     for start, end in zip(starts, ends, strict=False):
         clause = sentence[start:end].strip(" .!")
-        if _NAME_ONLY.fullmatch(clause) and clause.lower() not in NOT_NAMES:
+        if _NAME_ONLY.fullmatch(clause) and clause.lower() not in NOT_NAMES and not (
+                _JOB.search(clause)):  # "Designer, previously Grab": a role, no name
             # "Owen, 6 yrs backend, ex-Booking.com": whom the clauses after a bare name are of
             known = types.get(clause.lower())
             if clause.lower() == author.lower() or known in ("Location", "Organization"):

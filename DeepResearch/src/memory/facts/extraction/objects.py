@@ -26,6 +26,7 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
 
 PRONOUN = "\x00pronoun:"  # + he / she: a pronoun object, resolved in text order
 SKILL_IT = "\x00it"  # "it" of a skill rule: the skill named last in the conversation
+GROUP_SHORT = "\x00group:"  # + a word: the group of that first word named before, if any
 AUTHOR = "\x00author"  # placeholder for the message's author ("he was my best mate")
 THERE = "\x00there"  # placeholder resolved in text order (the last organisation / place)
 Candidate = tuple[str, str, str | None]  # predicate, object as written, object type
@@ -49,9 +50,12 @@ _ORG_SUFFIXES = (" inc", " ltd", " llc", " gmbh", " corp", " corporation", " lab
                  " co", " company", " technologies", " group", " bank", " foundation")
 
 
+_NAME_END = re.compile(r"(?:'s|\.)+$")
+
+
 def clean_name(text: str) -> str:
     """A name as written, without a trailing period / possessive and leading openers."""
-    text = re.sub(r"(?:'s|\.)+$", "", text.strip())
+    text = _NAME_END.sub("", text.strip())
     words = text.split()
     while words and words[0].lower() in NOT_NAMES:
         words.pop(0)
@@ -225,6 +229,8 @@ def read_object(kind: str, predicate: str, groups: dict[str, str | None]) -> lis
         return _persons(text, predicate)
     if kind == "pronoun":  # "I know him already": resolved like he / she
         return [(predicate, PRONOUN + {"him": "he", "her": "she"}[text.lower()], "Person")]
+    if kind == "known_group":  # "I'm on platform too": the group named before, if any
+        return [(predicate, GROUP_SHORT + text.lower(), "Organization")]
     if kind == "author":
         return [(predicate, AUTHOR, "Person")]
     if kind == "pair":

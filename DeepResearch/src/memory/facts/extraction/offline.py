@@ -9,6 +9,7 @@ read from the match's own stretch of the sentence. See `patterns` for the covera
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,10 +33,16 @@ from DeepResearch.src.memory.facts.extraction.clauses import (
     times,
 )
 from DeepResearch.src.memory.facts.extraction.dates import find_time
-from DeepResearch.src.memory.facts.extraction.fragments import fill_subjects, truecase
+from DeepResearch.src.memory.facts.extraction.fragments import (
+    addressed,
+    fill_subjects,
+    truecase,
+    untypo,
+)
 from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
     AUTHOR,
+    GROUP_SHORT,
     PRONOUN,
     SKILL_IT,
     THERE,
@@ -47,8 +54,10 @@ from DeepResearch.src.memory.facts.extraction.objects import (
 from DeepResearch.src.memory.facts.extraction.patterns import (
     ADVERBS,
     BASE_FORMS,
+    CAP,
     HINT_WORDS,
     HINTS,
+    NP_END,
     RULES,
     Rule,
 )
@@ -61,41 +70,51 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
 from DeepResearch.src.memory.facts.model import ExtractedFact, ExtractionResult, Message
 
 MENTION_CONFIDENCE = 0.3
+PLACE_OF = 0.7  # "works at X in Y": lives in Y
 HEARSAY = 0.95  # what one person says of another
 _ADVERBS = frozenset(ADVERBS)
 _TRIGGERS = frozenset(trigger for rule in RULES for trigger in rule.triggers)
-# Word pieces that only group triggers: a trigger is looked for only when the shorter trigger
-# (or piece) it contains is in the sentence ("been doing" only where "been" is).
-_PIECES = ("been ", "year", "yrs ", "ing ", "ed ", " a", "er", "an", "in", "ou", "or", "ar",
-           "ro", "it", "st", "on")
+_RUN = re.compile(r"[a-z0-9#+]+")
+_HINT_WORDS = tuple(None if words is None else re.compile("|".join(map(re.escape, words)))
+                    for words in HINT_WORDS)
 
 
-def _trigger_tree() -> tuple[list[str], dict[str, list[str]]]:
-    ordered = sorted(_TRIGGERS | set(_PIECES), key=len)
-    children: dict[str, list[str]] = {t: [] for t in ordered}
-    roots: list[str] = []
-    for i, trigger in enumerate(ordered):
-        parent = next((p for p in reversed(ordered[:i]) if p in trigger), None)
-        (children[parent] if parent else roots).append(trigger)
-    return roots, children
+def _anchor(trigger: str) -> str | None:
+    """The run of letters a trigger is looked up by, as the start of one of the sentence's
+    words: the first that starts a word inside the trigger (" at " -> "at", "ing for" ->
+    "for"), else its first ("liv" -> "liv": "living")."""
+    runs = list(_RUN.finditer(trigger))
+    inner = next((m[0] for m in runs if m.start() > 0), None)
+    return inner or (runs[0][0] if runs else None)
 
 
-_ROOTS, _CHILDREN = _trigger_tree()
+_BY_ANCHOR: dict[str, list[str]] = {}
+_LOOSE: list[str] = []  # triggers of punctuation only (",")
+for _t in _TRIGGERS:
+    if (_a := _anchor(_t)) is None:
+        _LOOSE.append(_t)
+    else:
+        _BY_ANCHOR.setdefault(_a, []).append(_t)
+_LENGTHS = sorted({len(anchor) for anchor in _BY_ANCHOR})
 _RULES_OF: dict[str, tuple[int, ...]] = {  # trigger -> the rules (by priority) it runs
     t: tuple(i for i, rule in enumerate(RULES) if t in rule.triggers) for t in _TRIGGERS}
 
 
 def _present(lower: str) -> set[str]:
-    """The triggers in `lower`, checking a trigger only where the one it contains is."""
-    found: set[str] = set()
-    stack = [t for t in _ROOTS if t in lower]
-    while stack:
-        trigger = stack.pop()
-        found.add(trigger)
-        stack.extend(t for t in _CHILDREN[trigger] if t in lower)
+    """The triggers in `lower` whose anchor starts one of its words (a trigger met only inside
+    a word, "her" of "there", runs no rule: the rules match whole words)."""
+    found = {t for t in _LOOSE if t in lower}
+    for word in set(_RUN.findall(lower)):
+        for n in _LENGTHS:
+            if n > len(word):
+                break
+            for trigger in _BY_ANCHOR.get(word[:n], ()):
+                if trigger in lower:
+                    found.add(trigger)
     return found
 _CLOSE_HOW = ("close", "best friends", "good friends", "close friends", "grew up together",
               "are roommates")
+_IN_PLACE = re.compile(rf" in (?:the )?(?P<place>{CAP}){NP_END}")
 _WORD = re.compile(r"[A-Za-z][\w+#]*")
 
 
@@ -111,7 +130,12 @@ def _skills_named(text: str) -> str | None:
     return found
 
 
-_COUPLE = ("are dating", "are married", "are engaged", "got married", "got engaged")
+_COUPLE = ("are dating", "are married", "are engaged", "got married", "got engaged",
+           "have been together", "live together", "are cousins", "are siblings",
+           "are brothers", "are sisters", "are twins", "are partners", "are housemates",
+           "are flatmates",
+           "broke up", "split up", "got divorced", "are divorced", "used to date",
+           "used to be together", "used to be close", "used to be best friends")
 _INTEREST_STRONG = ("interested", "passionate", "fascinated", "obsessed")
 _INTEREST_WEAK = ("curious", "excited")
 
@@ -122,7 +146,8 @@ class _Context:
 
     last_org: str | None = None
     last_place: str | None = None
-    last_skill: tuple[str, int] | None = None  # a known skill named, and in which message
+    recent: deque[tuple[int, str]] = field(default_factory=lambda: deque(maxlen=30))
+    groups: dict[str, str] = field(default_factory=dict)  # first word -> a group named
     messages: int = 0  # messages read so far
     types: dict[str, str] = field(default_factory=dict)
     people: Antecedents = field(default_factory=Antecedents)
@@ -169,8 +194,8 @@ class OfflineExtractor:
                     for fact in self._sentence(statement, message, result.problems):
                         facts.setdefault((fact.subject.lower(), fact.predicate,
                                           fact.object.lower(), fact.invalid_at), fact)
-                parts = [fill_subjects(truecase(part), message.author_name, self.context.types)
-                         for part in parts]
+                parts = [fill_subjects(truecase(addressed(untypo(part))), message.author_name,
+                                       self.context.types) for part in parts]
             for sentence in parts:
                 for fact in self._sentence(sentence, message, result.problems):
                     key = (fact.subject.lower(), fact.predicate, fact.object.lower(),
@@ -178,10 +203,12 @@ class OfflineExtractor:
                     if key not in facts or facts[key].confidence < fact.confidence:
                         facts[key] = fact
                 self.context.people.sentence_done(sentence)
-                if named := _skills_named(sentence):
-                    self.context.last_skill = (named, self.context.messages)
-            if self.author_type == "Person":
-                self.dialogue.saw(message.author_name, parts)
+                self.context.recent.append((self.context.messages, sentence))
+            if self.author_type == "Person":  # "anyone else into sourdough?": the asker is
+                for statement in self.dialogue.saw(message.author_name, parts):
+                    for fact in self._sentence(statement, message, result.problems):
+                        facts.setdefault((fact.subject.lower(), fact.predicate,
+                                          fact.object.lower(), fact.invalid_at), fact)
             if self.mentions:
                 self._mentions(message, parts, facts)
             result.facts.extend(facts.values())
@@ -204,8 +231,8 @@ class OfflineExtractor:
                     hits.append(_Hit(rule, match, candidates))
                     if match.groupdict().get("obj"):
                         claimed.append(span)
-        for (pattern, type_), words in zip(HINTS, HINT_WORDS, strict=True):
-            if words is not None and not any(word in lower for word in words):
+        for (pattern, type_), words in zip(HINTS, _HINT_WORDS, strict=True):
+            if words is not None and not words.search(lower):
                 continue
             for match in pattern.finditer(sentence):
                 if not any(a < match.end("obj") and match.start("obj") < b for a, b in claimed):
@@ -248,8 +275,12 @@ class OfflineExtractor:
         """The skill "it" means: the last known one in `before`, or in the last two messages."""
         if named := _skills_named(before):
             return named
-        last = self.context.last_skill
-        return last[0] if last and self.context.messages - last[1] <= 4 else None
+        for index, sentence in reversed(self.context.recent):
+            if self.context.messages - index > 4:
+                break
+            if named := _skills_named(sentence):
+                return named
+        return None
 
     @staticmethod
     def _disagrees(match: re.Match[str]) -> bool:
@@ -318,7 +349,9 @@ class OfflineExtractor:
         t = find_time(segment, message.timestamp)
         certainty = hedge(region)
         tense = rule.tense
-        if groups.get("past") or groups.get("past2"):
+        if groups.get("neg") and groups.get("anymore"):
+            tense = "end"  # "I'm not on the infra team anymore"
+        elif groups.get("past") or groups.get("past2"):
             tense = "past"
         elif groups.get("now"):
             tense = "present"
@@ -331,6 +364,10 @@ class OfflineExtractor:
                     subjects, obj = [(obj, False)], subjects[0][0]
             if obj == AUTHOR:
                 obj = message.author_name
+            elif obj.startswith(GROUP_SHORT):
+                obj = self.context.groups.get(obj[len(GROUP_SHORT):], "")
+                if not obj:
+                    continue
             elif obj == SKILL_IT:
                 obj = self._skill_named(hit.match.string[:hit.match.start("obj")]) or ""
                 if not obj:
@@ -358,6 +395,9 @@ class OfflineExtractor:
                 pred = "WORKED_AT"
             if groups.get("perf") and t.start is None and not t.years:
                 pred, p_tense, confidence = "WORKED_AT", "past", 0.8
+            if pred in ("KNOWS", "CLOSE_TO") and self.context.types.get(obj.lower()) in (
+                    "Location", "Organization"):
+                continue  # "I know Berlin well": a place named before, no person
             if rule.name in ("joined_org", "left_org") and obj.lower() in KNOWN_SKILLS:
                 continue  # "joined Slack", "left Excel open": a tool, not an employer
             if rule.name == "be_at" and is_school(obj):  # "I was at CMU too"
@@ -416,8 +456,54 @@ class OfflineExtractor:
                 out.append(self._fact(subject, pred, obj, obj_type, confidence * factor, attrs,
                                       message, valid_at, invalid_at))
                 out.extend(self._close_to(rule, groups, subject, obj, factor, frequency, message))
+                out.extend(self._place_of(hit, pred, p_tense, subject, factor, t, message))
+                out.extend(self._shared_skill(hit, pred, subject, obj, confidence * factor,
+                                              message))
             self.context.saw(obj, obj_type)
+            if pred == "MEMBER_OF" and " " in obj:  # "platform team": "on platform" later
+                self.context.groups.setdefault(obj.split()[0].lower(), obj)
         return out
+
+    def _shared_skill(self, hit: _Hit, pred: str, subject: str, skill: str, confidence: float,
+                      message: Message) -> list[ExtractedFact]:
+        """What a skill said of another says of the author: "Theo taught me Kubernetes" (the
+        author knows it, and knows Theo), "Beatriz knows it better than me" (the author knows
+        it too)."""
+        author = message.author_name
+        if pred != "HAS_SKILL" or subject == author:
+            return []
+        tail = hit.match.string[hit.match.end():hit.match.end() + 30].lower()
+        if hit.rule is not None and hit.rule.name == "taught_me":
+            return [self._fact(author, "HAS_SKILL", skill, "Skill", confidence,
+                               {"rule": "taught_me"}, message, message.timestamp, None),
+                    self._fact(author, "KNOWS", subject, "Person", confidence,
+                               {"rule": "taught_me"}, message, message.timestamp, None)]
+        if re.match(r"\s*(?:\w+ ){0,2}better than (?:me|I do)\b", tail):
+            return [self._fact(author, "HAS_SKILL", skill, "Skill", confidence * 0.9,
+                               {"rule": "better_than_me"}, message, message.timestamp, None)]
+        return []
+
+    def _place_of(self, hit: _Hit, pred: str, tense: str, subject: str, factor: float,
+                  t: Any, message: Message) -> list[ExtractedFact]:
+        """Where one works or studies, said with it ("a postdoc at EPFL in Lausanne", "at
+        Grab in Singapore"): the place one lives (or lived), at PLACE_OF times the fact's
+        sureness; not for a job only begun ("got a job at X in Milan": a move to come)."""
+        if pred not in ("WORKS_AT", "WORKED_AT", "STUDIED_AT") or tense not in (
+                "present", "past") or not hit.match.groupdict().get("obj"):
+            return []
+        after = _IN_PLACE.match(hit.match.string, hit.match.end("obj"))
+        if not after:
+            return []
+        place = clean_name(after["place"])
+        if not place or place.lower() in KNOWN_SKILLS or self.context.types.get(
+                place.lower(), "Location") != "Location":
+            return []
+        past = tense == "past" or pred == "WORKED_AT"
+        valid_at, invalid_at = times("past" if past else "present", "LIVES_IN", t,
+                                     message.timestamp)
+        self.context.saw(place, "Location")
+        return [self._fact(subject, "LIVES_IN", place, "Location", PLACE_OF * factor,
+                           {"rule": "place_of_work"}, message, valid_at, invalid_at)]
 
     def _employer(self, match: re.Match[str], subjects: list[tuple[str, bool]], region: str,
                   message: Message) -> list[ExtractedFact]:
@@ -458,6 +544,9 @@ class OfflineExtractor:
             attrs["frequency"] = frequency
         if not close:
             return []
+        if groups.get("past"):  # "Sam and I broke up": close before, no longer
+            return [self._fact(subject, "CLOSE_TO", obj, "Person", close * factor, attrs,
+                               message, None, message.timestamp)]
         return [self._fact(subject, "CLOSE_TO", obj, "Person", close * factor, attrs, message,
                            message.timestamp, None)]
 

@@ -1,11 +1,12 @@
 """The phrasings the offline extractor knows: one `Rule` per phrasing, in priority order.
 
-Coverage (S = a subject: I / we (-> the author), he / she (-> the one person named in this
-sentence or the two before, never the speaker nor one the other pronoun has named ("she" Alice
-is no "he"); with none, two or more, or a name of unknown kind among them, the clause states
-nothing: see `antecedents`), a capitalised name (also with its organisation or team: "Sarah
-from marketing knows SQL", see `affiliations`), "Bob and I" (only where a clause starts: "I
-live in New York and I ..." is no "New York and I"); a subject left out after "and" / "then" /
+Coverage (S = a subject: I / we (-> the author), he / she / his / her (-> the one person named
+in this sentence or the four before, never the speaker nor one the other pronoun has named
+("she" Alice is no "he"); with none, two or more, or a name of unknown kind among them, the
+clause states nothing: see `antecedents`), a capitalised name (also with its organisation or
+team: "Sarah from marketing knows SQL", see `affiliations`; "Ana, who ..."), "Bob and I" and
+"me and Jun" (only where a clause starts, also after a chat interjection: "fyi Jack and I";
+"I live in New York and I ..." is no "New York and I"); a subject left out after "and" / "then" /
 "but" / "so" is the previous clause's, and none after an unresolved "he"; a chat sentence
 opening on a past-tense verb of these rules is the author's ("Started at Shopify in 2021.",
 "Just joined Stripe!"; not a question, nor in a document: see `clauses`); a list of objects
@@ -141,6 +142,7 @@ from DeepResearch.src.memory.facts.extraction.vocab import (
     BARE_GROUPS,
     CRAFT_VERBS,
     GROUP_WORDS,
+    JOB_NOUNS,
     RELATIONS,
     SKILL_QUANTIFIERS,
     TITLES,
@@ -181,7 +183,7 @@ _AFFIL = (rf"(?P<affil> (?P<aprep>from|at|in|on) (?:the |our |their )?"
           rf"(?P<aorg>{CAP}|[a-z][\w&'-]*(?: (?:{_GROUP_ALT}))?))")
 SUBJ = (
     rf"(?P<subj>(?<![\w'])(?:(?=[A-Zm]){CLAUSE_START}(?:{PERSON}|I|me) and (?:I|me|{PERSON})|I|i"
-    rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON}{_AFFIL}?)|{_ELIDED})"
+    rf"|[Ww]e|[Hh]e|[Ss]he|{PERSON}(?:,? who(?= )|{_AFFIL})?)|{_ELIDED})"
 )
 # Verbs in the form that does not go with one named person or he / she: "Sounds like a plan"
 # is no "Sounds" who likes a plan.
@@ -194,7 +196,8 @@ ROLE = (
     r"[A-Za-z][\w-]*(?: [a-z][\w-]*){0,4}?"
     r"(?= (?:at|for|in|on|since|from|until|with|and|but|there|by)\b|[,;:.!?)]|$)"
 )
-GROUP = rf"(?:(?!(?:the|a|an|of)\b)[\w&'-]+ ){{1,3}}?(?:{_GROUP_ALT})s?(?![\w-])"
+GROUP = (rf"(?:(?!(?:the|a|an|of|same|other|different|whole|entire|wrong)\b)[\w&'-]+ ){{1,3}}?"
+         rf"(?:{_GROUP_ALT})s?(?![\w-])")
 # After "the / a / our", a group named by its kind alone ("in the choir", "in a band").
 _BARE = "|".join(BARE_GROUPS)
 GROUP0 = rf"(?:{GROUP}|(?:{_BARE})(?![\w-]))"
@@ -246,12 +249,19 @@ _AS_ROLE2 = rf"(?: as (?:an? |the |our |their )?(?P<role2>{ROLE}))?"
 # Triggers (lower-case substrings, one of which a sentence must hold for a rule to run) shared
 # by several rules: the words ending a group, "am / is ... at|in", proficiency adjectives.
 _GROUP_TRIGGERS = tuple(GROUP_WORDS)
+_STUDY_TRIGGERS = ("stud", *(f"{verb} {det} " for verb in ("did", "finished", "completed",
+                                                             "started", "got")
+                             for det in ("my", "his", "her", "a", "an", "their")))
 _BE_LEAD = ("am", "is", "are", "was", "were", "be", "now", "still", "stuck", "back", "also",
             "already", "happily", "formerly", "previously", "once", "originally", "currently",
             "based", "living")
 _BE_WORDS_AT = (" at ",)
 _BE_WORDS_IN = (" in ",)
-_PROFICIENCY_TRIGGERS = (" at ", " in ", " with ", " to ")
+_PROFICIENCY_TRIGGERS = (
+    "expert", "fluent", "proficient", "skilled", "experienced", "good", "strong", "decent",
+    "ok", "comfortable", "new", "beginner", "wizard", "whiz", "ninja", "guru", "great",
+    "amazing", "excellent", "solid", "brilliant", "handy", "familiar", "confident",
+    "competent", "certified", "versed", "pro", "master", "native", "productive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,6 +313,12 @@ RULES: tuple[Rule, ...] = (
           rf"(?P<past>worked (?:on|in|with)|played (?:in|with|for)|sang in|led|ran|managed)|"
           rf"(?:moved|switched|transferred)(?: over)? to) (?:the |a |an |our )"
           rf"(?P<obj>{GROUP0})"),
+    _rule("member_short", (' on ', ' in '), "MEMBER_OF", 0.75, "present", "known_group",
+          rf"{SUBJ}{ADV} {_BE}(?: (?:now|still|also))* (?:on|in) (?P<obj>[a-z][\w-]+)"
+          rf"(?= too| as well| now|[,.!?]|$)"),
+    _rule("named_member", ('member',), "MEMBER_OF", 0.8, "present", "group_or_org",
+          rf"{SUBJ}{ADV} {_BE} (?:now |still |also )?an? (?:(?:proud|active|founding|longtime|"
+          rf"long-time) )?(?P<obj>{CAP}) member\b"),
     _rule("member_belong", ('belong',), "MEMBER_OF", 0.85, "present", "group_or_org",
           rf"{SUBJ}{ADV} (?:belong|belongs|(?P<past>belonged)) to (?:the |a |an |our )?"
           rf"(?P<obj>{GROUP}|{CAP})"),
@@ -336,9 +352,24 @@ RULES: tuple[Rule, ...] = (
           rf"around )?(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|"
           rf"several|many) (?:years?|yrs?)|a decade|most of my career|my (?:twenties|career))"
           rf"(?: of (?:[\w+#.-]+ ){{0,2}}?[\w+#.-]+)? (?P<prep>at|in|with) (?:the )?(?P<obj>{CAP}){NP_END}"),
+    _rule("before_joining", ('before joining', 'before coming', 'before moving'), "WORKED_AT",
+          0.78, "past", "org",
+          rf"{SUBJ}{ADV} [a-z]+(?: [\w-]+){{0,5}}? at (?:the )?(?P<obj>{CAP}) before (?:joining|"
+          rf"coming to|moving to|moving over to) (?:us|here|the team|our team)\b"),
+    _rule("former_of", ('former', 'ex-', 'ex '), "WORKED_AT", 0.8, "past", "org",
+          rf"{SUBJ}{ADV} {_BE} (?:an? )?(?:former |ex-|ex )(?P<obj>{CAP})(?: (?:[\w-]+ ){{0,2}}?"
+          rf"(?:{'|'.join(JOB_NOUNS)}|employee|staffer|person|guy|girl))?{NP_END}"),
+    _rule("my_days", ('days',), "WORKED_AT", 0.75, "past", "school_or_org",
+          rf"(?<![\w'])[Mm]y (?P<obj>{CAP}) days\b"),
+    _rule("used_to_at", ('used to',), "WORKED_AT", 0.78, "past", "org",
+          rf"{SUBJ}{ADV} used to (?!live|be\b|work\b)[a-z]+(?: [\w-]+){{0,4}}? (?:at|for) (?:the )?"
+          rf"(?P<obj>{CAP}){NP_END}"),
+    _rule("was_my_job", ('was my',), "WORKED_AT", 0.78, "past", "org",
+          rf"(?<![\w'])(?P<obj>{CAP}) was my (?:first|last|previous|old|former) (?:real )?(?:job|"
+          rf"employer|company|gig)\b"),
     _rule("my_old_job", ('my ',), "WORKED_AT", 0.8, "past", "org",
           rf"(?<![\w'])[Mm]y (?:old|previous|last|former|first) (?:job|company|employer|"
-          rf"workplace|gig)(?: at | was (?:at )?|, | \(| - | )(?:the )?(?P<obj>{CAP}){NP_END}"),
+          rf"workplace|gig|boss|manager|team|colleagues|coworkers|office)(?: at | was (?:at )?|, | \(| - | )(?:the )?(?P<obj>{CAP}){NP_END}"),
     _rule("years_at", ('after', 'following', 'my time', 'my years', 'my days'), "WORKED_AT",
           0.78, "past", "school_or_org",
           rf"(?<![\w'])(?:(?:[Aa]fter|[Ff]ollowing) (?:almost |nearly |over |about )?(?:\d+|a few|"
@@ -401,6 +432,9 @@ RULES: tuple[Rule, ...] = (
           rf"brilliant|handy|familiar|confident|competent|certified|fluent|versed|well versed|"
           rf"a pro|pro|master|native|productive)(?: user| speaker)? (?:at|in|with|to) "
           rf"(?P<obj>{TOPICS})"),
+    _rule("years_of_skill", ('years of', 'yrs of'), "HAS_SKILL", 0.75, "state", "skill_free",
+          rf"^(?:(?:almost|nearly|over|about|like) )?(?:\d+\+?|a few|several|many|two|three|four|"
+          rf"five|six|seven|eight|nine|ten|fifteen|twenty) (?:years?|yrs?) of (?P<obj>{SKILLS})"),
     _rule("skill_can", ('can ',), "HAS_SKILL", 0.8, "state", "skill_any",
           rf"{SUBJ}{ADV} can (?:also |even )?(?:speak|code in|program in|write|read|use|play|"
           rf"do) (?:some |a bit of |basic |fluent )?(?:the )?(?P<obj>{SKILLS})"),
@@ -463,6 +497,11 @@ RULES: tuple[Rule, ...] = (
     _rule("skill_list", (',', ' and '), "HAS_SKILL", 0.75, "state", "skill_list",
           rf"(?:^|(?<=: )|(?<=; )|(?<= - ))(?P<obj>{SKILLS})(?: these days| nowadays| lately| "
           rf"mostly| mainly| at work| too)?(?=[.!]*$|;| - )"),
+    _rule("taught_me", ('taught me', 'teaches me', 'showed me'), "HAS_SKILL", 0.8, "state",
+          "skill_any",
+          rf"(?<![\w'])(?P<subj>{PERSON}|[Hh]e|[Ss]he) (?:taught|teaches|has taught|showed) me "
+          rf"(?:basically |pretty much |literally )?(?:(?:everything|all|most of what|a lot|so "
+          rf"much)(?: I know)? about )?(?P<obj>{SKILLS})"),
     _rule("skill_it", (' it',), "HAS_SKILL", 0.75, "state", "skill_it",
           rf"{SUBJ}{ADV} (?:know|knows|use|uses|used|write|writes|wrote|teach|teaches|taught|"
           rf"speak|speaks|(?:have|has) used|(?:have|has) written) (?P<obj>it)\b(?! (?:is|was|"
@@ -477,15 +516,29 @@ RULES: tuple[Rule, ...] = (
           rf"totally |kind of |kinda |absolutely |completely |mostly |mainly |a huge |huge |"
           rf"such a |big |now |still )*"
           rf"(?P<how>interested in|into|passionate about|fascinated by|curious about|excited "
-          rf"about|keen on|obsessed with|a fan of|a big fan of|hooked on) (?P<obj>{TOPICS})"),
+          rf"about|keen on|obsessed with|(?:an? )?(?:big |huge |massive )?fan of|hooked on) "
+          rf"(?P<obj>{TOPICS})"),
     _rule("got_into", ('into',), "INTERESTED_IN", 0.78, "present", "topics",
           rf"{SUBJ}{ADV} (?:got|have got|has got|(?:am|is|are|have been|has been) getting) "
           rf"(?:really |super |very |big |heavily |deep )?into (?!the |a |an |my |our )(?P<obj>{TOPICS})"),
-    _rule("enthusiast", ('nerd', 'geek', 'buff', 'enthusiast', 'fanatic', 'junkie', 'lover', 'addict'),
+    _rule("enthusiast", ('nerd', 'geek', 'buff', 'enthusiast', 'fanatic', 'junkie', 'lover', 'addict', ' fan'),
           "INTERESTED_IN", 0.8, "present", "topics",
           rf"{SUBJ}{ADV} {_BE} (?:an? |such an? |the )(?:huge |big |total |massive |complete |"
           rf"real |bit of an? )?(?P<obj>[\w+#-]+(?: [\w+#-]+)?) (?:nerd|geek|buff|enthusiast|"
-          rf"fanatic|junkie|lover|addict)\b"),
+          rf"fanatic|junkie|lover|addict|fan)\b"),
+    _rule("favourite", ('favourite', 'favorite', 'fave'), "INTERESTED_IN", 0.75, "present",
+          "topics",
+          rf"(?<![\w'])[Mm]y (?:all-time )?(?:favou?rite|fave) (?:[a-z]+ ){{1,2}}(?:is|are) "
+          rf"(?P<obj>{TOPICS})"),
+    _rule("a_lot_about", ('a lot about', 'tons about', 'loads about', 'my free time', 'my weekends', 'my evenings', 'my spare time'), "INTERESTED_IN", 0.75, "present", "topics",
+          rf"{SUBJ}{ADV} (?:(?:have|has) been )?(?:(?:reading|learning|watching|read|learn|watch|"
+          rf"reads|learns|watches) (?:a lot|tons|loads|so much) about|spend|spends|spent) "
+          rf"(?:(?:all |most of )?(?:my|his|her) (?:free time|weekends|evenings|spare time) "
+          rf"(?:on |doing )?)?(?P<obj>{TOPICS})"),
+    _rule("cant_get_enough", ('enough of', 'geek out', 'nerd out', 'talk about'), "INTERESTED_IN",
+          0.78, "present", "topics",
+          rf"{SUBJ}{ADV} (?:cannot get enough of|can never get enough of|(?:geek|geeks|nerd|nerds) "
+          rf"out (?:about|over|on)|could talk about) (?P<obj>{TOPICS})", negatable=True),
     _rule("like", ('love', 'enjoy', 'like', 'adore'), "INTERESTED_IN", 0.7, "present", "topics",
           rf"{SUBJ}{ADV} (?:really )?(?:love|loves|enjoy|enjoys|like|likes|adore|adores) "
           rf"(?P<obj>{TOPICS})"),
@@ -520,26 +573,27 @@ RULES: tuple[Rule, ...] = (
     _rule("my_home_in", ('my ', 'our '), "LIVES_IN", 0.8, "present", "place",
           rf"(?<![\w'])(?:[Mm]y|[Oo]ur) (?:new |little |tiny |small )?(?:flat|apartment|house|"
           rf"place|home|condo|studio) (?:is )?in (?:the )?(?P<obj>{CAP}){NP_END}"),
-    _rule("moved_from", ('mov', 'relocat'), "LIVES_IN", 0.8, "end", "place",
+    _rule("moved_from", ('moved from', 'moved here', 'moved there', 'moved away', 'moved back', 'moved out', 'relocated from', 'relocated here', 'relocated away', 'relocated back', 'relocated out', 'relocated there'), "LIVES_IN", 0.8, "end", "place",
           rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: here| there| away| back| "
           rf"out)? (?:from|out of) (?:the )?(?P<obj>{CAP})"),
     _rule("move", ('mov', 'relocat'), "LIVES_IN", 0.85, "start", "place",
           rf"{SUBJ}{ADV} (?:moved|relocated|have moved|has moved)(?: back| here| there| over)?"
           rf"(?: from (?:the )?{CAP})? to (?:the )?(?P<obj>{CAP})"),
     # --- schools
-    _rule("study", ('stud', 'did ', 'finished', 'completed', 'started', 'got '), "STUDIED_AT", 0.9, "past", "org",
+    _rule("study", _STUDY_TRIGGERS, "STUDIED_AT", 0.9, "past", "org",
           rf"{SUBJ}{ADV} (?:studied|was studying|were studying|(?P<now>study|studies|"
           rf"am studying|is studying|are studying)|(?:did|finished|completed|started|got) "
-          rf"(?:my|his|her|a|an|their) "
-          rf"(?P<degree>[\w'-]+(?: [\w'-]+)??))(?: (?P<field>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)"
+          rf"(?:my|his|her|a|an|their) (?!(?:postdoc|post-doc|residency|fellowship|internship|"
+          rf"apprenticeship)\b)(?P<degree>[\w'-]+(?: [\w'-]+)??))(?: (?P<field>[A-Za-z][\w-]*(?: [A-Za-z][\w-]*)"
           rf"{{0,3}}?))? at (?:the )?(?P<obj>{CAP})"),
     _rule("study_doing", ('doing',), "STUDIED_AT", 0.85, "present", "org",
           rf"{SUBJ}{ADV} (?:am|is|are) (?:now |currently |still )?doing (?:my|his|her|a|an|their) "
           rf"(?P<degree>(?:[\w'-]+ ){{0,2}}?(?:degree|PhD|phd|masters?|master's|bachelors?|"
           rf"bachelor's|MBA|MSc|BSc|BA|MA|doctorate|diploma))(?: in (?P<field>[A-Za-z][\w-]*"
           rf"(?: [A-Za-z][\w-]*){{0,3}}?))? (?:at|in) (?:the )?(?P<obj>{CAP})"),
-    _rule("job_doing", ('doing',), "WORKS_AT", 0.8, "present", "org",
-          rf"{SUBJ}{ADV} (?:am|is|are) (?:now |currently |still )?doing (?:my|his|her|a|an|their) "
+    _rule("job_doing", ('doing', 'did '), "WORKS_AT", 0.8, "present", "org",
+          rf"{SUBJ}{ADV} (?:(?:am|is|are) (?:now |currently |still )?doing|(?P<past>did)) "
+          rf"(?:my|his|her|a|an|their) "
           rf"(?P<role>postdoc|post-doc|residency|fellowship|internship|apprenticeship) "
           rf"(?:at|with) (?:the )?(?P<obj>{CAP})"),
     _rule("year_at", ('year at', 'year of', 'semester at', 'term at', 'sophomore', 'freshman', 'fresher', 'junior at', 'senior at', 'grad student', 'undergrad at', 'year at'),
@@ -569,6 +623,10 @@ RULES: tuple[Rule, ...] = (
           rf"(?P<how>collaborate|work together|worked together|have worked together|pair|"
           rf"pair program|hang out|meet up|meet|talk|chat|grab lunch|play \w+|go \w+ing|met|"
           rf"are (?:close |best |good |old )?friends|are close|are colleagues|are coworkers|"
+          rf"have been (?:close |best |good )?friends|have been together|live together|"
+          rf"are (?:cousins|siblings|brothers|sisters|twins|partners|housemates|flatmates)|"
+          rf"(?P<past>broke up|split up|got divorced|"
+          rf"are divorced|used to date|used to be (?:together|close|best friends))|"
           rf"are teammates|are roommates|are neighbou?rs|know each other|have known each other|"
           rf"went to school together|grew up together|are (?:officially |now |finally )?together|"
           rf"are dating|are married|are engaged|got married|got engaged)"),
@@ -598,8 +656,12 @@ RULES: tuple[Rule, ...] = (
           rf"(?:am|is|are|have been|has been) (?:dating|seeing))\s(?P<obj>{PERSON})\b"),
     _rule("friend_of_mine", ('of mine',), "KNOWS", 0.85, "state", "relation",
           rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) an? {_ADJ}(?P<rel>{_REL_ALT}) of (?:mine|ours)\b"),
-    _rule("appositive_rel", (', my ', ', our '), "KNOWS", 0.85, "state", "relation",
-          rf"(?<![\w'])(?P<obj>{PERSON}), (?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
+    _rule("appositive_rel", (', my ', ', our ', '(my ', '(our '), "KNOWS", 0.85, "state",
+          "relation",
+          rf"(?<![\w'])(?P<obj>{PERSON}),? \(?(?:my|our) {_ADJ}(?P<rel>{_REL_ALT})\b"),
+    _rule("like_family", ('like a', 'like my'), "CLOSE_TO", 0.8, "state", "persons",
+          rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:basically )?like (?:a|my) (?:brother|sister|"
+          rf"mother|father|mom|mum|dad|son|daughter|second mom|second mum|family)(?: to me)?\b"),
     _rule("close_with", ('friends', 'close'), "CLOSE_TO", 0.85, "state", "persons",
           rf"{SUBJ}{ADV} {_BE} (?:very |really |pretty |super )?(?P<how>close friends|best "
           rf"friends|good friends|friends|close) (?:with|to) (?P<obj>{PERSONS})"),
@@ -614,10 +676,15 @@ _PERSON_VERBS = ("ask", "asked", "ping", "pinged", "tell", "told", "bring", "inv
                  "introduced", "this is", "meet", "welcome", "say hi to", "congrats",
                  "congratulations")
 # A hint runs on a sentence holding (lower case) one of its words; None: on every sentence.
-HINT_WORDS: tuple[tuple[str, ...] | None, ...] = (_PERSON_VERBS, None, None, None)
+_AUX = ("does", "did", "is", "was", "will", "has", "can", "would")
+HINT_WORDS: tuple[tuple[str, ...] | None, ...] = (_PERSON_VERBS, _AUX, None, None, None)
 HINTS: tuple[tuple[re.Pattern[str], str], ...] = (
     # a person as the object of a verb for people ("I'll ask Wen", "this is Fatima")
     (re.compile(rf"(?<![\w'])(?i:{'|'.join(_PERSON_VERBS)}),? (?P<obj>{PERSON})\b"), "Person"),
+    # a name as the subject of a question's verb ("does Ming still work ...", "will Ana be")
+    (re.compile(rf"(?<![\w'])(?i:{'|'.join(_AUX)}) (?P<obj>{PERSON}) (?:still |also |ever |"
+                rf"really |even )?(?:be|work|live|know|have|go|come|join|like|want|need|speak|"
+                rf"use|study|get|say|think)\b"), "Person"),
     (re.compile(rf"\bat (?:the )?(?P<obj>{CAP})"), "Organization"),
     (re.compile(rf"(?<![\w'])(?P<obj>{PERSON}) (?:is|was) (?:our|my|their|the) {_TITLE}"),
      "Person"),

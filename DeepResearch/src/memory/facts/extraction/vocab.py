@@ -272,4 +272,8 @@ COMMON_AFTER_PREPOSITION: frozenset[str] = frozenset({
     "something", "anything", "everything", "someone", "anyone", "everyone", "nobody",
     "so", "too", "very", "really", "just", "not", "no", "yes", "ok", "lol", "haha",
     "startup", "company", "agency", "bank", "firm", "team", "group", "club", "lab",
+    # fields one is "in" ("still in industry?")
+    "industry", "academia", "research", "consulting", "retail", "healthcare", "government",
+    "politics", "media", "law", "medicine", "education", "hospitality", "insurance",
+    "banking", "journalism", "grad", "high", "middle", "kindergarten",
 })
