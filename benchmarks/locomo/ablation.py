@@ -41,7 +41,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "smoothing without expansion": {"neighbour_smoothing": {"expand": False}},
     "dense only (hybrid off)": {"hybrid": False},
     "fusion rrf": {"fusion": "rrf"},
-    "graph path (weight 0.1)": {"_graph": True, "graph": {"enabled": True}},
+    "graph path": {"_graph": True, "graph": {"enabled": True}},
+    "graph path, every fact": {"_graph": True, "graph": {"enabled": True, "max_fact_evidence": 100_000}},
+    "graph path, weight 0.075": {"_graph": True, "graph": {"enabled": True, "weight": 0.075}},
+    "graph path, weight 0.1": {"_graph": True, "graph": {"enabled": True, "weight": 0.1}},
     "graph built, path off": {"_graph": True},
 }
 

@@ -55,6 +55,7 @@ async def test_a_named_person_brings_the_evidence_of_their_facts(
     assert evidence not in [h.id for h in hits]  # dense and lexical alone miss it
     assert all(not h.paths for h in hits)
 
+    # weight 1: in a set of eleven memories, session neighbours lend the others as much
     on = make_client(retrieval={"graph": {"enabled": True, "weight": 1.0}},
                      faiss={"path": str(tmp_path / "on")})
     evidence = await _store(on, with_fact=True)
@@ -65,6 +66,20 @@ async def test_a_named_person_brings_the_evidence_of_their_facts(
     assert found[evidence].signals["graph"] > 0
     # the fact's sentence itself lives in the "facts" session: the scope still holds
     assert all(h.metadata.get("predicate") is None for h in hits)
+
+
+async def test_a_fact_learnt_from_many_memories_brings_none(make_client: MakeClient) -> None:
+    client = make_client(retrieval={"graph": {"enabled": True, "weight": 1.0,
+                                              "max_fact_evidence": 1}})
+    ids = await client.store_many(
+        [{"content": text} for text in [*DISTRACTORS, EVIDENCE]], session_id="chat"
+    )
+    await FactGraph(client).add_fact("Dana", "WORKS_AT", "Northgate Shipyard",
+                                     object_type="Organization", evidence=[ids[3], ids[-1]],
+                                     confidence=0.9)
+    hits = await client.retrieve(QUERY, top_k=3, session_id="chat")
+    assert ids[-1] not in [h.id for h in hits]
+    assert all("graph" not in h.signals for h in hits)
 
 
 async def test_the_graph_path_respects_the_retrieve_scope(make_client: MakeClient) -> None:

@@ -92,14 +92,18 @@ class FeedbackConfig(Section):
 class GraphRetrievalConfig(Section):
     """The graph path (ranking/graph.py): entities the query names, resolved against the
     knowledge graph by their names and aliases, bring the evidence memories of their facts
-    (current and past, as subject or object) as candidates. Each gains `weight` x the best
+    (current and past, as subject or object; facts with at most `max_fact_evidence` evidence
+    memories) as candidates. Each gains `weight` x the best
     score; one the candidate stage missed joins with its cosine on the stage's scale."""
 
     enabled: bool = False
     max_entities: int = Field(default=3, ge=1, le=100)
     max_facts: int = Field(default=200, ge=1, le=10_000)  # facts read per retrieve
     max_evidence: int = Field(default=200, ge=1, le=10_000)  # evidence memories fetched
-    weight: float = Field(default=0.1, ge=0.0, le=10.0)
+    # A fact learnt from more memories than this says the entity is around (a channel's
+    # member, a name said in many messages), not what about it: its evidence is left out.
+    max_fact_evidence: int = Field(default=20, ge=1, le=100_000)
+    weight: float = Field(default=0.05, ge=0.0, le=10.0)
 
 
 class RetrievalConfig(Section):

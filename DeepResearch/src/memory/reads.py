@@ -199,7 +199,8 @@ class Reads:
         except MemoryBackendError:
             return None
         return partial(evidence_paths, store, self.namespace, max_entities=cfg.max_entities,
-                       max_facts=cfg.max_facts, max_evidence=cfg.max_evidence)
+                       max_facts=cfg.max_facts, max_evidence=cfg.max_evidence,
+                       max_fact_evidence=cfg.max_fact_evidence)
 
     async def get(self: MemorySystemClient, memory_id: str) -> RetrievedMemory | None:
         """One memory by id (any session of this namespace), or None."""

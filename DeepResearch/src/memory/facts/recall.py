@@ -6,6 +6,8 @@ dropped) is one of its name keys (its name, real name or an alias, as `name_key`
 them). Up to `max_entities` are kept: people first, then longer names, then in query order.
 Their facts -- current and past, with the entity as subject or as object -- are read (up to
 `max_facts`, newest first), and each fact's evidence ids are the memories it was learnt from.
+A fact learnt from more than `max_fact_evidence` memories is skipped: it says that the entity
+is around (PARTICIPATED_IN a channel, a name MENTIONED in many messages), not what about it.
 `evidence_paths` returns them, in that order, each with the path that reached it
 ("Alice -WORKS_AT-> Google"). Nothing here scores: ranking/graph.py does.
 """
@@ -56,7 +58,7 @@ def _path(fact: Fact, names: dict[str, str]) -> str:
 
 async def evidence_paths(
     store: FactStore, namespace: str, query: str, *, max_entities: int, max_facts: int,
-    max_evidence: int,
+    max_evidence: int, max_fact_evidence: int,
 ) -> dict[str, str]:
     """Memory id -> the first graph path that reached it, for the entities `query` names;
     at most `max_evidence` ids, in the order of their facts (newest first)."""
@@ -72,7 +74,8 @@ async def evidence_paths(
         for fact in await store.find_facts(FactQuery(
             namespace, include_history=True, limit=max_facts, **{side: ids}
         )):
-            facts.setdefault(fact.id, fact)
+            if len(fact.evidence) <= max_fact_evidence:
+                facts.setdefault(fact.id, fact)
     ordered = sorted(facts.values(), key=lambda f: -(f.valid_at or f.created_at))[:max_facts]
     names = {e.id: e.name for e in entities}
     others = {i for f in ordered for i in (f.subject_id, f.object_id) if i and i not in names}
