@@ -2,7 +2,10 @@
 changed) in turn, through the public MemorySystemClient with a faiss store -- the protocol of
 run.py, except that turn vectors come from the embedding cache (the same model) so each
 variant costs seconds. Prints recall@1/5/10/20 overall, recall@10 per category, the mean
-number of distinct conversation sessions in the top 10, the retrieve latency p50/p95, and recall@5/@10 per conversation.
+number of distinct conversation sessions in the top 10, the retrieve latency p50/p95, and
+recall@5/@10 per conversation. The "graph" variants first ingest each conversation's turns
+through `FactGraph.ingest` (the offline extractor builds the knowledge graph, each turn's id
+its facts' evidence), then store the turns under those ids.
 
 Run: .venv/bin/python benchmarks/locomo/ablation.py [--only NAME]
 """
