@@ -89,6 +89,23 @@ class FeedbackConfig(Section):
     depth: int = Field(default=0, ge=0, le=10_000)
 
 
+class GraphRetrievalConfig(Section):
+    """The graph path (ranking/graph.py): entities the query names, resolved against the
+    knowledge graph by their names and aliases, bring the evidence memories of their facts
+    (current and past, as subject or object; facts with at most `max_fact_evidence` evidence
+    memories) as candidates. Each gains `weight` x the best
+    score; one the candidate stage missed joins with its cosine on the stage's scale."""
+
+    enabled: bool = False
+    max_entities: int = Field(default=3, ge=1, le=100)
+    max_facts: int = Field(default=200, ge=1, le=10_000)  # facts read per retrieve
+    max_evidence: int = Field(default=200, ge=1, le=10_000)  # evidence memories fetched
+    # A fact learnt from more memories than this says the entity is around (a channel's
+    # member, a name said in many messages), not what about it: its evidence is left out.
+    max_fact_evidence: int = Field(default=20, ge=1, le=100_000)
+    weight: float = Field(default=0.05, ge=0.0, le=10.0)
+
+
 class RetrievalConfig(Section):
     top_k: int = Field(default=5, ge=1, le=MAX_TOP_K)
     min_similarity: float = Field(default=0.0, ge=-1.0, le=1.0)
@@ -110,6 +127,7 @@ class RetrievalConfig(Section):
     session_coverage: SessionCoverageConfig = Field(default_factory=SessionCoverageConfig)
     time_query: TimeQueryConfig = Field(default_factory=TimeQueryConfig)
     feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
+    graph: GraphRetrievalConfig = Field(default_factory=GraphRetrievalConfig)
 
 
 class StorageConfig(Section):

@@ -83,6 +83,8 @@ class RetrievedMemory(_MemoryView):
     rank: int
     # What each ranking step contributed (e.g. {"dense": 0.71, "importance": 0.05}); shown to users.
     signals: dict[str, float] = Field(default_factory=dict)
+    # How a path other than the searches reached it, e.g. "graph: Alice -WORKS_AT-> Google".
+    paths: list[str] = Field(default_factory=list)
 
 
 class RelatedMemory(_MemoryView):

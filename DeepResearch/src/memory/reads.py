@@ -18,6 +18,7 @@ from DeepResearch.src.memory.backends.decoding import report_skipped
 from DeepResearch.src.memory.backends.record import record_matches
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
+from DeepResearch.src.memory.facts.recall import evidence_paths
 from DeepResearch.src.memory.inputs import (
     clean_content,
     clean_id,
@@ -163,6 +164,8 @@ class Reads:
         ctx.fetch_neighbours = partial(self.backend.session_neighbours, flt=flt)
         ctx.search_vector = partial(self.backend.vector_search, flt=flt)
         ctx.search_text = partial(self.backend.text_search, flt=flt)
+        ctx.graph_evidence = self._graph_walk()
+        ctx.fetch_records = partial(self.backend.get, namespace=self.namespace)
         # A pool whose size does not depend on top_k (up to the pool size): top_k=10 is the
         # first 10 of top_k=50.
         n = max(self.config.retrieval.candidate_pool, limit)
@@ -180,10 +183,24 @@ class Reads:
         return [
             RetrievedMemory(
                 document=to_document(m.record), similarity=m.similarity, score=m.score,
-                rank=i, signals=m.signals,
+                rank=i, signals=m.signals, paths=m.paths,
             )
             for i, m in enumerate(ranked, start=1)
         ]
+
+    def _graph_walk(self: MemorySystemClient) -> Any:
+        """The graph path's walk bound to this namespace's fact store, or None when
+        retrieval.graph is off or the backend has no fact store."""
+        cfg = self.config.retrieval.graph
+        if not cfg.enabled:
+            return None
+        try:
+            store = self.backend.fact_store()
+        except MemoryBackendError:
+            return None
+        return partial(evidence_paths, store, self.namespace, max_entities=cfg.max_entities,
+                       max_facts=cfg.max_facts, max_evidence=cfg.max_evidence,
+                       max_fact_evidence=cfg.max_fact_evidence)
 
     async def get(self: MemorySystemClient, memory_id: str) -> RetrievedMemory | None:
         """One memory by id (any session of this namespace), or None."""

@@ -29,6 +29,7 @@ class ScoredMemory:
     similarity: float
     score: float
     signals: dict[str, float] = field(default_factory=dict)
+    paths: list[str] = field(default_factory=list)  # how a path reached it ("graph: ...")
 
 
 # Both return, per start id, the related records that pass the retrieve's (narrowed) filter,
@@ -39,6 +40,9 @@ FetchRelated = Callable[[list[str], list[str] | None, int], Awaitable[Related]]
 FetchNeighbours = Callable[[list[str], int], Awaitable[Related]]
 SearchVector = Callable[[np.ndarray, int], Awaitable[list[Candidate]]]
 SearchText = Callable[[str, int], Awaitable[list[Candidate]]]
+# facts/recall.evidence_paths bound to the store, namespace and limits: memory id -> path
+GraphEvidence = Callable[[str], Awaitable[dict[str, str]]]
+FetchRecords = Callable[[list[str]], Awaitable[list[MemoryRecord]]]  # by id, this namespace
 
 
 def _unseen_zero(similarity: float) -> float:
@@ -59,6 +63,8 @@ class RankingContext:
     fetch_neighbours: FetchNeighbours | None = None  # backend.session_neighbours, filter bound
     search_vector: SearchVector | None = None  # backend.vector_search(vector, k), filter bound
     search_text: SearchText | None = None  # backend.text_search(query, k), filter bound
+    graph_evidence: GraphEvidence | None = None  # the graph path's walk (retrieval.graph)
+    fetch_records: FetchRecords | None = None  # backend.get in the client's namespace
     # the candidate stage's fused score for a memory it did not return, from its cosine
     score_unseen: Callable[[float], float] = _unseen_zero
 
