@@ -12,7 +12,7 @@ import pytest
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.errors import MemoryConfigError
 from DeepResearch.src.memory.facts.graph import FactGraph
-from DeepResearch.src.memory.facts.recall import mention_keys
+from DeepResearch.src.memory.ranking.graph import mention_keys
 
 MakeClient = Callable[..., MemorySystemClient]
 QUERY = "Where is Dana employed?"

@@ -18,7 +18,6 @@ from DeepResearch.src.memory.backends.decoding import report_skipped
 from DeepResearch.src.memory.backends.record import record_matches
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
-from DeepResearch.src.memory.facts.recall import evidence_paths
 from DeepResearch.src.memory.inputs import (
     clean_content,
     clean_id,
@@ -32,6 +31,7 @@ from DeepResearch.src.memory.inputs import (
 )
 from DeepResearch.src.memory.models import RelatedMemory, RelationType, RetrievedMemory
 from DeepResearch.src.memory.ranking import RankingContext, gather_candidates, narrow_filter, rank
+from DeepResearch.src.memory.ranking.graph import evidence_paths
 from DeepResearch.src.memory.records_io import to_document
 from DeepResearch.src.memory.text import tokenize
 
