@@ -124,18 +124,25 @@ def _skip(state: ResearchState, steps: list[PlanStep]) -> None:
     )
     state.errors.append(message)
     for step in steps:
-        step.status = "skipped"
-        state.execution_history.add(
-            ExecutionItem(
-                step_name=step.name,
-                tool=step.tool or step.kind,
-                status=ExecutionStatus.SKIPPED,
-                error=message,
-                error_category=ErrorCategory.ITERATION_LIMIT,
-                parameters={"input": step.text},
-                loop_id=state.loop_id,
-            )
+        _mark_skipped(state, step, message, ErrorCategory.ITERATION_LIMIT)
+
+
+def _mark_skipped(
+    state: ResearchState, step: PlanStep, why: str, category: ErrorCategory
+) -> None:
+    """The step is skipped, and the history says so (a SKIPPED item: no tool ran)."""
+    step.status = "skipped"
+    state.execution_history.add(
+        ExecutionItem(
+            step_name=step.name,
+            tool=step.tool or step.kind,
+            status=ExecutionStatus.SKIPPED,
+            error=why,
+            error_category=category,
+            parameters={"input": step.text},
+            loop_id=state.loop_id,
         )
+    )
 
 
 def _not_called(state: ResearchState, step: PlanStep, reply: str) -> str:
@@ -143,19 +150,8 @@ def _not_called(state: ResearchState, step: PlanStep, reply: str) -> str:
     executor gave (its `! skipped ...` lines, else its reply), and the history says so."""
     reasons = [line.strip()[2:] for line in reply.splitlines() if line.strip().startswith("! ")]
     reason = "; ".join(reasons) or " ".join(reply.split())[:300] or "no reason given"
-    step.status = "skipped"
     state.notes.append(f"loop {state.loop_id} {step.name}: not run: {reason}")
-    state.execution_history.add(
-        ExecutionItem(
-            step_name=step.name,
-            tool=step.tool or step.kind,
-            status=ExecutionStatus.SKIPPED,
-            error=reason,
-            error_category=ErrorCategory.NOT_CALLED,
-            parameters={"input": step.text},
-            loop_id=state.loop_id,
-        )
-    )
+    _mark_skipped(state, step, reason, ErrorCategory.NOT_CALLED)
     return reason
 
 
