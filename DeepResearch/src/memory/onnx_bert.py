@@ -26,6 +26,7 @@ import os
 import re
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ RECIPE = "bert-last-hidden-state/opset17/v1"  # change when the export or quanti
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # MatMuls quantisation leaves fp32 (a regular expression on the exported node names).
 QUANTIZE_SKIP = r"/encoder/layer\.[01]/output/dense/MatMul$"
-_FORWARD_TEXTS = 64  # texts per run (bounds the attention grid's memory)
+_FORWARD_TEXTS = 64  # texts per run unless told
 
 EXPORTS = 0  # graphs exported (or quantised) by this process: the cache's public counter
 
@@ -131,7 +132,9 @@ def _export_fp32(folder: Path, out: str) -> None:
 
     sample = torch.ones((2, 8), dtype=torch.int64)
     axes = {"batch": 0, "sequence": 1}
-    with torch.no_grad():
+    # The tracer's warnings concern control flow on shapes that the dynamic axes cover.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         torch.onnx.export(
             LastHiddenState(), (sample, sample, torch.zeros_like(sample)), out,
             input_names=list(INPUTS), output_names=["last_hidden_state"],
@@ -148,11 +151,24 @@ def quantize_skip_nodes(fp32_path: str | Path, pattern: str = QUANTIZE_SKIP) -> 
     return [n.name for n in graph.node if n.op_type == "MatMul" and re.search(pattern, n.name)]
 
 
+class _NoPreprocessingAdvice(logging.Filter):
+    """quantize_dynamic advises, on the root logger, a pre-processing pass that dynamic
+    quantisation of this graph does not need (the cosine is measured without it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "pre-processing before quantization" not in record.getMessage()
+
+
 def _quantize(fp32_path: Path, out: str, skip: list[str]) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(fp32_path), out, per_channel=True, weight_type=QuantType.QInt8,
-                     op_types_to_quantize=["MatMul"], nodes_to_exclude=skip)
+    advice = _NoPreprocessingAdvice()
+    logging.getLogger().addFilter(advice)
+    try:
+        quantize_dynamic(str(fp32_path), out, per_channel=True, weight_type=QuantType.QInt8,
+                         op_types_to_quantize=["MatMul"], nodes_to_exclude=skip)
+    finally:
+        logging.getLogger().removeFilter(advice)
 
 
 def _session(path: Path, threads: int) -> Any:
@@ -251,7 +267,7 @@ class OnnxBertEncoder:
         ids = [e.ids for e in self._tokenizer.encode_batch(texts, add_special_tokens=True)]
         session = self._one_thread if len(texts) == 1 else self._batches()
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))  # little padding
-        per = max(1, min(batch_size, _FORWARD_TEXTS))
+        per = max(1, batch_size)
         for start in range(0, len(order), per):
             rows = order[start:start + per]
             out[rows] = self._forward(session, [ids[i] for i in rows])
