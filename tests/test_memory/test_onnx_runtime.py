@@ -4,6 +4,7 @@ damaged, safe when two processes start together)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import shutil
@@ -14,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from DeepResearch.src.memory import onnx_bert
+from DeepResearch.src.memory import MemoryConfig, onnx_bert
+from DeepResearch.src.memory.backends import create_backend
 from DeepResearch.src.memory.embeddings import (
     DEFAULT_MODEL,
     load_runtime,
@@ -22,6 +24,7 @@ from DeepResearch.src.memory.embeddings import (
     resolve_model_path,
     vector_identity,
 )
+from DeepResearch.src.memory.errors import IndexMismatchError
 from DeepResearch.src.memory.onnx_bert import OnnxBertEncoder, cache_folder
 from tests.test_memory.test_bert_numpy import TEXTS, varied_texts
 
@@ -80,6 +83,24 @@ def test_runtime_name_and_store_identity(cache_home) -> None:
     # int8 vectors differ slightly: a store built with them records another model
     assert vector_identity(DEFAULT_MODEL, "onnx") != vector_identity(DEFAULT_MODEL, "numpy")
     assert vector_identity(DEFAULT_MODEL, "auto") == DEFAULT_MODEL
+
+
+def test_store_built_on_onnx_refuses_the_fp32_runtimes(tmp_path) -> None:
+    def open_close(runtime: str) -> None:
+        config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)},
+                              vector_store={"embedding_runtime": runtime})
+        backend = create_backend(config, 384)
+
+        async def cycle() -> None:
+            await backend.open()
+            await backend.close()
+
+        asyncio.run(cycle())
+
+    open_close("onnx")
+    open_close("onnx")
+    with pytest.raises(IndexMismatchError, match="onnx-int8"):
+        open_close("numpy")
 
 
 def test_cache_is_written_once_and_reused(cache_home) -> None:
