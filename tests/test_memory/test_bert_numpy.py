@@ -214,8 +214,8 @@ def test_other_architectures_are_refused_by_name(tmp_path: Path) -> None:
         NumpyBertEncoder(folder)
     with pytest.raises(EmbeddingModelError, match="embedding_runtime='numpy' cannot run"):
         load_runtime(str(folder), "numpy")
-    with pytest.raises(ValueError, match="runtime 'onnx' is not one of"):
-        Embedder(runtime="onnx")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="runtime 'tensorrt' is not one of"):
+        Embedder(runtime="tensorrt")  # type: ignore[arg-type]
 
 
 def test_auto_runtime_never_imports_torch() -> None:

@@ -22,10 +22,14 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from DeepResearch.src.memory.blas_threads import BlasThreadLimit
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 # A batch of at least this many (padded) tokens runs as sub-batches of _SUB_BATCH_TEXTS
 # texts spread over the cores, one BLAS thread each: numpy's element-wise work is
@@ -65,31 +69,49 @@ class _Layer:
     norm2_b: np.ndarray
 
 
-def _read_json(path: Path) -> dict:
+def read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise UnsupportedModel(f"{path.name} missing in {path.parent}") from exc
 
 
-def _check_supported(folder: Path, config: dict) -> None:
+def check_supported(folder: Path, config: dict) -> None:
     if config.get("model_type") != "bert":
         raise UnsupportedModel(f"model_type {config.get('model_type')!r} is not 'bert'")
     if config.get("hidden_act", "gelu") != "gelu":
         raise UnsupportedModel(f"hidden_act {config.get('hidden_act')!r} is not 'gelu'")
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise UnsupportedModel("only absolute position embeddings are supported")
-    modules = _read_json(folder / "modules.json")
+    modules = read_json(folder / "modules.json")
     kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
     if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
         raise UnsupportedModel(f"modules {kinds} are not Transformer, Pooling[, Normalize]")
-    pooling = _read_json(folder / modules[1].get("path", "1_Pooling") / "config.json")
+    pooling = read_json(folder / modules[1].get("path", "1_Pooling") / "config.json")
     modes = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v]
     if modes != ["pooling_mode_mean_tokens"]:
         raise UnsupportedModel(f"pooling {modes} is not mean pooling")
     for name in ("model.safetensors", "tokenizer.json"):
         if not (folder / name).is_file():
             raise UnsupportedModel(f"{name} missing in {folder}")
+
+
+def load_tokenizer(folder: Path, config: dict | None = None) -> tuple[Tokenizer, int]:
+    """The model folder's tokenizer as sentence-transformers applies it (truncation at the
+    model's max_seq_length, [CLS]/[SEP] added by encode), without padding (callers pad per
+    batch, to its longest text), and that maximum length. Shared by every runtime that is
+    not sentence-transformers itself."""
+    from tokenizers import Tokenizer
+
+    if config is None:
+        config = read_json(folder / "config.json")
+    st_config = folder / "sentence_bert_config.json"
+    max_length = read_json(st_config).get("max_seq_length") if st_config.is_file() else None
+    max_length = int(max_length or config.get("max_position_embeddings", 512))
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length)
+    return tokenizer, max_length
 
 
 _SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16}
@@ -200,20 +222,12 @@ class NumpyBertEncoder:
 
     def __init__(self, folder: str | Path) -> None:
         folder = Path(folder)
-        config = _read_json(folder / "config.json")
-        _check_supported(folder, config)
-        from tokenizers import Tokenizer
-
+        config = read_json(folder / "config.json")
+        check_supported(folder, config)
         self.dimension = int(config["hidden_size"])
         self._heads = int(config["num_attention_heads"])
         self._eps = float(config.get("layer_norm_eps", 1e-12))
-        st_config = folder / "sentence_bert_config.json"
-        max_length = _read_json(st_config).get("max_seq_length") if st_config.is_file() else None
-        self.max_length = int(max_length or config.get("max_position_embeddings", 512))
-
-        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self._tokenizer.no_padding()  # padding is per sub-batch, to its longest text
-        self._tokenizer.enable_truncation(self.max_length)
+        self._tokenizer, self.max_length = load_tokenizer(folder, config)
 
         mapped, weights = read_safetensors(folder / "model.safetensors")
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""

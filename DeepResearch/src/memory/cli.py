@@ -203,20 +203,21 @@ def _rebuild(config: MemoryConfig, reembed: bool) -> int:
     import sqlite3
 
     from DeepResearch.src.memory.backends.embedded import DB_FILE, EmbeddedBackend
-    from DeepResearch.src.memory.embeddings import get_embedder
+    from DeepResearch.src.memory.embeddings import get_embedder, vector_identity
 
     store = config.vector_store
     embedder = get_embedder(store.embedding_model, store.embedding_runtime)
+    identity = vector_identity(store.embedding_model, store.embedding_runtime)
     backend = EmbeddedBackend(
         config.faiss, dimension=embedder.dimension,
-        metric=config.vector_store.index_type, model=config.vector_store.embedding_model,
+        metric=config.vector_store.index_type, model=identity,
     )
     db_path = Path(config.faiss.path) / DB_FILE
     stored: dict[str, str] = {}
     if db_path.exists():
         with sqlite3.connect(db_path) as conn:
             stored = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-    changed = (stored.get("model", store.embedding_model) != store.embedding_model
+    changed = (stored.get("model", identity) != identity
                or stored.get("dimension", str(embedder.dimension)) != str(embedder.dimension))
     embed = embedder.embed if (reembed or changed) else None
     n = backend.rebuild(reembed=embed)

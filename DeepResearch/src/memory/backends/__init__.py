@@ -50,13 +50,15 @@ def create_backend(config: MemoryConfig, dimension: int) -> MemoryBackend:
     if config.backend == "faiss":
         started = time.perf_counter()
         from DeepResearch.src.memory.backends.embedded import EmbeddedBackend
+        from DeepResearch.src.memory.embeddings import vector_identity
 
         IMPORT_SECONDS.setdefault("faiss", time.perf_counter() - started)
         return EmbeddedBackend(
             config.faiss,
             dimension=dimension,
             metric=config.vector_store.index_type,
-            model=config.vector_store.embedding_model,
+            model=vector_identity(config.vector_store.embedding_model,
+                                  config.vector_store.embedding_runtime),
         )
     if config.backend == "neo4j":
         started = time.perf_counter()

@@ -1,0 +1,146 @@
+"""The onnx runtime: its vectors against sentence-transformers' on the real all-MiniLM-L6-v2
+weights, and its per-user cache of the exported graph (written once, reused, mended when
+damaged, safe when two processes start together)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory import MemoryConfig, onnx_bert
+from DeepResearch.src.memory.backends import create_backend
+from DeepResearch.src.memory.embeddings import (
+    DEFAULT_MODEL,
+    load_runtime,
+    load_sentence_transformer,
+    resolve_model_path,
+    vector_identity,
+)
+from DeepResearch.src.memory.errors import IndexMismatchError
+from DeepResearch.src.memory.onnx_bert import OnnxBertEncoder, cache_folder
+from tests.test_memory.test_bert_numpy import TEXTS, varied_texts
+
+pytestmark = pytest.mark.integration
+
+MODEL_DIR = Path(resolve_model_path(DEFAULT_MODEL))
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def cache_home(tmp_path_factory) -> Path:
+    """One XDG cache for the module: the graph is exported (~10-30 s) once here."""
+    home = tmp_path_factory.mktemp("xdg-cache")
+    saved = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(home)
+    OnnxBertEncoder(MODEL_DIR, quantized=False)
+    OnnxBertEncoder(MODEL_DIR, quantized=True)
+    yield home
+    if saved is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = saved
+
+
+@pytest.fixture
+def fresh_home(cache_home, tmp_path, monkeypatch) -> Path:
+    """An empty XDG cache holding only a copy of the exported fp32 graph (quantising from it
+    takes a second; exporting again would take ~20)."""
+    fp32 = cache_folder(MODEL_DIR) / "model-fp32.onnx"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    target = cache_folder(MODEL_DIR)
+    target.mkdir(parents=True)
+    shutil.copy(fp32, target / fp32.name)
+    return tmp_path
+
+
+def test_vectors_match_sentence_transformers(cache_home) -> None:
+    texts = TEXTS + varied_texts(200)
+    reference = load_sentence_transformer(str(MODEL_DIR)).encode(
+        texts, batch_size=32, normalize_embeddings=True)
+    fp32 = OnnxBertEncoder(MODEL_DIR, quantized=False).encode(texts, 32)
+    assert fp32.shape == (len(texts), 384) and fp32.dtype == np.float32
+    assert np.sum(fp32 * reference, axis=1).min() >= 0.9999
+    int8 = OnnxBertEncoder(MODEL_DIR).encode(texts, 32)
+    np.testing.assert_allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
+    cosines = np.sum(int8 * reference, axis=1)
+    assert cosines.mean() >= 0.99 and cosines.min() >= 0.97, np.sort(cosines)[:5]
+    # one text alone (the one-thread query path): int8 activations are scaled per batch, so
+    # a text's vector depends slightly on its batch-mates, within the same bound
+    single = OnnxBertEncoder(MODEL_DIR).encode([texts[0]])
+    assert float(single[0] @ int8[0]) >= 0.99
+
+
+def test_runtime_name_and_store_identity(cache_home) -> None:
+    assert load_runtime(DEFAULT_MODEL, "onnx").name == "onnx"
+    # int8 vectors differ slightly: a store built with them records another model
+    assert vector_identity(DEFAULT_MODEL, "onnx") != vector_identity(DEFAULT_MODEL, "numpy")
+    assert vector_identity(DEFAULT_MODEL, "auto") == DEFAULT_MODEL
+
+
+def test_store_built_on_onnx_refuses_the_fp32_runtimes(tmp_path) -> None:
+    def open_close(runtime: str) -> None:
+        config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)},
+                              vector_store={"embedding_runtime": runtime})
+        backend = create_backend(config, 384)
+
+        async def cycle() -> None:
+            await backend.open()
+            await backend.close()
+
+        asyncio.run(cycle())
+
+    open_close("onnx")
+    open_close("onnx")
+    with pytest.raises(IndexMismatchError, match="onnx-int8"):
+        open_close("numpy")
+
+
+def test_cache_is_written_once_and_reused(cache_home) -> None:
+    graph = cache_folder(MODEL_DIR) / "model-int8.onnx"
+    before = graph.stat()
+    exports = onnx_bert.EXPORTS
+    encoder = OnnxBertEncoder(MODEL_DIR)
+    assert encoder.path == graph and onnx_bert.EXPORTS == exports
+    after = graph.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_damaged_cache_file_is_made_again_with_one_warning(fresh_home, caplog) -> None:
+    OnnxBertEncoder(MODEL_DIR)
+    graph = cache_folder(MODEL_DIR) / "model-int8.onnx"
+    good = graph.read_bytes()
+    graph.write_bytes(good[: len(good) // 3])  # a truncated file
+    with caplog.at_level(logging.WARNING, logger="DeepResearch.embeddings"):
+        encoder = OnnxBertEncoder(MODEL_DIR)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING
+                and r.name == "DeepResearch.embeddings"]
+    assert len(warnings) == 1 and "cannot be loaded" in warnings[0].getMessage()
+    assert graph.stat().st_size == len(good)
+    assert encoder.encode(["Which aligner suits RNA-seq reads?"]).shape == (1, 384)
+
+
+def test_two_processes_starting_together_make_one_valid_file(fresh_home) -> None:
+    script = (
+        "from DeepResearch.src.memory import onnx_bert\n"
+        f"e = onnx_bert.OnnxBertEncoder({str(MODEL_DIR)!r})\n"
+        "print(onnx_bert.EXPORTS, e.encode(['hello there']).shape)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(fresh_home)}
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outputs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outputs]
+    exports = sorted(int(out.split()[0]) for out, _ in outputs)
+    assert exports == [0, 1], outputs  # one process quantised, the other used its file
+    folder = cache_folder(MODEL_DIR)
+    assert sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) == [
+        "model-fp32.onnx", "model-int8.onnx"]  # no temporary file left behind
+    assert OnnxBertEncoder(MODEL_DIR).encode(["hello"]).shape == (1, 384)
