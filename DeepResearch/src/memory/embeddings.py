@@ -22,12 +22,12 @@ import os
 import re
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 import numpy as np
+from cachetools import LRUCache
 
 from DeepResearch.src.memory.errors import EmbeddingModelError
 
@@ -175,8 +175,7 @@ class Embedder:
         self.load_cpu_seconds: float | None = None  # the same, CPU time of the loading thread
         self._load_lock = threading.Lock()
         self._load_error: EmbeddingModelError | None = None
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_size = query_cache_size
+        self._cache: LRUCache[str, np.ndarray] = LRUCache(max(1, query_cache_size))
         self._cache_lock = threading.Lock()
 
     @property
@@ -238,7 +237,6 @@ class Embedder:
         with self._cache_lock:
             cached = self._cache.get(text)
             if cached is not None:
-                self._cache.move_to_end(text)
                 return cached
         return self.prime(text, self.embed([text])[0])
 
@@ -249,9 +247,6 @@ class Embedder:
         vector.setflags(write=False)
         with self._cache_lock:
             self._cache[text] = vector
-            self._cache.move_to_end(text)
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
         return vector
 
 
