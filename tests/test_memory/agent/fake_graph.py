@@ -67,8 +67,9 @@ class FakeFactGraph:
         return await self._answer("find_people_by_topic", topic=topic)
 
     async def get_person_timeline(self, person: str, fact_types: list[str] | None = None,
-                                  since: Any = None, until: Any = None) -> Any:
-        return await self._answer("get_person_timeline", person=person, since=since, until=until)
+                                  start_date: Any = None, end_date: Any = None) -> Any:
+        return await self._answer("get_person_timeline", person=person, start_date=start_date,
+                                  end_date=end_date)
 
     async def find_people_by_location(self, location: str, min_confidence: float = 0.5) -> Any:
         return await self._answer("find_people_by_location", location=location)

@@ -76,7 +76,7 @@ def test_where_did_between_years_is_a_timeline_with_a_window() -> None:
     call = analyze(["Where did Charlie work between 2019 and 2022?"]).needs[0].calls[0]
     assert call.tool == "get_person_timeline"
     assert call.arguments["person"] == "Charlie"
-    assert call.arguments["since"] < call.arguments["until"]
+    assert call.arguments["start_date"] < call.arguments["end_date"]
 
 
 async def test_the_seed_scenario_finds_a_typescript_fact_and_stops() -> None:

@@ -146,3 +146,23 @@ async def test_one_envelope_and_the_toolset_shows_the_arguments(team: FactGraph)
     assert {"messages", "channel_id"} <= schema["get_conversation_participants"]
     assert {"relationship_types", "min_confidence"} <= schema["find_people_by_topic"]
     assert {"fact_types", "include_history"} <= schema["get_person_profile"]
+
+
+async def test_timeline_start_date_end_date_keep_the_facts_overlapping_the_window(team: FactGraph) -> None:
+    # Alice: Microsoft from 2019-03 until Google, from 2022-01
+    def jobs(answer: ToolAnswer) -> list[str]:
+        return [f.object for f in answer.facts if f.predicate == "WORKS_AT"]
+
+    assert jobs(await TOOLS["get_person_timeline"](team, "Alice", start_date="2019-06-01",
+                                                   end_date="2020-12-31")) == ["Microsoft"]
+    assert jobs(await TOOLS["get_person_timeline"](team, "Alice", start_date="2023-01-01")) == ["Google"]
+    both = await TOOLS["get_person_timeline"](team, "Alice", start_date="2021-06-01", end_date="2022-06-01")
+    assert jobs(both) == ["Microsoft", "Google"]  # each overlaps the window
+    assert jobs(await TOOLS["get_person_timeline"](team, "Alice", since="2023-01-01",
+                                                   start_date="2023-01-01")) == ["Google"]
+    with pytest.raises(MemoryInputError, match="start_date='last tuesdayish'"):
+        await TOOLS["get_person_timeline"](team, "Alice", start_date="last tuesdayish")
+    with pytest.raises(MemoryInputError, match="start_date='2022-01-01' is after end_date='2021-01-01'"):
+        await TOOLS["get_person_timeline"](team, "Alice", start_date="2022-01-01", end_date="2021-01-01")
+    with pytest.raises(MemoryInputError, match="start_date='2022' and since='2020'"):
+        await TOOLS["get_person_timeline"](team, "Alice", start_date="2022", since="2020")

@@ -235,14 +235,28 @@ async def find_people_by_topic(
                    people=hits)
 
 
+def _bound_of(value: Any, alias: Any, name: str, alias_name: str) -> float | None:
+    """One end of a time window given as `name` or its alias (the same end: both given must agree)."""
+    low, other = parse_time(value, name), parse_time(alias, alias_name)
+    if low is not None and other is not None and low != other:
+        raise MemoryInputError(f"{name}={value!r} and {alias_name}={alias!r}: two names of one "
+                               "bound that disagree; give one")
+    return low if low is not None else other
+
+
 async def get_person_timeline(
-    graph: FactGraph, person: str, fact_types: list[str] | None = None, since: Any = None,
-    until: Any = None, limit: int | None = None,
+    graph: FactGraph, person: str, fact_types: list[str] | None = None, start_date: Any = None,
+    end_date: Any = None, limit: int | None = None, since: Any = None, until: Any = None,
 ) -> ToolAnswer:
-    """A person's facts over time, history included, oldest first; `since` / `until` keep
-    the facts valid at some time in between; `fact_types` those predicates only."""
+    """A person's facts over time, history included, oldest first; `start_date` / `end_date`
+    (ISO 8601 dates, e.g. "2020-01-01"; `since` / `until` are the same) keep the facts valid
+    at some time between them; `fact_types` those predicates only."""
     types = check_fact_types(fact_types, "fact_types", graph.config.predicates)
-    low, high = parse_time(since, "since"), parse_time(until, "until")
+    low = _bound_of(start_date, since, "start_date", "since")
+    high = _bound_of(end_date, until, "end_date", "until")
+    if low is not None and high is not None and low > high:
+        given = (start_date if start_date is not None else since, end_date if end_date is not None else until)
+        raise MemoryInputError(f"start_date={given[0]!r} is after end_date={given[1]!r}")
     who = await _one(graph, person, ["Person"], "person")
     if isinstance(who, str):
         return _answer("get_person_timeline", who)

@@ -21,7 +21,7 @@ Each question is matched against a short list of intents, first match wins:
   location       "who lives in X", "who is based in X" -> find_people_by_location(X)
   topic          "who is interested in X", "who is working on X" -> find_people_by_topic(X)
   timeline       "where did Alice work before", "Alice's career since 2020"
-                 -> get_person_timeline(Alice, since, until)
+                 -> get_person_timeline(Alice, start_date, end_date)
   person         "where does Alice work", "tell me about Alice", "who is Alice"
                  -> get_person_profile(Alice), then get_person_timeline(Alice) when the
                  profile has nothing the question asks about (an ended job)
@@ -354,9 +354,9 @@ def plan_need(
             since, until = time_window(question)
             arguments: dict[str, Any] = {"person": a}
             if since is not None:
-                arguments["since"] = since
+                arguments["start_date"] = since
             if until is not None:
-                arguments["until"] = until
+                arguments["end_date"] = until
             calls = [
                 PlannedCall(tool="get_person_timeline", arguments=arguments),
                 PlannedCall(tool="get_person_profile", arguments={"person": a}),
