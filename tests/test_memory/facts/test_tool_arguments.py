@@ -166,3 +166,21 @@ async def test_timeline_start_date_end_date_keep_the_facts_overlapping_the_windo
         await TOOLS["get_person_timeline"](team, "Alice", start_date="2022-01-01", end_date="2021-01-01")
     with pytest.raises(MemoryInputError, match="start_date='2022' and since='2020'"):
         await TOOLS["get_person_timeline"](team, "Alice", start_date="2022", since="2020")
+
+
+async def test_relationships_answer_with_the_seed_s_fields(team: FactGraph) -> None:
+    answer = await TOOLS["get_relationships_between"](team, "Bob", "Alice")
+    alice, bob = answer.other_person, answer.person
+    [knows] = answer.relationships
+    assert (knows.type, knows.confidence, knows.evidence, knows.from_person) == ("KNOWS", 0.9, ["m6"], alice.id)
+    assert knows.fact_id == answer.facts[0].id  # the same fact as in `facts`
+    contexts = {c.context: c for c in answer.shared_contexts}
+    assert sorted(contexts) == ["Google", "Python", "machine learning"]
+    google = contexts["Google"]
+    assert google.type == "same_organization"
+    assert google.details == {"entity_id": next(s.entity.id for s in answer.shared if s.entity.name == "Google"),
+                              "person_a": ["WORKS_AT"], "person_b": ["WORKS_AT"]}
+    assert (contexts["Python"].type, contexts["machine learning"].type) == ("same_skill", "same_topic")
+    assert bob.name == "Bob" and len(answer.shared) == 3  # the fields it had stay
+    dumped = answer.model_dump(mode="json")
+    assert {"relationships", "shared_contexts", "facts", "shared"} <= set(dumped)

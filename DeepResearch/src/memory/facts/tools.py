@@ -34,6 +34,8 @@ from DeepResearch.src.memory.facts.views import (
     Mention,
     PersonHit,
     PossibleMatch,
+    Relationship,
+    SharedContext,
     SharedLink,
     ToolAnswer,
     entity_out,
@@ -187,7 +189,8 @@ async def get_relationships_between(
     graph: FactGraph, person_a: str, person_b: str, limit: int | None = None
 ) -> ToolAnswer:
     """Facts linking two people directly (KNOWS, CLOSE_TO, ...) and what they share
-    (organisations, skills, topics, places, channels), current facts only."""
+    (organisations, skills, topics, places, channels), current facts only: as facts and
+    shared links, and as the seed names them (relationships, shared_contexts)."""
     a = await _one(graph, person_a, ["Person"], "person")
     b = await _one(graph, person_b, ["Person"], "person")
     if isinstance(a, str) or isinstance(b, str):
@@ -206,10 +209,20 @@ async def get_relationships_between(
     shared = [SharedLink(entity=entity_out(entities[oid]),
                          facts=[views[f.id] for f in linking if f.object_id == oid])
               for oid in common if oid in entities]
+    relationships = [Relationship(type=f.predicate, attributes=views[f.id].attributes,
+                                  confidence=views[f.id].confidence, evidence=list(f.evidence),
+                                  fact_id=f.id, from_person=f.subject_id) for f in direct[:n]]
+    contexts = [SharedContext(
+        type=f"same_{link.entity.type.lower()}", context=link.entity.name,
+        details={"entity_id": link.entity.id,
+                 **{side: sorted({f.predicate for f in link.facts if f.subject_id == who.id})
+                    for side, who in (("person_a", a), ("person_b", b))}})
+        for link in shared]
     return _answer("get_relationships_between",
                    f"{_count(direct[:n], 'direct fact')}, {_count(shared, 'shared link')} between "
                    f"{a.name} and {b.name}", person=entity_out(a), other_person=entity_out(b),
-                   facts=[views[f.id] for f in direct[:n]], shared=shared)
+                   facts=[views[f.id] for f in direct[:n]], shared=shared,
+                   relationships=relationships, shared_contexts=contexts)
 
 
 def _topic_fields(facts: list[Fact]) -> dict[str, Any]:

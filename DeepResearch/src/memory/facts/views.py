@@ -96,6 +96,25 @@ class SharedLink(BaseModel):
     facts: list[FactOut]
 
 
+class Relationship(BaseModel):
+    """get_relationships_between: a direct fact between the two, as the seed names it."""
+
+    type: str  # the predicate: KNOWS, CLOSE_TO, RELATED_TO, ...
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    confidence: float
+    evidence: list[str]
+    fact_id: str  # the fact in `facts`
+    from_person: str  # the id of the fact's subject (person_a's or person_b's)
+
+
+class SharedContext(BaseModel):
+    """get_relationships_between: something both are linked to, as the seed names it."""
+
+    type: str  # "same_" + the entity's type: same_organization, same_skill, same_topic, ...
+    context: str  # its name
+    details: dict[str, Any]  # entity_id, and each person's predicates to it (person_a, person_b)
+
+
 class ToolAnswer(BaseModel):
     """Every fact tool's answer: `message` says what was found or why nothing was."""
 
@@ -106,6 +125,8 @@ class ToolAnswer(BaseModel):
     facts: list[FactOut] = Field(default_factory=list)
     people: list[PersonHit] = Field(default_factory=list)
     shared: list[SharedLink] = Field(default_factory=list)
+    relationships: list[Relationship] = Field(default_factory=list)  # get_relationships_between
+    shared_contexts: list[SharedContext] = Field(default_factory=list)
     explicit_mentions: list[Mention] = Field(default_factory=list)  # get_conversation_participants
     implicit_references: list[ImplicitReference] = Field(default_factory=list)
 
