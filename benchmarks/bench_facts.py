@@ -205,7 +205,7 @@ def tool_calls(n_people: int, rng: random.Random) -> dict[str, Any]:
         "get_person_timeline": lambda: {"person": person()},
         "find_people_by_location": lambda: {"location": city(rng.randrange(200))},
         "get_conversation_participants": lambda: {"channel_id": f"channel-{rng.randrange(100)}"},
-        "find_experts": lambda: {"topic": skill(rng.randrange(200))},
+        "find_experts": lambda: {"query": skill(rng.randrange(200))},
         "semantic_search_facts": lambda: {"query": f"who works at {org(rng.randrange(n_orgs(n_people)))} "
                                                    f"and knows {skill(rng.randrange(200))}"},
     }

@@ -78,8 +78,8 @@ class FakeFactGraph:
                                             messages: list[Any] | None = None) -> Any:
         return await self._answer("get_conversation_participants", channel_id=channel_id, since=since)
 
-    async def find_experts(self, topic: str, limit: int = 5) -> Any:
-        return await self._answer("find_experts", topic=topic, limit=limit)
+    async def find_experts(self, query: str, limit: int = 5) -> Any:
+        return await self._answer("find_experts", query=query, limit=limit)
 
     async def semantic_search_facts(self, query: str, fact_types: list[str] | None = None, limit: int = 10,
                                     similarity_threshold: float | None = None, min_confidence: float = 0.0,

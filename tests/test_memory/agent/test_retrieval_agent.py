@@ -35,7 +35,7 @@ BOB_TS = fact("f2", BOB, "HAS_SKILL", TYPESCRIPT, 0.6, ("msg_2",))
 @pytest.mark.parametrize(
     ("question", "tool", "arguments"),
     [
-        ("Who should I ask about TypeScript?", "find_experts", {"topic": "TypeScript"}),
+        ("Who should I ask about TypeScript?", "find_experts", {"query": "TypeScript"}),
         ("Where does Alice work?", "get_person_profile", {"person": "Alice"}),
         ("Who works at Google?", "find_people_by_organization", {"organization": "Google", "current_only": True}),
         ("Who used to work at Google?", "find_people_by_organization", {"organization": "Google", "current_only": False}),
@@ -83,7 +83,7 @@ async def test_the_seed_scenario_finds_a_typescript_fact_and_stops() -> None:
     graph = FakeFactGraph(answers={"find_experts": skill_result(ALICE_TS)})
     result = await retrieve_context(graph, None, ["Who should I ask about TypeScript?"])
     assert result.facts == ["Alice has expert-level TypeScript skills (confidence: 0.92, evidence: msg_1)"]
-    assert graph.calls == [("find_experts", {"topic": "TypeScript", "limit": 5})]
+    assert graph.calls == [("find_experts", {"query": "TypeScript", "limit": 5})]
     assert result.metadata.stop_reason == "goal_met"
     assert result.metadata.queries_executed == result.metadata.iterations_used == 1
     assert result.confidence == "high"
@@ -171,7 +171,7 @@ async def test_the_model_plans_with_a_typed_output() -> None:
 
 async def test_the_model_s_goal_met_stops_the_run() -> None:
     graph = FakeFactGraph(answers={"find_experts": skill_result(ALICE_TS)})
-    model = scripted_model([{"action": "call", "tool": "find_experts", "arguments": {"topic": "TypeScript"}}], goal_met=True)
+    model = scripted_model([{"action": "call", "tool": "find_experts", "arguments": {"query": "TypeScript"}}], goal_met=True)
     result = await retrieve_context(graph, None, ["Who should I ask about TypeScript?"], model=model)
     assert result.metadata.stop_reason == "goal_met"
     assert result.metadata.queries_executed == 1
@@ -179,7 +179,7 @@ async def test_the_model_s_goal_met_stops_the_run() -> None:
 
 async def test_the_loop_guard_refuses_a_third_identical_call() -> None:
     graph = FakeFactGraph(answers={"find_experts": skill_result(ALICE_TS)})
-    model = scripted_model([{"action": "call", "tool": "find_experts", "arguments": {"topic": "TypeScript"}}])
+    model = scripted_model([{"action": "call", "tool": "find_experts", "arguments": {"query": "TypeScript"}}])
     result = await retrieve_context(graph, None, ["Who should I ask about TypeScript?"], model=model)
     assert len(graph.calls) == 2
     assert result.metadata.stop_reason == "loop_guard"
@@ -189,7 +189,7 @@ async def test_the_loop_guard_refuses_a_third_identical_call() -> None:
 
 async def test_the_iteration_limit_stops_the_run() -> None:
     graph = FakeFactGraph()
-    model = scripted_model([{"action": "call", "tool": "find_experts", "arguments": {"topic": f"t{i}"}} for i in range(20)])
+    model = scripted_model([{"action": "call", "tool": "find_experts", "arguments": {"query": f"t{i}"}} for i in range(20)])
     result = await retrieve_context(graph, None, ["Who should I ask about TypeScript?"], model=model, max_iterations=2)
     assert len(graph.calls) == 2
     assert result.metadata.iterations_used == 2
@@ -238,7 +238,7 @@ async def test_the_trace_is_kept_by_request_id_and_bounded() -> None:
     names = [e.name for e in kept.trace if e.kind == "node"]
     assert names == ["analyze_conversation", "plan_queries", "execute_tool", "evaluate_progress", "synthesize"]
     tool = next(e.call for e in kept.trace if e.kind == "tool")
-    assert tool is not None and tool.input == {"topic": "TypeScript"} and tool.output_size == 1 and tool.success
+    assert tool is not None and tool.input == {"query": "TypeScript"} and tool.output_size == 1 and tool.success
     default = await retrieve_context(graph, None, ["Who should I ask about TypeScript?"])
     assert get_trace(default.metadata.request_id) is default
 

@@ -34,7 +34,7 @@ async def test_who_should_i_ask_about_typescript(team_ts: FactGraph) -> None:
         "(confidence: 0.92, evidence: msg_456)")
     assert any(f.startswith("Bob has intermediate-level TypeScript skills") for f in result.facts)
     calls = [e.call for e in result.trace if e.call]
-    assert [(c.tool, c.input) for c in calls] == [("find_experts", {"topic": "TypeScript"})]
+    assert [(c.tool, c.input) for c in calls] == [("find_experts", {"query": "TypeScript"})]
     assert result.metadata.stop_reason == "goal_met"
     assert result.confidence == "medium"  # one fact of >= 0.8 among two, mean 0.81
     assert result.metadata.confidence_score == pytest.approx(0.81)

@@ -136,7 +136,7 @@ def test_cli_add_list_tool_export_import_and_one_line_errors(tmp_path: Path) -> 
         (("facts", "add", "Alice", "LOVES", "Bob"), "predicate='LOVES'"),
         (("facts", "add", "Alice", "WORKS_AT", "X", "confidence=7"), "confidence=7"),
         (("facts", "tool", "nope"), "no fact tool 'nope'"),
-        (("facts", "tool", "find_experts"), "missing a required argument: 'topic'"),
+        (("facts", "tool", "find_experts"), "missing a required argument: 'query'"),
         (("facts", "import", str(tmp_path / "missing.jsonl")), "cannot read"),
     ):
         code, _, err = run_cli(*args, store=store)

@@ -184,3 +184,25 @@ async def test_relationships_answer_with_the_seed_s_fields(team: FactGraph) -> N
     assert bob.name == "Bob" and len(answer.shared) == 3  # the fields it had stay
     dumped = answer.model_dump(mode="json")
     assert {"relationships", "shared_contexts", "facts", "shared"} <= set(dumped)
+
+
+async def test_find_experts_takes_a_free_text_query(team: FactGraph) -> None:
+    # a skill's name: its people ranked by expertise, as before
+    named = await TOOLS["find_experts"](team, query="Python", limit=2)
+    assert people(named) == ["Alice", "Charlie"]
+    alice = named.people[0]
+    assert alice.relevance_score == alice.score and alice.relevance_score > named.people[1].relevance_score
+    assert [(f.type, f.confidence) for f in alice.relevant_facts] == [("HAS_SKILL", 0.9)]
+    assert alice.relevant_facts[0].description == "Alice HAS_SKILL Python. proficiency=expert, years=8"
+    # free text naming no skill: the facts whose sentence matches it
+    free = await TOOLS["find_experts"](team, "someone who knows the Rust programming language")
+    assert people(free)[0] == "Charlie"
+    assert any(f.type == "HAS_SKILL" and "Rust" in f.description for f in free.people[0].relevant_facts)
+    assert 0 < free.people[0].relevance_score < 1  # expertise x similarity
+    assert people(await TOOLS["find_experts"](team, "quantum chromodynamics on a lattice")) == []
+    with pytest.raises(MemoryInputError, match="query"):
+        await TOOLS["find_experts"](team, "  ")
+    from DeepResearch.src.memory.facts.toolset import fact_toolset
+
+    schema = fact_toolset(team).tools["find_experts"].function_schema.json_schema
+    assert schema["required"] == ["query"] and set(schema["properties"]) == {"query", "limit"}

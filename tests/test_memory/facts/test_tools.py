@@ -138,7 +138,7 @@ async def test_the_toolset_serves_an_agent(team: FactGraph) -> None:
     from DeepResearch.src.memory.facts.toolset import fact_toolset
 
     calls = iter([
-        ModelResponse(parts=[ToolCallPart("find_experts", {"topic": "Rust", "limit": 3})]),
+        ModelResponse(parts=[ToolCallPart("find_experts", {"query": "Rust", "limit": 3})]),
     ])
 
     def model(messages: list, info: object) -> ModelResponse:

@@ -3,7 +3,7 @@
     deepresearch-memory facts ingest messages.json [--channel general]
     deepresearch-memory facts add Alice WORKS_AT Google role=Engineer valid_at=2022-01
     deepresearch-memory facts list [--person Alice] [--predicate WORKS_AT] [--history]
-    deepresearch-memory facts tool find_experts topic=Python limit=3      (JSON out)
+    deepresearch-memory facts tool find_experts query=Python limit=3      (JSON out)
     deepresearch-memory facts export facts.jsonl | facts import facts.jsonl
 
 KEY=VALUE arguments are the command's (VALUE read as JSON when it parses: limit=3,

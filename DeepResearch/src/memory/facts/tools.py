@@ -35,15 +35,19 @@ from DeepResearch.src.memory.facts.views import (
     PersonHit,
     PossibleMatch,
     Relationship,
+    RelevantFact,
     SharedContext,
     SharedLink,
     ToolAnswer,
+    describe,
     entity_out,
     stamp,
 )
 
 ORGANIZATION_PREDICATES = ("WORKS_AT", "WORKED_AT", "MEMBER_OF", "STUDIED_AT")
 TOPIC_PREDICATES = ("INTERESTED_IN", "MENTIONED", "HAS_SKILL")
+# find_experts' facts found by meaning: skills, topics and organisations
+EXPERT_PREDICATES = (*TOPIC_PREDICATES, "WORKS_AT", "MEMBER_OF", "STUDIED_AT")
 
 
 async def _one(graph: FactGraph, ref: str, types: Sequence[str], what: str) -> Entity | str:
@@ -494,24 +498,41 @@ def _last_seen(fact: Fact) -> float:
     return value or fact.valid_at or fact.created_at
 
 
-def expertise(facts: Sequence[Fact]) -> float:
+def expertise(facts: Sequence[Fact], relevance: Mapping[str, float] | None = None) -> float:
     """find_experts' score: proficiency (0.5), years (0.2, saturating at 10), evidence count
-    (0.15, at 5 pieces) and confidence (0.15); the best of a person's matching facts."""
+    (0.15, at 5 pieces) and confidence (0.15); the best of a person's matching facts, each
+    times its `relevance` to the query (1 when not given)."""
     def one(f: Fact) -> float:
         years = f.attributes.get("years")
         years = years if isinstance(years, int | float) and math.isfinite(years) else 0
         return (0.5 * (proficiency(f.attributes.get("proficiency")) or 0)
                 + 0.2 * min(max(years, 0) / 10, 1.0) + 0.15 * min(len(f.evidence) / 5, 1.0)
-                + 0.15 * f.confidence)
+                + 0.15 * f.confidence) * (1.0 if relevance is None else relevance.get(f.id, 1.0))
     return max(one(f) for f in facts)
 
 
-async def find_experts(graph: FactGraph, topic: str, limit: int = 5) -> ToolAnswer:
-    """The people who know most about a topic or skill, best first (see `expertise`)."""
-    facts = await _find(graph, predicates=TOPIC_PREDICATES,
-                        **await _objects(graph, topic, ["Skill", "Topic"]))
-    hits = await _people(graph, facts, graph.clean_limit(limit), expertise)
-    return _answer("find_experts", f"{_count(hits, 'expert')} on {topic!r}", people=hits)
+async def find_experts(graph: FactGraph, query: str, limit: int = 5) -> ToolAnswer:
+    """The people best placed to help with `query` (free text: "TypeScript", "deploying
+    Rust services on Kubernetes"), best first. A query naming a skill or topic takes the
+    people with it, ranked by `expertise`; otherwise the current skill, topic and
+    organisation facts whose sentence matches the query (semantic_search_facts' retrieval,
+    above memory.facts.similarity_threshold), a person ranked by the best expertise x
+    similarity. Hits carry relevance_score and relevant_facts."""
+    text = check_name(query, "query")
+    n = graph.clean_limit(limit)
+    facts = await _find(graph, predicates=TOPIC_PREDICATES, **await _objects(graph, text, ["Skill", "Topic"]))
+    relevance: dict[str, float] | None = None
+    if not facts:
+        found = await search_facts(graph, text, max(4 * n, 20), 0.0, False, predicates=EXPERT_PREDICATES,
+                                   min_similarity=graph.config.similarity_threshold)
+        facts = [fact for fact, _ in found]
+        relevance = {fact.id: 1.0 if sim is None else max(sim, 0.0) for fact, sim in found}
+    hits = await _people(graph, facts, n, lambda fs: expertise(fs, relevance))
+    for person in hits:
+        person.relevance_score = person.score
+        person.relevant_facts = [RelevantFact(type=v.predicate, description=describe(v), confidence=v.confidence)
+                                 for v in person.facts]
+    return _answer("find_experts", f"{_count(hits, 'expert')} for {query!r}", people=hits)
 
 
 async def semantic_search_facts(

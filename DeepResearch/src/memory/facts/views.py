@@ -48,6 +48,14 @@ class FactOut(BaseModel):
     similarity: float | None = None
 
 
+class RelevantFact(BaseModel):
+    """find_experts: a fact that makes a person an expert, as the seed names it."""
+
+    type: str  # the predicate
+    description: str  # the fact's sentence
+    confidence: float
+
+
 class PersonHit(BaseModel):
     person: EntityOut
     score: float | None = None  # the tool's ranking score, where it ranks
@@ -66,6 +74,8 @@ class PersonHit(BaseModel):
     relationship: str | None = None  # find_people_by_location: lives_in, works_in
     match: str | None = None  # find_people_by_location: exact, alias, fuzzy
     details: dict[str, Any] = Field(default_factory=dict)
+    relevance_score: float | None = None  # find_experts: the score it ranks by
+    relevant_facts: list[RelevantFact] = Field(default_factory=list)
 
 
 class Mention(BaseModel):
@@ -159,6 +169,13 @@ def fact_out(fact: Fact, names: dict[str, str], now: float | None = None) -> Fac
         attributes={k: v for k, v in fact.attributes.items() if k not in INTERNAL},
         learned_at=stamp(fact.created_at) or "",
     )
+
+
+def describe(view: FactOut) -> str:
+    """A fact view as one line: "Alice HAS_SKILL Python. proficiency=expert, years=8"."""
+    extra = {k: v for k, v in view.attributes.items() if v is not None and v != "" and k not in UNSPOKEN}
+    head = f"{view.subject} {view.predicate} {view.object}."
+    return head + (" " + ", ".join(f"{k}={v}" for k, v in extra.items()) if extra else "")
 
 
 def _month(epoch: float) -> str:

@@ -291,7 +291,7 @@ def plan_need(
             ]
         elif kind == "experts" and x:
             calls = [
-                PlannedCall(tool="find_experts", arguments={"topic": x}),
+                PlannedCall(tool="find_experts", arguments={"query": x}),
                 PlannedCall(tool="find_people_by_skill", arguments={"skill": x}),
                 PlannedCall(tool="find_people_by_topic", arguments={"topic": x}),
             ]
@@ -309,12 +309,12 @@ def plan_need(
             else:
                 calls += [
                     PlannedCall(tool="find_people_by_skill", arguments={"skill": x}),
-                    PlannedCall(tool="find_experts", arguments={"topic": x}),
+                    PlannedCall(tool="find_experts", arguments={"query": x}),
                 ]
         elif kind == "skill" and x:
             calls = [
                 PlannedCall(tool="find_people_by_skill", arguments={"skill": x}),
-                PlannedCall(tool="find_experts", arguments={"topic": x}),
+                PlannedCall(tool="find_experts", arguments={"query": x}),
             ]
         elif kind in ("organization", "organization_past", "organization_any") and x:
             # Who works there now, then (when nobody does, or the question is about the past
@@ -343,7 +343,7 @@ def plan_need(
         elif kind == "topic" and x:
             calls = [
                 PlannedCall(tool="find_people_by_topic", arguments={"topic": x}),
-                PlannedCall(tool="find_experts", arguments={"topic": x}),
+                PlannedCall(tool="find_experts", arguments={"query": x}),
             ]
         elif kind == "participants":
             if not channel_id:
