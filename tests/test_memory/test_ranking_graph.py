@@ -49,7 +49,9 @@ async def _store(client: MemorySystemClient, with_fact: bool) -> str:
 async def test_a_named_person_brings_the_evidence_of_their_facts(
     make_client: MakeClient, tmp_path: Path
 ) -> None:
-    off = make_client(retrieval={"graph": {"enabled": False}}, faiss={"path": str(tmp_path / "off")})
+    # two stores (one Neo4j database: two namespaces)
+    off = make_client(retrieval={"graph": {"enabled": False}}, faiss={"path": str(tmp_path / "off")},
+                      namespace="off")
     evidence = await _store(off, with_fact=True)
     hits = await off.retrieve(QUERY, top_k=3, session_id="chat")
     assert evidence not in [h.id for h in hits]  # dense and lexical alone miss it
@@ -57,7 +59,7 @@ async def test_a_named_person_brings_the_evidence_of_their_facts(
 
     # weight 1: in a set of eleven memories, session neighbours lend the others as much
     on = make_client(retrieval={"graph": {"enabled": True, "weight": 1.0}},
-                     faiss={"path": str(tmp_path / "on")})
+                     faiss={"path": str(tmp_path / "on")}, namespace="on")
     evidence = await _store(on, with_fact=True)
     hits = await on.retrieve(QUERY, top_k=3, session_id="chat")
     found = {h.id: h for h in hits}
