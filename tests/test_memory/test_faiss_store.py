@@ -286,3 +286,33 @@ def test_faiss_work_leaves_torch_its_threads_on_the_shared_workers() -> None:
                          cwd=REPO, timeout=300, check=True).stdout.split()
     workers, main_thread = out[:-1], out[-1]
     assert workers == [f"[{main_thread}]"]
+
+
+LEFT_OPEN = textwrap.dedent(
+    """
+    import sys
+    from DeepResearch.src.memory import SyncMemorySystemClient
+    client = SyncMemorySystemClient({"backend": "faiss", "faiss": {"path": sys.argv[1]},
+                                     "storage": {"enable_async_writes": True,
+                                                 "flush_interval": 3600}})
+    client.open()
+    for i in range(5):
+        client.store(f"written at exit {i}")
+    """
+)
+
+
+def test_a_client_left_open_writes_its_pending_memories_at_exit(tmp_path: Path) -> None:
+    """Interpreter exit closes a sync client that was never closed: its pending writes reach
+    the store (they were spilled instead when concurrent.futures' exit hook ran first)."""
+    done = subprocess.run([sys.executable, "-c", LEFT_OPEN, str(tmp_path)], capture_output=True,
+                          text=True, cwd=REPO, timeout=300, check=False)
+    assert done.returncode == 0 and "could not be written" not in done.stderr, done.stderr
+    assert not list(tmp_path.glob("unwritten-*.jsonl"))
+
+    async def count() -> int:
+        client = MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(tmp_path)}))
+        async with client:
+            return (await client.stats()).total or 0
+
+    assert asyncio.run(count()) == 5

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures.thread  # noqa: F401  (its exit hook must be registered before ours)
 import contextlib
 import hashlib
 import json
@@ -225,7 +226,8 @@ class WriteQueue:
                 return
             self.written += len(batch)
         if self.outbox == [] and self._warned:
-            log.warning("memory writes succeed again; the outbox is empty")
+            if self.last_failure:  # a flush at exit with nothing failed before says nothing
+                log.warning("memory writes succeed again; the outbox is empty")
             self._warned = False
         self._retry_delay = 0.0
 
@@ -449,9 +451,11 @@ def _exit_status() -> None:
 
 
 def register_exit_hook(hook: Callable[[], None]) -> None:
-    """Run `hook` at interpreter exit BEFORE concurrent.futures refuses new work (its exit
-    hook runs first among atexit handlers, and backends use asyncio.to_thread). Uses
-    threading's pre-atexit hook list when available, else atexit."""
+    """Run `hook` at interpreter exit BEFORE concurrent.futures refuses new work (backends use
+    asyncio.to_thread and thread pools). Threading's pre-atexit hooks run in reverse order of
+    registration, and concurrent.futures registers its own when first imported: this module
+    imports it first, so a hook registered here always runs before it. Uses threading's
+    pre-atexit hook list when available, else atexit."""
     register = getattr(threading, "_register_atexit", None)
     if register is None:
         atexit.register(hook)
