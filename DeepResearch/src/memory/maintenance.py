@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from DeepResearch.src.memory.client_parts import ClientParts
 from DeepResearch.src.memory.errors import (
     ConfirmationRequired,
     MemoryBackendError,
@@ -15,15 +16,12 @@ from DeepResearch.src.memory.errors import (
 from DeepResearch.src.memory.inputs import clean_id, parse_filters
 from DeepResearch.src.memory.models import MemoryHealth, MemoryStats
 
-if TYPE_CHECKING:
-    from DeepResearch.src.memory.client import MemorySystemClient
 
-
-class Maintenance:
+class Maintenance(ClientParts):
     """forget / expire / stats / health of MemorySystemClient."""
 
     async def forget(
-        self: MemorySystemClient,
+        self,
         ids: str | Sequence[str] | None = None,
         *,
         filters: Mapping[str, Any] | None = None,
@@ -69,7 +67,7 @@ class Maintenance:
         self._forget_session_tails()
         return removed
 
-    async def _refuse_unknown_keys(self: MemorySystemClient, metadata: Mapping[str, Any]) -> None:
+    async def _refuse_unknown_keys(self, metadata: Mapping[str, Any]) -> None:
         """MemoryInputError for a metadata filter key that no memory of the namespace has (a
         value for): such a key matches nothing, or with None every memory."""
         if not metadata:
@@ -85,7 +83,7 @@ class Maintenance:
                 f"{' ...' if len(known) > 50 else ''} (check the spelling; key=null selects "
                 "the memories without a key that others have)")
 
-    async def _metadata_keys(self: MemorySystemClient) -> list[str]:
+    async def _metadata_keys(self) -> list[str]:
         """The metadata keys the namespace's memories have (a scan: an error's path only)."""
         keys: set[str] = set()
         offset, page = 0, 1000
@@ -96,7 +94,7 @@ class Maintenance:
                 return sorted(keys)
             offset += page
 
-    async def expire(self: MemorySystemClient, now: float | None = None) -> int:
+    async def expire(self, now: float | None = None) -> int:
         """Delete memories whose TTL has passed (expires_at <= now); returns how many."""
         await self.open()
         await self.writes.drain_pending()
@@ -123,7 +121,7 @@ class Maintenance:
             self._forget_session_tails()
         return removed
 
-    async def stats(self: MemorySystemClient) -> MemoryStats:
+    async def stats(self) -> MemoryStats:
         await self.open()
         total = in_session = None
         if self.available:
@@ -138,7 +136,7 @@ class Maintenance:
             total=total, in_session=in_session, **self.writes.counters(),
         )
 
-    async def health(self: MemorySystemClient) -> MemoryHealth:
+    async def health(self) -> MemoryHealth:
         await self.open()
         if not self.available:
             await self.reconnect()

@@ -9,13 +9,14 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.backends.decoding import report_skipped
 from DeepResearch.src.memory.backends.record import record_matches
+from DeepResearch.src.memory.client_parts import ClientParts
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.inputs import (
@@ -34,9 +35,6 @@ from DeepResearch.src.memory.ranking import RankingContext, gather_candidates, n
 from DeepResearch.src.memory.ranking.graph import evidence_paths
 from DeepResearch.src.memory.records_io import to_document
 from DeepResearch.src.memory.text import tokenize
-
-if TYPE_CHECKING:
-    from DeepResearch.src.memory.client import MemorySystemClient
 
 _PENDING_VECTOR = np.zeros(0, dtype=np.float32)  # replaced once the query is embedded
 
@@ -72,23 +70,23 @@ def limit_for(top_k: int | None, config: MemoryConfig, profile: Any) -> int:
 
 
 
-class Reads:
+class Reads(ClientParts):
     """retrieve / get / get_related_memories of MemorySystemClient."""
 
     def _scope(
-        self: MemorySystemClient, session_id: str | None, all_sessions: bool
+        self, session_id: str | None, all_sessions: bool
     ) -> tuple[str, ...] | None:
         if all_sessions:
             return None
         session = clean_id(session_id, "session_id") if session_id is not None else self.session_id
         return self._links.scope(session, self.config.nested.include_ancestors)
 
-    async def visible_sessions(self: MemorySystemClient, session_id: str) -> tuple[str, ...]:
+    async def visible_sessions(self, session_id: str) -> tuple[str, ...]:
         """The sessions a retrieve scoped to `session_id` reads."""
         return self._scope(clean_id(session_id, "session_id"), False) or ()
 
     async def retrieve(
-        self: MemorySystemClient,
+        self,
         query: str,
         top_k: int | None = None,
         filters: Mapping[str, Any] | None = None,
@@ -127,7 +125,7 @@ class Reads:
             return []
 
     async def _retrieve(
-        self: MemorySystemClient, query: str, limit: int, kwargs: dict[str, Any],
+        self, query: str, limit: int, kwargs: dict[str, Any],
         session_id: str | None, all_sessions: bool, prof: Any,
         query_vector: np.ndarray | None = None, now: float | None = None,
     ) -> list[RetrievedMemory]:
@@ -188,7 +186,7 @@ class Reads:
             for i, m in enumerate(ranked, start=1)
         ]
 
-    def _graph_walk(self: MemorySystemClient) -> Any:
+    def _graph_walk(self) -> Any:
         """The graph path's walk bound to this namespace's fact store, or None when
         retrieval.graph is off or the backend has no fact store."""
         cfg = self.config.retrieval.graph
@@ -202,7 +200,7 @@ class Reads:
                        max_facts=cfg.max_facts, max_evidence=cfg.max_evidence,
                        max_fact_evidence=cfg.max_fact_evidence)
 
-    async def get(self: MemorySystemClient, memory_id: str) -> RetrievedMemory | None:
+    async def get(self, memory_id: str) -> RetrievedMemory | None:
         """One memory by id (any session of this namespace), or None."""
         memory_id = clean_id(memory_id, "memory_id")
         if not await self._ready():
@@ -218,7 +216,7 @@ class Reads:
         return RetrievedMemory(document=to_document(found[0]), similarity=1.0, score=1.0, rank=1)
 
     async def get_related_memories(
-        self: MemorySystemClient,
+        self,
         memory_id: str,
         types: Sequence[str | RelationType] | None = None,
         depth: int = 1,

@@ -15,14 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 from uuid import uuid4
 
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.inputs import clean_id
-
-if TYPE_CHECKING:
-    from DeepResearch.src.memory.client import MemorySystemClient
 
 NESTED_SEPARATOR = ":"  # in the names of nested contexts only; no meaning is read from it
 
@@ -100,10 +96,13 @@ gives the same Merged)."""
 
 
 class NestedContexts:
-    """create_nested_context / merge_nested_context / nested_context of MemorySystemClient."""
+    """create_nested_context / merge_nested_context / nested_context of MemorySystemClient;
+    all they need of the client is its links."""
+
+    _links: SessionLinks
 
     def create_nested_context(
-        self: MemorySystemClient, parent_session_id: str, loop_id: str
+        self, parent_session_id: str, loop_id: str
     ) -> str:
         """A session nested in `parent_session_id`, named '<parent>:<loop_id>'. It sees its own
         memories and, with memory.nested.include_ancestors, its ancestors'; its parent sees
@@ -115,7 +114,7 @@ class NestedContexts:
         return child
 
     def merge_nested_context(
-        self: MemorySystemClient, child_session_id: str, parent_session_id: str
+        self, child_session_id: str, parent_session_id: str
     ) -> Merged:
         """From now on retrieves scoped to the parent (or to a session that sees the parent)
         also see the child's memories and what was merged into the child. Nothing is copied
@@ -127,7 +126,7 @@ class NestedContexts:
 
     @contextmanager
     def nested_context(
-        self: MemorySystemClient, parent_session_id: str, loop_id: str
+        self, parent_session_id: str, loop_id: str
     ) -> Iterator[str]:
         """`with client.nested_context(parent, loop_id) as session:` the nested session
         (create_nested_context), merged into the parent when the block ends, also when it

@@ -36,8 +36,7 @@ class _Portal:
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         with self._lock:
             if self._portal is None:
-                # entered once, never exited (kept referenced: its loop lives as long as the
-                # process; the thread is a daemon)
+                # entered on first use, left at interpreter exit (stop)
                 self._started = start_blocking_portal()
                 self._portal = self._started.__enter__()
         try:
@@ -51,8 +50,19 @@ class _Portal:
                 "use the async MemorySystemClient there"
             ) from None
 
+    def stop(self) -> None:
+        """Stop the loop while threads still run (an exit hook, after the clients closed):
+        left to the garbage collector at interpreter shutdown, the portal's exit would wait
+        forever for its frozen daemon thread, and the process would never end."""
+        with self._lock:
+            started, self._started, self._portal = self._started, None, None
+        if started is not None:
+            started.__exit__(None, None, None)
+
 
 _LOOP = _Portal()
+# Exit hooks run in reverse order of registration: this one runs after _close_at_exit (below).
+register_exit_hook(_LOOP.stop)
 _open_clients: list[SyncMemorySystemClient] = []
 
 

@@ -37,7 +37,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.config import StorageConfig
@@ -45,7 +45,8 @@ from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.records_io import record_to_json
 
 if TYPE_CHECKING:
-    from DeepResearch.src.memory.client import MemorySystemClient
+    from DeepResearch.src.memory.backends.base import MemoryBackend
+    from DeepResearch.src.memory.config import MemoryConfig
 
 log = logging.getLogger(__name__)
 _open_queues: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
@@ -71,8 +72,23 @@ def failure_cause(exc: BaseException) -> str:
     return "; after ".join(parts)
 
 
+class Owner(Protocol):
+    """What the write queue needs of the client that owns it (client.py)."""
+
+    config: MemoryConfig
+    namespace: str
+    session_id: str
+    available: bool
+    _unavailable_reason: str
+
+    @property
+    def backend(self) -> MemoryBackend: ...
+
+    async def reconnect(self) -> bool: ...
+
+
 class WriteQueue:
-    def __init__(self, client: MemorySystemClient) -> None:
+    def __init__(self, client: Owner) -> None:
         self.client = client
         self.pending: list[MemoryRecord] = []
         self.refused: list[MemoryRecord] = []  # refused by the backend as data: spilled, never retried

@@ -1,0 +1,36 @@
+"""What the parts of the client (reads.py, maintenance.py) rely on: its state and the few
+operations they share. `MemorySystemClient` (client.py) provides all of it; the parts
+declare it here instead of importing the client back."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.backends.base import MemoryBackend, MemoryFilter
+    from DeepResearch.src.memory.config import MemoryConfig
+    from DeepResearch.src.memory.embeddings import Embedder
+    from DeepResearch.src.memory.errors import MemoryBackendError
+    from DeepResearch.src.memory.ranking import RankingStep
+    from DeepResearch.src.memory.sessions import SessionLinks
+    from DeepResearch.src.memory.writes import WriteQueue
+
+
+class ClientParts:
+    config: MemoryConfig
+    namespace: str  # the client's boundary: every record it touches is in it
+    session_id: str
+    available: bool
+    steps: list[RankingStep]
+    writes: WriteQueue
+    backend: MemoryBackend
+    embedder: Embedder
+    _links: SessionLinks
+    _unavailable_reason: str
+    _bounded: Callable[..., MemoryFilter]  # a filter within the namespace (and live records)
+    _lost: Callable[[MemoryBackendError], None]  # the backend was lost: degrade, warn once
+    _ready: Callable[[], Awaitable[bool]]  # opened and available (reconnecting if due)
+    open: Callable[[], Awaitable[None]]
+    reconnect: Callable[[], Awaitable[bool]]
+    _forget_session_tails: Callable[[], None]
