@@ -211,7 +211,7 @@ LAYERS = [
     ("facts", ["facts"]),
     ("maintenance jobs", ["consolidation"]),
     ("agent", ["agent", "toolset"]),
-    ("service and CLI", ["service", "cli", "cli_transfer"]),
+    ("service and CLI", ["service", "cli", "cli_transfer", "cli_consolidate"]),
 ]
 
 
