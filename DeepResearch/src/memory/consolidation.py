@@ -7,8 +7,9 @@ lexical signatures are equal: the numbers, dates and ids they contain, their cap
 names, their outcome words (failed, succeeded, not, ...) and their `success` / `status`
 metadata. "sample S1 failed" and "sample S2 failed" never merge, however close their vectors.
 Each cluster (a connected component of such pairs) becomes ONE memory: the most complete
-member (the longest), followed by every sentence of the others it does not already contain;
-the representative's vector, metadata and session; `derived_from` = the source ids,
+member (the longest), followed by every sentence of the others that adds a word (a mere
+rewording adds none); the representative's vector, metadata, session and place in its
+session's FOLLOWS chain, its members' other relations; `derived_from` = the source ids,
 importance = the highest, the access counts summed, the time span in `first_created_at` /
 `last_created_at`, created_at = the newest source's. The sources get a `part_of` relation to
 it and are archived (reason "consolidated"). Because the new memory has its representative's
@@ -41,7 +42,7 @@ from DeepResearch.src.memory.config_consolidation import ConsolidationConfig, Pr
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.facts.model import FACT_MEMORY_TYPE, FactQuery
 from DeepResearch.src.memory.facts.store import fact_is_current
-from DeepResearch.src.memory.text import STOP_WORDS
+from DeepResearch.src.memory.text import STOP_WORDS, tokenize
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.client import MemorySystemClient
@@ -58,7 +59,6 @@ _POLARITY = frozenset(
 )
 _OUTCOME_KEYS = ("success", "status")
 _TOKEN = re.compile(r"[^\W_](?:[\w.:/@'-]*[^\W_])?", re.UNICODE)
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -95,24 +95,29 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
 
-def _norm(text: str) -> str:
-    return " ".join(_WORD.findall(text.casefold()))
+def _words(text: str) -> set[str]:
+    """Content words and the signature's keys (negations and outcome words included)."""
+    return set(tokenize(text)) | signature(text)
 
 
 def merged_text(texts: Sequence[str], max_bytes: int | None = None) -> str:
-    """The first text, then each sentence of the others whose words it (or a sentence
-    already added) does not contain, in order; the additions stop before `max_bytes`."""
+    """The first text, then each sentence of the others that says something it (or a
+    sentence already added) does not: a sentence whose content words (text.tokenize: stemmed,
+    stop words dropped) and signature keys are all there already is a rewording and is left
+    out. The additions
+    stop before `max_bytes`."""
     out = texts[0].rstrip()
-    seen = f" {_norm(out)} "
+    seen = _words(out)
     for text in texts[1:]:
         for sentence in sentences(text):
-            words = _norm(sentence)
-            if not words or f" {words} " in seen:
+            words = _words(sentence)
+            if words <= seen:
                 continue
             candidate = f"{out}\n{sentence}" if out else sentence
             if max_bytes is not None and len(candidate.encode("utf-8")) > max_bytes:
                 return out
-            out, seen = candidate, f"{seen}{words} "
+            out = candidate
+            seen |= words
     return out
 
 
@@ -218,16 +223,21 @@ def inherited_access(record: MemoryRecord, stats: Access) -> Access:
 
 
 def merge_item(members: Sequence[MemoryRecord], access: dict[str, Access], now: float,
-               max_content_bytes: int) -> dict[str, Any]:
-    """The `store_many` item of the memory that replaces `members` (see the module doc)."""
+               max_content_bytes: int, redirect: dict[str, str] | None = None) -> dict[str, Any]:
+    """The `store_many` item of the memory that replaces `members` (see the module doc).
+    It keeps its members' relations to memories outside the cluster (a target merged
+    elsewhere in the same run: `redirect` names its new id) and takes its representative's
+    place in its session's FOLLOWS chain."""
     rep = representative(members)
     ordered = [rep, *sorted((m for m in members if m is not rep), key=lambda r: (r.created_at, r.id))]
     ids = [m.id for m in ordered]
-    inside = set(ids)
+    new_id = consolidated_id(ids)
+    redirect = redirect or {}
     relations: dict[tuple[str, str], None] = {}
     for m in ordered:
         for kind, target in m.relations:
-            if kind != FOLLOWS and target not in inside:
+            target = redirect.get(target, target)
+            if target != new_id and target not in ids and (kind != FOLLOWS or m is rep):
                 relations[(kind, target)] = None
     got = [inherited_access(m, access.get(m.id, Access())) for m in members]
     lasts = [a.last for a in got if a.last is not None]
@@ -244,7 +254,7 @@ def merge_item(members: Sequence[MemoryRecord], access: dict[str, Access], now: 
         metadata["last_accessed"] = max(lasts)
     expiries = [m.expires_at for m in members]
     item: dict[str, Any] = {
-        "id": consolidated_id(ids),
+        "id": new_id,
         "content": merged_text([text_of(m) for m in ordered], max_content_bytes),
         "metadata": metadata,
         "memory_type": rep.memory_type,
@@ -440,7 +450,9 @@ async def consolidate(
         eligible, vectors, ccfg.similarity, session is not None, ccfg.block_rows, progress)]
     merged_ids = [m.id for g in groups for m in g]
     access = await _access(client, merged_ids) if groups else {}
-    items = [merge_item(g, access, now, client.config.max_content_bytes) for g in groups]
+    redirect = {m.id: consolidated_id(m.id for m in g) for g in groups for m in g}
+    items = [merge_item(g, access, now, client.config.max_content_bytes, redirect)
+             for g in groups]
 
     pruned: list[tuple[MemoryRecord, float]] = []
     if prune:
