@@ -154,7 +154,10 @@ class VectorStoreConfig(Section):
 
 class FaissConfig(Section):
     path: str = "outputs/memory"
-    index_kind: Literal["flat", "hnsw"] = "flat"
+    # auto: flat (exact) below `hnsw_above` memories, HNSW (approximate) from there; decided
+    # when the store opens (a store that grows past it switches at its next open).
+    index_kind: Literal["auto", "flat", "hnsw"] = "auto"
+    hnsw_above: int = Field(default=200_000, ge=1)
     hnsw_m: int = Field(default=32, ge=2, le=512)
     hnsw_ef_construction: int = Field(default=200, ge=1)
     hnsw_ef_search: int = Field(default=128, ge=1)
