@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from DeepResearch.src.memory.backends.record import MemoryFilter, archive_namespace
 from DeepResearch.src.memory.client_parts import ClientParts
 from DeepResearch.src.memory.errors import (
     ConfirmationRequired,
@@ -123,17 +124,19 @@ class Maintenance(ClientParts):
 
     async def stats(self) -> MemoryStats:
         await self.open()
-        total = in_session = None
+        total = in_session = archived = None
         if self.available:
             try:
                 await self.writes.drain_pending()
                 total = await self.backend.count(self._bounded())
                 in_session = await self.backend.count(self._bounded(session_ids=(self.session_id,)))
+                archived = await self.backend.count(
+                    MemoryFilter(namespaces=(archive_namespace(self.namespace),)))
             except MemoryBackendError as exc:
                 self._lost(exc)
         return MemoryStats(
             backend=self.config.backend, available=self.available, session_id=self.session_id,
-            total=total, in_session=in_session, **self.writes.counters(),
+            total=total, in_session=in_session, archived=archived, **self.writes.counters(),
         )
 
     async def health(self) -> MemoryHealth:

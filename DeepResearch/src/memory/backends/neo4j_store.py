@@ -219,6 +219,20 @@ class Neo4jBackend(MemoryBackend):
             await self.conn.write("dropping placeholders", [(self.q.drop_orphan_pending(), {})])
         return total
 
+    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
+        """The nodes re-filed in one transaction (Queries.move_statements); no fact is
+        touched (facts cite ids, not nodes)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return 0
+        params = {"ids": ids, "from": from_namespace, "to": to_namespace}
+        if from_namespace == to_namespace:
+            return len(await self.get(ids, from_namespace))
+        rows = await self.conn.write(
+            f"moving {len(ids)} memories to {to_namespace!r}",
+            [(q, params) for q in self.q.move_statements()])
+        return int(rows[0]["n"]) if rows else 0
+
     # --- reads ---------------------------------------------------------------------------
     async def get(
         self, ids: Sequence[str], namespace: str = DEFAULT_NAMESPACE
