@@ -58,7 +58,7 @@ from DeepResearch.src.memory.backends.neo4j_writes import (
     memory_statements,
     similar_to_statement,
 )
-from DeepResearch.src.memory.backends.record import record_matches
+from DeepResearch.src.memory.backends.record import live_namespace, record_matches
 from DeepResearch.src.memory.errors import (
     MemoryBackendError,
     MemoryConfigError,
@@ -195,7 +195,7 @@ class Neo4jBackend(MemoryBackend):
         async def one_batch(run: Run) -> tuple[int, int]:
             # The namespaces' fact write locks first (another worker's ingest must not write
             # back a fact this cascade edits); those of a delete naming none, once known.
-            await facts.lock_namespaces(run, flt.namespaces or ())
+            await facts.lock_namespaces(run, {live_namespace(n) for n in flt.namespaces or ()})
             rows = await run(self.q.delete_batch(where), {**params, "batch": batch})
             gone = [Forgotten.of(*g) for g in rows[0]["gone"]] if rows else []
             if gone and not flt.namespaces:

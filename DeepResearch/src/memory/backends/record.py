@@ -33,6 +33,12 @@ def is_archive_namespace(namespace: str) -> bool:
     return namespace.endswith(ARCHIVE_SUFFIX)
 
 
+def live_namespace(namespace: str) -> str:
+    """The namespace whose archive `namespace` is (itself when it is no archive): the one
+    whose facts cite the archived memories."""
+    return namespace.removesuffix(ARCHIVE_SUFFIX)
+
+
 @dataclass(frozen=True, slots=True)
 class AccessStats:
     """How often retrieves returned a memory, and when last (epoch seconds; None: never)."""
