@@ -63,10 +63,18 @@ async def test_archive_restore_and_forget_from_the_archive(store: Path) -> None:
     assert health.returncode == 0 and json.loads(health.stdout)["problems"] == []
 
 
+async def test_pin_and_unpin(store: Path) -> None:
+    assert "pinned 1 of 2" in ok(memory_cli(store, "pin", "alpha", "nope"))
+    assert json.loads(ok(memory_cli(store, "show", "alpha")))["metadata"]["pinned"] is True
+    assert "unpinned 1 of 1" in ok(memory_cli(store, "unpin", "alpha"))
+    assert "pinned" not in json.loads(ok(memory_cli(store, "show", "alpha")))["metadata"]
+
+
 async def test_archive_mistakes_are_one_line_and_exit_2(store: Path) -> None:
     for args, fragment in ((["archive"], "the following arguments are required: ids"),
                            (["archive", "a b"], "not a valid id"),
-                           (["restore", "x~y"], "not a valid id")):
+                           (["restore", "x~y"], "not a valid id"),
+                           (["pin"], "the following arguments are required: ids")):
         done = memory_cli(store, *args)
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert fragment in done.stderr

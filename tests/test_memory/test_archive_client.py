@@ -131,3 +131,24 @@ async def test_archive_arguments_are_checked(make_client: MakeClient) -> None:
         await client.restore(["a b"])
     with pytest.raises(MemoryInputError, match="limit"):
         await client.archived(limit=-1)
+
+
+async def test_pin_and_unpin_set_and_clear_the_pinned_flag(make_client: MakeClient) -> None:
+    client = make_client(namespace="alice")
+    await client.store("the lab's door code is 4711", id="a", session_id="s1",
+                       metadata={"source": "wiki"})
+    await client.store("lunch is at noon", id="b", session_id="s1")
+    (before,) = await client.backend.get(["a"], "alice")
+    assert await client.pin(["a", "missing"]) == 1
+    pinned = await client.get("a")
+    assert pinned is not None and pinned.metadata == {"source": "wiki", "pinned": True}
+    (after,) = await client.backend.get(["a"], "alice")
+    assert np.array_equal(after.vector, before.vector) and after.relations == before.relations
+    assert "a" in await _ids(client, "door code")
+    assert [m.id for m in await client.get_related_memories("b")] == ["a"]  # FOLLOWS kept
+    assert await client.unpin(["a"]) == 1
+    assert (await client.get("a")).metadata == {"source": "wiki"}
+    await client.archive(["b"], reason="old")
+    assert await client.pin(["b"]) == 0  # an archived memory is restored first
+    with pytest.raises(MemoryInputError, match="list of memory ids"):
+        await client.pin("a")

@@ -109,6 +109,28 @@ class Archive(ClientParts):
         flt = MemoryFilter(namespaces=(self.archive_namespace,))
         return [to_document(r) for r in await self.backend.scan(flt, limit, offset)]
 
+    async def pin(self, ids: Sequence[str]) -> int:
+        """Pin memories of this namespace (metadata "pinned" = True): pruning and
+        consolidation never archive them. Returns how many were found."""
+        return await self._set_pinned(clean_ids(ids), True)
+
+    async def unpin(self, ids: Sequence[str]) -> int:
+        """Remove the pin of memories of this namespace. Returns how many were found."""
+        return await self._set_pinned(clean_ids(ids), False)
+
+    async def _set_pinned(self, ids: list[str], pinned: bool) -> int:
+        await self._writable()
+        records = await self.backend.get(ids, self.namespace)
+        changed = [r for r in records if is_pinned(r) != pinned]
+        for record in changed:
+            if pinned:
+                record.metadata[PINNED] = True
+            else:
+                record.metadata.pop(PINNED, None)
+        if changed:
+            await self.backend.upsert(changed)
+        return len(records)
+
     async def purge_archive(self, now: float | None = None) -> int:
         """Delete the archived memories older than `memory.archive.retention_days` (by
         "archived_at"; none when it is null); returns how many (facts' cascade included)."""

@@ -4,7 +4,7 @@
     e.g. deepresearch-memory search "rna-seq aligner" --top-k 3 memory.faiss.path=outputs/memory
 
 Commands: search, list, show ID, stats, health, export FILE, import FILE, forget, expire,
-archive ID..., restore ID..., rebuild, `facts ...` (entities and time-aware facts: facts/cli.py); serve (the HTTP + MCP
+archive ID..., restore ID..., pin ID..., unpin ID..., rebuild, `facts ...` (entities and time-aware facts: facts/cli.py); serve (the HTTP + MCP
 service, docs/service.md) and mcp (the MCP server on stdio). Only `search`, and
 `import`/`rebuild` when vectors must be computed, load the
 embedding model (torch); the others start fast.
@@ -145,6 +145,10 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
         moved = await client.archive(args.ids, reason=args.reason)
         print(f"archived {moved} of {len(set(args.ids))} memories")
         return 0
+    if cmd in ("pin", "unpin"):
+        found = await (client.pin if cmd == "pin" else client.unpin)(args.ids)
+        print(f"{cmd}ned {found} of {len(set(args.ids))} memories")
+        return 0
     if cmd == "restore":
         moved = await client.restore(args.ids)
         print(f"restored {moved} of {len(set(args.ids))} memories")
@@ -284,6 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("ids", nargs="+")
     s.add_argument("--reason", default="manual", help="why (kept as archive_reason)")
     s = sub.add_parser("restore", help="move archived memories back")
+    s.add_argument("ids", nargs="+")
+    s = sub.add_parser("pin", help="pin memories: pruning and consolidation keep them")
+    s.add_argument("ids", nargs="+")
+    s = sub.add_parser("unpin", help="remove the pin of memories")
     s.add_argument("ids", nargs="+")
     sub.add_parser("facts", help="entities and time-aware facts (deepresearch-memory facts -h)")
     sub.add_parser("serve", help="the memory service: HTTP API (/docs) and MCP (/mcp); "

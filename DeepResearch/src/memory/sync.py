@@ -144,6 +144,12 @@ class SyncMemorySystemClient:
     def restore(self, ids: Sequence[str]) -> int:
         return _LOOP.run(self.aio.restore(ids))
 
+    def pin(self, ids: Sequence[str]) -> int:
+        return _LOOP.run(self.aio.pin(ids))
+
+    def unpin(self, ids: Sequence[str]) -> int:
+        return _LOOP.run(self.aio.unpin(ids))
+
     def archived(self, limit: int | None = None, offset: int = 0) -> list[MemoryDocument]:
         return _LOOP.run(self.aio.archived(limit, offset))
 
