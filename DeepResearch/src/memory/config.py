@@ -144,6 +144,12 @@ class ForgetConfig(Section):
     confirm_above: int = Field(default=100, ge=0, le=1_000_000_000)
 
 
+class ArchiveConfig(Section):
+    # Archived memories older than this many days (by their "archived_at") are deleted by
+    # expire(); None keeps them until a forget.
+    retention_days: float | None = Field(default=None, gt=0, le=1_000_000)
+
+
 class VectorStoreConfig(Section):
     embedding_model: str = "all-MiniLM-L6-v2"
     # numpy needs no torch (see embeddings.py); auto uses it whenever the model allows;
@@ -317,6 +323,7 @@ class MemoryConfig(Section):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     forget: ForgetConfig = Field(default_factory=ForgetConfig)
+    archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
     vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
     faiss: FaissConfig = Field(default_factory=FaissConfig)
     neo4j: Neo4jConfig = Field(default_factory=Neo4jConfig)

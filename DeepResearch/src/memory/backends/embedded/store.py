@@ -253,6 +253,12 @@ class EmbeddedBackend(MemoryBackend):
         return await self.run("deleting memories", self.require().delete, flt,
                                self.fact_store().forget)
 
+    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
+        """Records re-filed in SQLite (records.py); the FAISS index is unchanged (a row keeps
+        its seq), no fact is touched."""
+        return await self.run("moving memories", self.require().move, list(ids),
+                               from_namespace, to_namespace)
+
     async def vector_search(
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[Candidate]:
