@@ -14,6 +14,7 @@ MODULES = [
     "benchmarks.bench_node_memory",
     "benchmarks.bench_embedding --recall",
     "benchmarks.bench_memory",
+    "benchmarks.bench_million",
     "benchmarks.bench_checkpoint",
     "benchmarks.bench_neo4j",
     "benchmarks.bench_facts",

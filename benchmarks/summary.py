@@ -24,6 +24,8 @@ ROWS: list[Row] = [
      lambda d: d["retrieve"]["10000"]["p50_ratio"], "<= 1.3", lambda v: v <= 1.3, "python benchmarks/bench_memory.py"),
     ("memory", "retrieve / (raw encode + raw FAISS search), 100k (p50)",
      lambda d: d["retrieve"]["100000"]["p50_ratio"], "<= 1.3", lambda v: v <= 1.3, "python benchmarks/bench_memory.py"),
+    ("memory", "retrieve CPU / (raw query embedding + raw FAISS search), 1k memories in the session",
+     lambda d: d["retrieve_cpu_ratio"], "<= 3", lambda v: v <= 3, "python benchmarks/bench_memory.py"),
     ("memory", "batched store / raw encode (throughput)",
      lambda d: d["store_ratio"], ">= 0.85", lambda v: v >= 0.85, "python benchmarks/bench_memory.py"),
     ("embedding", "embedding, onnx int8 / numpy batched throughput (worst of batch 32, 128)",

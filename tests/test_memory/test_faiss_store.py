@@ -150,6 +150,24 @@ async def test_other_model_dimension_or_metric_is_refused(tmp_path: Path) -> Non
     await switched.close()
 
 
+async def test_auto_index_kind_turns_hnsw_when_the_store_opens_past_hnsw_above(tmp_path: Path) -> None:
+    records = _records(12)
+    small = await _backend(tmp_path, hnsw_above=10)
+    await small.upsert(records[:6])
+    assert "(flat FAISS index" in (await small.health()).detail
+    await small.upsert(records[6:])  # past the size: the kind holds until the next open
+    assert "(flat FAISS index" in (await small.health()).detail
+    await small.close()
+    large = await _backend(tmp_path, hnsw_above=10)
+    assert "(hnsw FAISS index" in (await large.health()).detail
+    found = await large.vector_search(records[9].vector, 3, MemoryFilter())
+    assert found[0].record.id == "r9" and len(found) == 3  # the index rebuilt with every record
+    await large.close()
+    again = await _backend(tmp_path, hnsw_above=10)  # the saved HNSW file is used as it is
+    assert (await again.vector_search(records[2].vector, 1, MemoryFilter()))[0].record.id == "r2"
+    await again.close()
+
+
 @pytest.fixture(params=["exact over the matching rows", "over-fetched"])
 def broad_filters(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Small stores search the rows of any filter matching up to SELECTIVE_ROWS exactly;

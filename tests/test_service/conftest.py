@@ -77,8 +77,10 @@ def http_service(tmp_path: Path, embedder: Embedder, http_settings: dict[str, An
     """A real uvicorn server on 127.0.0.1 (in a thread); yields its base URL."""
     import uvicorn
 
+    settings = dict(http_settings)
     config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "http-store")},
-                          service={"log_requests": False}, **http_settings)
+                          service={"log_requests": False, **settings.pop("service", {})},
+                          **settings)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(config, keys=KEYS, embedder=embedder),
                                            host="127.0.0.1", port=port, log_config=None))

@@ -4,9 +4,10 @@
     e.g. deepresearch-memory search "rna-seq aligner" --top-k 3 memory.faiss.path=outputs/memory
 
 Commands: search, list, show ID, stats, health, export FILE, import FILE, forget, expire,
-consolidate (cli_consolidate.py), rebuild, `facts ...` (entities and time-aware facts:
-facts/cli.py); serve (the HTTP + MCP service, docs/service.md) and mcp (the MCP server on
-stdio). Only `search`, and `import`/`rebuild` when vectors must be computed, load the
+archive ID..., restore ID..., pin ID..., unpin ID..., consolidate (cli_consolidate.py),
+rebuild, `facts ...` (entities and time-aware facts: facts/cli.py); serve (the HTTP + MCP
+service, docs/service.md) and mcp (the MCP server on stdio). Only `search`, and
+`import`/`rebuild` when vectors must be computed, load the
 embedding model (torch); the others start fast.
 
 Exit status: 0 done; 1 the backend failed, also part-way through the command (or `import`
@@ -34,7 +35,7 @@ from DeepResearch.src.commandline import (
     compose,
 )
 from DeepResearch.src.memory.backend_override import as_group_choice
-from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, archive_namespace
 from DeepResearch.src.memory.cli_consolidate import add_parser as add_consolidate_parser
 from DeepResearch.src.memory.cli_transfer import export_jsonl, import_jsonl
 from DeepResearch.src.memory.client import MemorySystemClient
@@ -111,7 +112,12 @@ async def run(args: argparse.Namespace, config: MemoryConfig) -> int:
 
 async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int:
     cmd = args.command
-    scope = MemoryFilter(session_ids=(args.session,)) if getattr(args, "session", None) else MemoryFilter()
+    # list / export / forget read one namespace, as import writes one: the configured one,
+    # or its archive with --archived
+    namespace = (archive_namespace(client.namespace) if getattr(args, "archived", False)
+                 else client.namespace)
+    session = getattr(args, "session", None)
+    scope = MemoryFilter(namespaces=(namespace,), session_ids=(session,) if session else None)
     if cmd == "search":
         if args.top_k is not None and not 1 <= args.top_k <= MAX_TOP_K:
             raise MemoryInputError(f"--top-k {args.top_k}: give a number from 1 to {MAX_TOP_K}")
@@ -129,11 +135,26 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
             print(_line(r))
         return 0
     if cmd == "show":
-        found = await client.backend.get([args.id], client.namespace)
+        found = (await client.backend.get([args.id], client.namespace)
+                 or await client.backend.get([args.id], archive_namespace(client.namespace)))
         if not found:
             print(f"deepresearch-memory: no memory with id {args.id!r}", file=sys.stderr)
             return 1
-        print(json.dumps(record_to_json(found[0], include_vector=False), indent=2, ensure_ascii=False))
+        shown = record_to_json(found[0], include_vector=False)
+        shown["archived"] = found[0].namespace != client.namespace
+        print(json.dumps(shown, indent=2, ensure_ascii=False))
+        return 0
+    if cmd == "archive":
+        moved = await client.archive(args.ids, reason=args.reason)
+        print(f"archived {moved} of {len(set(args.ids))} memories")
+        return 0
+    if cmd in ("pin", "unpin"):
+        found = await (client.pin if cmd == "pin" else client.unpin)(args.ids)
+        print(f"{cmd}ned {found} of {len(set(args.ids))} memories")
+        return 0
+    if cmd == "restore":
+        moved = await client.restore(args.ids)
+        print(f"restored {moved} of {len(set(args.ids))} memories")
         return 0
     if cmd == "stats":
         stats = (await client.stats()).as_dict()
@@ -192,7 +213,7 @@ async def _forget(client: MemorySystemClient, args: argparse.Namespace) -> int:
     try:
         removed = await client.forget(args.ids or None, filters=filters or None,
                                       session_id=args.session, everything=args.all,
-                                      confirm=args.yes)
+                                      confirm=args.yes, archived=args.archived)
     except ConfirmationRequired as exc:
         print(f"deepresearch-memory: forget would delete {exc.count} memories (more than "
               f"memory.forget.confirm_above={client.config.forget.confirm_above}); nothing "
@@ -245,8 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--session", default=None, help="search one session (default: all)")
     s.add_argument("--profile", default=None)
     s.add_argument("--filter", action="append", metavar="KEY=VALUE")
-    s = sub.add_parser("list", help="memories, oldest first")
+    s = sub.add_parser("list", help="memories of the namespace, oldest first")
     s.add_argument("--session", default=None)
+    s.add_argument("--archived", action="store_true", help="list the archived memories")
     s.add_argument("--limit", type=int, default=50)
     s.add_argument("--offset", type=int, default=0)
     s = sub.add_parser("show", help="one memory as JSON")
@@ -266,7 +288,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="confirm a forget of more than memory.forget.confirm_above memories")
     s.add_argument("--session", default=None)
     s.add_argument("--filter", action="append", metavar="KEY=VALUE")
-    sub.add_parser("expire", help="delete memories whose TTL has passed")
+    s.add_argument("--archived", action="store_true", help="delete from the archive")
+    sub.add_parser("expire", help="delete memories whose TTL has passed (and archived ones "
+                   "past memory.archive.retention_days)")
+    s = sub.add_parser("archive", help="move memories to the archive (out of retrieval)")
+    s.add_argument("ids", nargs="+")
+    s.add_argument("--reason", default="manual", help="why (kept as archive_reason)")
+    s = sub.add_parser("restore", help="move archived memories back")
+    s.add_argument("ids", nargs="+")
+    s = sub.add_parser("pin", help="pin memories: pruning and consolidation keep them")
+    s.add_argument("ids", nargs="+")
+    s = sub.add_parser("unpin", help="remove the pin of memories")
+    s.add_argument("ids", nargs="+")
     add_consolidate_parser(sub)
     sub.add_parser("facts", help="entities and time-aware facts (deepresearch-memory facts -h)")
     sub.add_parser("serve", help="the memory service: HTTP API (/docs) and MCP (/mcp); "

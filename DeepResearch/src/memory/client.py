@@ -1,7 +1,8 @@
 """`MemorySystemClient`: the one facade the framework calls (async; sync face in sync.py).
 
 Lifecycle and writes live here; reads in reads.py, nested contexts in sessions.py,
-forget/expire/stats/health in maintenance.py (mixins), item validation in inputs.py.
+forget/expire/stats/health in maintenance.py, the archive tier and pins in archive.py (mixins),
+item validation in inputs.py.
 
 Written once above the backends: validation, embedding, compression, session scoping, TTL,
 the automatic FOLLOWS chain, ranking, write-behind with read-your-writes, and degrading when
@@ -17,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from DeepResearch.src.memory.archive import Archive
 from DeepResearch.src.memory.backends import (
     MemoryBackend,
     MemoryFilter,
@@ -44,7 +46,7 @@ from DeepResearch.src.memory.writes import WriteQueue
 log = logging.getLogger(__name__)
 
 
-class MemorySystemClient(Reads, NestedContexts, Maintenance):
+class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
     """Async memory client. Opens its backend on first use; `close()` flushes."""
 
     def __init__(

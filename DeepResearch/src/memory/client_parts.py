@@ -34,3 +34,4 @@ class ClientParts:
     open: Callable[[], Awaitable[None]]
     reconnect: Callable[[], Awaitable[bool]]
     _forget_session_tails: Callable[[], None]
+    purge_archive: Callable[..., Awaitable[int]]  # archive.py: the retention purge

@@ -148,6 +148,12 @@ class ForgetConfig(Section):
     confirm_above: int = Field(default=100, ge=0, le=1_000_000_000)
 
 
+class ArchiveConfig(Section):
+    # Archived memories older than this many days (by their "archived_at") are deleted by
+    # expire(); None keeps them until a forget.
+    retention_days: float | None = Field(default=None, gt=0, le=1_000_000)
+
+
 class VectorStoreConfig(Section):
     embedding_model: str = "all-MiniLM-L6-v2"
     # numpy needs no torch (see embeddings.py); auto uses it whenever the model allows;
@@ -158,7 +164,10 @@ class VectorStoreConfig(Section):
 
 class FaissConfig(Section):
     path: str = "outputs/memory"
-    index_kind: Literal["flat", "hnsw"] = "flat"
+    # auto: flat (exact) below `hnsw_above` memories, HNSW (approximate) from there; decided
+    # when the store opens (a store that grows past it switches at its next open).
+    index_kind: Literal["auto", "flat", "hnsw"] = "auto"
+    hnsw_above: int = Field(default=200_000, ge=1)
     hnsw_m: int = Field(default=32, ge=2, le=512)
     hnsw_ef_construction: int = Field(default=200, ge=1)
     hnsw_ef_search: int = Field(default=128, ge=1)
@@ -318,6 +327,7 @@ class MemoryConfig(Section):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     forget: ForgetConfig = Field(default_factory=ForgetConfig)
+    archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
     vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
     faiss: FaissConfig = Field(default_factory=FaissConfig)
     neo4j: Neo4jConfig = Field(default_factory=Neo4jConfig)

@@ -1,14 +1,16 @@
 """The base of every `memory` config section: an unknown key is an error, assignments are
 validated (config.py, config_service.py). And the one id rule (namespaces, sessions, memory,
 message and channel ids) that the config, the client (inputs.clean_id) and the service's
-request bodies (`Id`) all apply."""
+request bodies (`Id`) all apply, with the other field types the client's and the fact graph's
+input checks share (inputs.py, facts/validation.py)."""
 
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 
 ID_REGEX = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
 ID_RULE = "1-200 characters of letters, digits and _ . : @ - (first a letter or digit; no '..')"
@@ -27,6 +29,13 @@ def _checked_id(value: str) -> str:
 
 # A pydantic field holding an id: the pattern for the schema, the full rule (no '..') checked.
 Id = Annotated[str, Field(pattern=ID_REGEX), AfterValidator(_checked_id)]
+TEXT = Annotated[str, StringConstraints(strict=True, pattern=r"\S")]  # a str, not only blanks
+
+
+@cache
+def number_in(low: float, high: float) -> TypeAdapter[float]:
+    """A finite int or float (not a bool, not text) in [low, high], as a float."""
+    return TypeAdapter(Annotated[float, Field(strict=True, ge=low, le=high, allow_inf_nan=False)])
 
 # The most results one retrieval returns, wherever it is asked for: retrieve(top_k=...),
 # memory.retrieval.top_k, `deepresearch-memory search --top-k`, the HTTP service's top_k.

@@ -16,6 +16,16 @@ class RateLimitConfig(Section):
     burst: int = Field(default=400, ge=1)
 
 
+class AdmissionConfig(Section):
+    """Bounded work per worker process: at most `max_in_flight` requests run at once, at most
+    `max_queued` more wait for a slot, each at most `max_wait_seconds`; past that a request is
+    refused at once (503 `overloaded`, Retry-After). 0 max_in_flight = no limit."""
+
+    max_in_flight: int = Field(default=8, ge=0, le=100_000)
+    max_queued: int = Field(default=32, ge=0, le=1_000_000)
+    max_wait_seconds: float = Field(default=2.0, gt=0)
+
+
 class ServiceConfig(Section):
     """`deepresearch-memory serve` / `mcp` (DeepResearch/src/memory/service/)."""
 
@@ -28,6 +38,7 @@ class ServiceConfig(Section):
     api_keys: dict[str, str] = Field(default_factory=dict)
     api_keys_env: str = Field(default="DEEPRESEARCH_MEMORY_API_KEYS", min_length=1)
     rate_limit: RateLimitConfig = Field(default_factory=RateLimitConfig)
+    admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
     max_body_bytes: int = Field(default=2_000_000, ge=1024)
     tool_timeout_seconds: float = Field(default=30.0, gt=0)
     trace_buffer: int = Field(default=1000, ge=1, le=1_000_000)  # request traces kept for /debug
@@ -40,6 +51,12 @@ class ServiceConfig(Section):
     @model_validator(mode="after")
     def _keys(self) -> ServiceConfig:
         check_api_keys(self.api_keys, "api_keys")
+        if self.admission.max_in_flight and \
+                self.admission.max_wait_seconds >= self.tool_timeout_seconds:
+            raise ValueError(
+                f"admission.max_wait_seconds={self.admission.max_wait_seconds:g} must be shorter "
+                f"than tool_timeout_seconds={self.tool_timeout_seconds:g}: a queued request "
+                "would otherwise wait as long as a call may run")
         return self
 
 

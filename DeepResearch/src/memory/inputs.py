@@ -1,7 +1,9 @@
 """Validation of what callers hand the client: content, metadata, vectors, relations, filters.
 
 Every check raises MemoryInputError naming the offending value and what is allowed, before
-anything is stored.
+anything is stored. Types and ranges of single values are pydantic TypeAdapters (strict: a bool
+is no number, text is no number); what pydantic does not say (JSON round trips, metadata keys,
+filter operators, vectors) is checked here.
 """
 
 from __future__ import annotations
@@ -12,14 +14,15 @@ import re
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 from uuid import uuid4
 
 import numpy as np
+from pydantic import Field, TypeAdapter, ValidationError
 
 from DeepResearch.src.memory.backends.base import JSONScalar, MemoryRecord
 from DeepResearch.src.memory.compression import compress_content
-from DeepResearch.src.memory.config_base import ID_RULE, MAX_TOP_K, is_valid_id
+from DeepResearch.src.memory.config_base import ID_RULE, MAX_TOP_K, TEXT, is_valid_id, number_in
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.models import RelationType
 
@@ -47,6 +50,24 @@ _RELATION_TYPES = [r.value for r in RelationType]
 def _short(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_TEXT = TypeAdapter(TEXT)
+_TIME = TypeAdapter(Annotated[float, Field(strict=True, allow_inf_nan=False)])  # finite
+_TOP_K = TypeAdapter(Annotated[int, Field(strict=True, ge=1, le=MAX_TOP_K)])
+
+
+def error_kind(exc: ValidationError) -> str:
+    """The type of a pydantic error's first complaint (e.g. 'float_type', 'less_than_equal')."""
+    return exc.errors(include_url=False)[0]["type"]
+
+
+def is_valid(adapter: TypeAdapter[Any], value: Any) -> bool:
+    try:
+        adapter.validate_python(value)
+    except ValidationError:
+        return False
+    return True
 
 
 def clean_content(content: Any, max_bytes: int, *, what: str = "content") -> str:
@@ -153,11 +174,14 @@ def clean_vector(vector: Any, dimension: int) -> np.ndarray:
 
 
 def clean_unit_float(value: Any, name: str, low: float = 0.0, high: float = 1.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise MemoryInputError(f"{name} must be a number in [{low}, {high}], got {_short(value)}")
-    if not low <= value <= high:
-        raise MemoryInputError(f"{name}={value} is outside [{low}, {high}]")
-    return float(value)
+    try:
+        return number_in(low, high).validate_python(value)
+    except ValidationError as exc:
+        if error_kind(exc) == "float_type" or value != value:  # not a number, or NaN
+            raise MemoryInputError(
+                f"{name} must be a number in [{low}, {high}], got {_short(value)}"
+            ) from None
+        raise MemoryInputError(f"{name}={value} is outside [{low}, {high}]") from None
 
 
 def clean_time(value: Any, name: str) -> float:
@@ -175,9 +199,10 @@ def clean_time(value: Any, name: str) -> float:
 
 
 def clean_name(value: Any, name: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise MemoryInputError(f"{name} must be a non-empty str, got {_short(value)}")
-    return value
+    try:
+        return _TEXT.validate_python(value)
+    except ValidationError:
+        raise MemoryInputError(f"{name} must be a non-empty str, got {_short(value)}") from None
 
 
 def clean_id(value: Any, name: str) -> str:
@@ -201,9 +226,12 @@ def clean_profile(config: MemoryConfig, name: Any) -> ProfileConfig | None:
 
 
 def clean_top_k(top_k: Any) -> int:
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-        raise MemoryInputError(f"top_k must be an int in [1, {MAX_TOP_K}], got {_short(top_k)}")
-    return top_k
+    try:
+        return _TOP_K.validate_python(top_k)
+    except ValidationError:
+        raise MemoryInputError(
+            f"top_k must be an int in [1, {MAX_TOP_K}], got {_short(top_k)}"
+        ) from None
 
 
 def clean_relations(relations: Any) -> list[tuple[str, str]]:
@@ -392,16 +420,11 @@ def unreadable(record: MemoryRecord) -> str | None:
         ("temporal_weight", record.temporal_weight, 0.0, 1e6),
         ("created_at", record.created_at, 0.0, 1e12),
     ):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        if not is_valid(number_in(low, high), value):
             return f"{name}={_short(value)} outside [{low}, {high}]"
-    if record.expires_at is not None and (
-        not isinstance(record.expires_at, int | float) or not math.isfinite(record.expires_at)
-    ):
-        return f"expires_at={_short(record.expires_at)} is not a time"
-    if record.event_at is not None and (
-        not isinstance(record.event_at, int | float) or not math.isfinite(record.event_at)
-    ):
-        return f"event_at={_short(record.event_at)} is not a time"
+    for name, value in (("expires_at", record.expires_at), ("event_at", record.event_at)):
+        if value is not None and not is_valid(_TIME, value):
+            return f"{name}={_short(value)} is not a time"
     if any(t not in _RELATION_TYPES for t, _ in record.relations):
         return f"unknown relation type in {_short(record.relations)}"
     if record.vector is not None:

@@ -107,6 +107,7 @@ class MemoryStats:
     written: int  # records this client has written
     failed_attempts: int  # batch writes that failed (and went to the outbox)
     spilled_file: str | None  # JSONL file unwritten records were saved to, if any
+    archived: int | None = None  # memories in the namespace's archive (not in `total`)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

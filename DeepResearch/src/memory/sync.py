@@ -18,7 +18,13 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
-from DeepResearch.src.memory.models import MemoryHealth, MemoryStats, RelatedMemory, RetrievedMemory
+from DeepResearch.src.memory.models import (
+    MemoryDocument,
+    MemoryHealth,
+    MemoryStats,
+    RelatedMemory,
+    RetrievedMemory,
+)
 from DeepResearch.src.memory.writes import register_exit_hook
 
 T = TypeVar("T")
@@ -127,9 +133,25 @@ class SyncMemorySystemClient:
 
     def forget(self, ids: str | Sequence[str] | None = None, *,
                filters: Mapping[str, Any] | None = None, session_id: str | None = None,
-               everything: bool = False, confirm: bool = False) -> int:
+               everything: bool = False, confirm: bool = False, archived: bool = False) -> int:
         return _LOOP.run(self.aio.forget(ids, filters=filters, session_id=session_id,
-                                         everything=everything, confirm=confirm))
+                                         everything=everything, confirm=confirm,
+                                         archived=archived))
+
+    def archive(self, ids: Sequence[str], *, reason: str) -> int:
+        return _LOOP.run(self.aio.archive(ids, reason=reason))
+
+    def restore(self, ids: Sequence[str]) -> int:
+        return _LOOP.run(self.aio.restore(ids))
+
+    def pin(self, ids: Sequence[str]) -> int:
+        return _LOOP.run(self.aio.pin(ids))
+
+    def unpin(self, ids: Sequence[str]) -> int:
+        return _LOOP.run(self.aio.unpin(ids))
+
+    def archived(self, limit: int | None = None, offset: int = 0) -> list[MemoryDocument]:
+        return _LOOP.run(self.aio.archived(limit, offset))
 
     def expire(self, now: float | None = None) -> int:
         return _LOOP.run(self.aio.expire(now))

@@ -302,6 +302,22 @@ async def test_a_large_batch_is_extracted_off_the_event_loop() -> None:
     assert ticks > 1
 
 
+@pytest.mark.parametrize(("line", "predicate", "obj", "valid_at"), [
+    # a decimal count is read as written (1.5 years, not 15) on the calendar, to the hour
+    ("Bob: I moved to Berlin 1.5 years ago.", "LIVES_IN", "Berlin",
+     datetime(2022, 12, 1, 12, tzinfo=UTC)),
+    # dateparser reads "this week" against the message's day (2024-06-01)
+    ("Bob: I joined the chess club this week.", "MEMBER_OF", "chess club",
+     datetime(2024, 6, 1, tzinfo=UTC)),
+    ("Bob: I moved to Lisbon on 5th of March, 2020.", "LIVES_IN", "Lisbon",
+     datetime(2020, 3, 5, tzinfo=UTC)),
+    ("Bob: We moved to Oslo last month.", "LIVES_IN", "Oslo", datetime(2024, 5, 1, tzinfo=UTC)),
+])
+async def test_dates_are_read_against_the_message(line: str, predicate: str, obj: str,
+                                                  valid_at: datetime) -> None:
+    assert find(await facts_of(line), predicate, obj).valid_at == valid_at.timestamp()
+
+
 @pytest.mark.parametrize(("now", "years", "then"), [
     (datetime(2024, 3, 1, 10, tzinfo=UTC), 6, datetime(2018, 3, 1, 10, tzinfo=UTC)),
     (datetime(2024, 2, 29, tzinfo=UTC), 1, datetime(2023, 2, 28, tzinfo=UTC)),  # no 29th then

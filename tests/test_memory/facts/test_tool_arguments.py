@@ -4,6 +4,8 @@ participants from the messages themselves, location names with their other names
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from DeepResearch.src.memory.errors import MemoryInputError
@@ -206,3 +208,33 @@ async def test_find_experts_takes_a_free_text_query(team: FactGraph) -> None:
 
     schema = fact_toolset(team).tools["find_experts"].function_schema.json_schema
     assert schema["required"] == ["query"] and set(schema["properties"]) == {"query", "limit"}
+
+
+async def test_timeline_answers_the_seeds_entries_of_life_spans_by_default(team: FactGraph) -> None:
+    answer = await TOOLS["get_person_timeline"](team, "Alice")
+    entries = [(e.type, e.object, e.start, e.end) for e in answer.timeline]
+    assert [e[2] for e in entries] == sorted(e[2] for e in entries)  # oldest first
+    assert sorted(entries, key=str) == [
+        ("LIVES_IN", "San Francisco", "2022-01-01T00:00:00+00:00", None),
+        ("WORKS_AT", "Google", "2022-01-01T00:00:00+00:00", None),
+        ("WORKS_AT", "Microsoft", "2019-03-01T00:00:00+00:00", "2022-01-01T00:00:00+00:00"),
+    ]  # skills, topics and acquaintances are not spans of a life: asked for by name
+    assert [e.fact_id for e in answer.timeline] == [f.id for f in answer.facts]
+    assert answer.timeline[0].evidence == ["m1"] and answer.timeline[0].attributes == {"role": "Engineer"}
+    skills = await TOOLS["get_person_timeline"](team, "Alice", fact_types=["HAS_SKILL"])
+    assert sorted(e.object for e in skills.timeline) == ["Kubernetes", "Python"]
+
+
+async def test_find_experts_weighs_recent_expertise_above_old(graph: FactGraph) -> None:
+    same = dict(predicate="HAS_SKILL", object="Go", confidence=0.9,
+                attributes={"proficiency": "expert", "years": 6})
+    now = time.time()
+    await graph.add_facts([
+        dict(subject="Olga", evidence="o1", valid_at=now - 8 * 365 * 86400, **same),
+        dict(subject="Nina", evidence="n1", valid_at=now - 30 * 86400, **same),
+    ])
+    answer = await TOOLS["find_experts"](graph, "Go")
+    assert [h.person.name for h in answer.experts] == ["Nina", "Olga"]
+    assert answer.experts == answer.people  # the seed's name for the same hits
+    old, new = answer.experts[1].relevance_score, answer.experts[0].relevance_score
+    assert 0.7 * new <= old < new  # older expertise counts less, never less than the floor

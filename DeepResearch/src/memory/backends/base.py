@@ -16,16 +16,20 @@ from typing import ClassVar
 import numpy as np
 
 from DeepResearch.src.memory.backends.record import (  # noqa: F401  (the contract's types, re-exported)
+    ARCHIVE_SUFFIX,
     DEFAULT_NAMESPACE,
     FOLLOWS,
+    AccessStats,
     BackendHealth,
     Candidate,
     JSONScalar,
     MemoryFilter,
     MemoryRecord,
     RelatedRecord,
+    archive_namespace,
     by_namespace,
     indexed_text,
+    is_archive_namespace,
     record_matches,
     walk_namespace,
 )
@@ -75,6 +79,15 @@ class MemoryBackend(ABC):
         """Delete every record matching the filter; return how many. A backend with a fact
         store also forgets, in the same transaction, the facts built on them (the plan of
         facts/forgetting.py), and counts the facts' sentence memories deleted with them."""
+
+    @abstractmethod
+    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
+        """Re-file the records `ids` of `from_namespace` under `to_namespace` (the archive and
+        back), in one transaction, keeping everything they hold: vectors, relations (their
+        own, and the edges between the moved ones), times, metadata, access statistics.
+        Unlike `delete` it forgets no fact: facts keep citing the moved ids. A record of
+        `to_namespace` with a moved id is replaced, as `upsert` replaces it. Missing ids are
+        skipped; returns how many records moved."""
 
     @abstractmethod
     async def vector_search(

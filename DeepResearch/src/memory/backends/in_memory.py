@@ -110,6 +110,25 @@ class InMemoryBackend(MemoryBackend):
             self._matrix = None
         return len(doomed)
 
+    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
+        """Re-keys the records (their FTS rows follow the key); no fact is touched."""
+        self.check_open()
+        moving = [k for k in dict.fromkeys((from_namespace, i) for i in ids) if k in self._records]
+        if from_namespace == to_namespace:
+            return len(moving)
+        for key in moving:
+            target = (to_namespace, key[1])
+            self._records.pop(target, None)
+            self._unindex(target)
+            record = self._records.pop(key)
+            record.namespace = to_namespace
+            self._records[target] = record
+            row = self._rows.pop(key)
+            self._rows[target], self._ids[row] = row, target
+        if moving:
+            self._matrix = None
+        return len(moving)
+
     def _unindex(self, key: Key) -> None:
         row = self._rows.pop(key, None)
         if row is not None:

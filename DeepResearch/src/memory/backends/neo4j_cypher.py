@@ -220,6 +220,29 @@ class Queries:
             f"WITH a, coalesce(b1, b2) AS b WHERE b IS NOT NULL MERGE (a)-[:`{rel}`]->(b)"
         )
 
+    # -- move (the archive): $ids of $from re-filed under $to --------------------------------
+    def move_statements(self) -> list[str]:
+        """One transaction, in order: a node of $to with a moved id (a memory, or a
+        placeholder of one that other memories point at) hands its incoming edges to the
+        moved node and is deleted, as `upsert` replaces a memory and keeps what points at
+        it; then the moved nodes take $to as namespace (their edges, to each other and to
+        the rest, stay). The last statement returns `n`, how many moved."""
+        L, P = self._label_sql, self._pending_sql
+
+        def pair(label: str) -> str:
+            return (f"UNWIND $ids AS id MATCH (s:{L} {{namespace: $from, id: id}}) "
+                    f"MATCH (d:{label} {{namespace: $to, id: id}}) ")
+
+        out = [
+            pair(label) + f"MATCH (a)-[r:`{rel}`]->(d) WHERE a <> s "
+            f"MERGE (a)-[:`{rel}`]->(s) DELETE r"
+            for label in (L, P) for rel in ALL_REL_TYPES
+        ]
+        out += [pair(label) + "DETACH DELETE d" for label in (L, P)]
+        out.append(f"UNWIND $ids AS id MATCH (m:{L} {{namespace: $from, id: id}}) "
+                   "SET m.namespace = $to RETURN count(m) AS n")
+        return out
+
     def _filtered_hits(self, where: str) -> str:
         """One row: `raw` = how many hits the index gave, `found` = the best $k of those
         passing the filter (the index call comes first and yields `node, score`)."""

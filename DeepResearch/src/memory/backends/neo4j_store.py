@@ -58,7 +58,7 @@ from DeepResearch.src.memory.backends.neo4j_writes import (
     memory_statements,
     similar_to_statement,
 )
-from DeepResearch.src.memory.backends.record import record_matches
+from DeepResearch.src.memory.backends.record import live_namespace, record_matches
 from DeepResearch.src.memory.errors import (
     MemoryBackendError,
     MemoryConfigError,
@@ -195,7 +195,7 @@ class Neo4jBackend(MemoryBackend):
         async def one_batch(run: Run) -> tuple[int, int]:
             # The namespaces' fact write locks first (another worker's ingest must not write
             # back a fact this cascade edits); those of a delete naming none, once known.
-            await facts.lock_namespaces(run, flt.namespaces or ())
+            await facts.lock_namespaces(run, {live_namespace(n) for n in flt.namespaces or ()})
             rows = await run(self.q.delete_batch(where), {**params, "batch": batch})
             gone = [Forgotten.of(*g) for g in rows[0]["gone"]] if rows else []
             if gone and not flt.namespaces:
@@ -218,6 +218,20 @@ class Neo4jBackend(MemoryBackend):
         if total:
             await self.conn.write("dropping placeholders", [(self.q.drop_orphan_pending(), {})])
         return total
+
+    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
+        """The nodes re-filed in one transaction (Queries.move_statements); no fact is
+        touched (facts cite ids, not nodes)."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return 0
+        params = {"ids": ids, "from": from_namespace, "to": to_namespace}
+        if from_namespace == to_namespace:
+            return len(await self.get(ids, from_namespace))
+        rows = await self.conn.write(
+            f"moving {len(ids)} memories to {to_namespace!r}",
+            [(q, params) for q in self.q.move_statements()])
+        return int(rows[0]["n"]) if rows else 0
 
     # --- reads ---------------------------------------------------------------------------
     async def get(

@@ -17,6 +17,34 @@ from DeepResearch.src.memory.text import token_string
 JSONScalar = str | int | float | bool | None
 FOLLOWS = "follows"  # RelationType.FOLLOWS: a memory follows the previous one of its session
 DEFAULT_NAMESPACE = "default"
+# The archive of namespace N is the namespace `N~archive` of the same store: `~` is not an id
+# character (config_base.ID_RULE), so no client opens it and no user namespace is named so.
+ARCHIVE_SUFFIX = "~archive"
+
+
+def archive_namespace(namespace: str) -> str:
+    """The namespace holding the archived memories of `namespace`."""
+    if is_archive_namespace(namespace):
+        raise MemoryBackendError(f"namespace {namespace!r} is already an archive")
+    return namespace + ARCHIVE_SUFFIX
+
+
+def is_archive_namespace(namespace: str) -> bool:
+    return namespace.endswith(ARCHIVE_SUFFIX)
+
+
+def live_namespace(namespace: str) -> str:
+    """The namespace whose archive `namespace` is (itself when it is no archive): the one
+    whose facts cite the archived memories."""
+    return namespace.removesuffix(ARCHIVE_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class AccessStats:
+    """How often retrieves returned a memory, and when last (epoch seconds; None: never)."""
+
+    count: int = 0
+    last_accessed: float | None = None
 
 
 @dataclass(slots=True)

@@ -76,6 +76,9 @@ class SharedBackend(MemoryBackend):
     async def delete(self, flt: MemoryFilter) -> int:
         return await self.inner.delete(flt)
 
+    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
+        return await self.inner.move(ids, from_namespace, to_namespace)
+
     async def vector_search(self, vector: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
         return await self.inner.vector_search(vector, k, flt)
 

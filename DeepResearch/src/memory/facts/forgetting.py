@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from DeepResearch.src.memory.backends.record import live_namespace
 from DeepResearch.src.memory.facts.model import EPISODE_MEMORY_TYPE, Fact
 from DeepResearch.src.memory.facts.rules import keep_statements
 
@@ -43,8 +44,9 @@ class Forgotten:
     @classmethod
     def of(cls, id: str, namespace: str, memory_type: str | None, message_id: Any) -> Forgotten:
         """From a stored memory's fields; `message_id` as read from its metadata (any value:
-        only a non-empty string counts)."""
-        return cls(id, namespace, memory_type or "",
+        only a non-empty string counts). An archived memory (backends/record.py) is one of
+        its live namespace: the facts citing it are there."""
+        return cls(id, live_namespace(namespace), memory_type or "",
                    message_id if isinstance(message_id, str) and message_id else None)
 
 

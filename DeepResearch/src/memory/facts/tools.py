@@ -42,10 +42,14 @@ from DeepResearch.src.memory.facts.views import (
     describe,
     entity_out,
     stamp,
+    timeline_entry,
 )
 
 ORGANIZATION_PREDICATES = ("WORKS_AT", "WORKED_AT", "MEMBER_OF", "STUDIED_AT")
 TOPIC_PREDICATES = ("INTERESTED_IN", "MENTIONED", "HAS_SKILL")
+# get_person_timeline's default: the facts that have a span in a life (jobs, studies,
+# memberships, homes); skills, topics and acquaintances are asked for by fact_types.
+TIMELINE_PREDICATES = ("WORKS_AT", "WORKED_AT", "STUDIED_AT", "MEMBER_OF", "LIVES_IN")
 # find_experts' facts found by meaning: skills, topics and organisations
 EXPERT_PREDICATES = (*TOPIC_PREDICATES, "WORKS_AT", "MEMBER_OF", "STUDIED_AT")
 
@@ -265,10 +269,11 @@ async def get_person_timeline(
     graph: FactGraph, person: str, fact_types: list[str] | None = None, start_date: Any = None,
     end_date: Any = None, limit: int | None = None, since: Any = None, until: Any = None,
 ) -> ToolAnswer:
-    """A person's facts over time, history included, oldest first; `start_date` / `end_date`
-    (ISO 8601 dates, e.g. "2020-01-01"; `since` / `until` are the same) keep the facts valid
-    at some time between them; `fact_types` those predicates only."""
-    types = check_fact_types(fact_types, "fact_types", graph.config.predicates)
+    """A person's jobs, studies, memberships and homes over time, history included, oldest
+    first (`fact_types` names other predicates instead, e.g. ["HAS_SKILL"]); `start_date` /
+    `end_date` (ISO 8601 dates, e.g. "2020-01-01"; `since` / `until` are the same) keep the
+    facts valid at some time between them. Answers `timeline` (type, object, start, end)."""
+    types = check_fact_types(fact_types, "fact_types", graph.config.predicates) or TIMELINE_PREDICATES
     low = _bound_of(start_date, since, "start_date", "since")
     high = _bound_of(end_date, until, "end_date", "until")
     if low is not None and high is not None and low > high:
@@ -284,7 +289,7 @@ async def get_person_timeline(
     facts.sort(key=lambda f: (f.valid_at if f.valid_at is not None else f.created_at, f.id))
     out = await graph.views(facts[: graph.clean_limit(limit)])
     return _answer("get_person_timeline", f"{_count(out, 'fact')} in {who.name}'s timeline",
-                   person=entity_out(who), facts=out)
+                   person=entity_out(who), facts=out, timeline=[timeline_entry(v) for v in out])
 
 
 async def find_people_by_location(
@@ -498,16 +503,32 @@ def _last_seen(fact: Fact) -> float:
     return value or fact.valid_at or fact.created_at
 
 
-def expertise(facts: Sequence[Fact], relevance: Mapping[str, float] | None = None) -> float:
+RECENCY_HALF_LIFE_DAYS = 730.0  # find_experts: a fact last seen 2 years ago weighs 0.85
+RECENCY_FLOOR = 0.7  # ... and one from long ago 0.7: old expertise still counts
+
+
+def recency(fact: Fact, now: float) -> float:
+    """find_experts' weight of a fact by when it was last true: when it ended, else when it
+    was last stated (attributes.last_seen, valid_at or when it was learnt); 1 for today."""
+    seen = fact.invalid_at if fact.invalid_at is not None else _last_seen(fact)
+    days = max(now - seen, 0.0) / 86400
+    return RECENCY_FLOOR + (1 - RECENCY_FLOOR) * 0.5 ** (days / RECENCY_HALF_LIFE_DAYS)
+
+
+def expertise(facts: Sequence[Fact], relevance: Mapping[str, float] | None = None,
+              now: float | None = None) -> float:
     """find_experts' score: proficiency (0.5), years (0.2, saturating at 10), evidence count
     (0.15, at 5 pieces) and confidence (0.15); the best of a person's matching facts, each
-    times its `relevance` to the query (1 when not given)."""
+    times its `relevance` to the query (1 when not given) and its `recency`."""
+    at = time.time() if now is None else now
+
     def one(f: Fact) -> float:
         years = f.attributes.get("years")
         years = years if isinstance(years, int | float) and math.isfinite(years) else 0
         return (0.5 * (proficiency(f.attributes.get("proficiency")) or 0)
                 + 0.2 * min(max(years, 0) / 10, 1.0) + 0.15 * min(len(f.evidence) / 5, 1.0)
-                + 0.15 * f.confidence) * (1.0 if relevance is None else relevance.get(f.id, 1.0))
+                + 0.15 * f.confidence) * (1.0 if relevance is None else relevance.get(f.id, 1.0)) \
+            * recency(f, at)
     return max(one(f) for f in facts)
 
 
@@ -532,7 +553,7 @@ async def find_experts(graph: FactGraph, query: str, limit: int = 5) -> ToolAnsw
         person.relevance_score = person.score
         person.relevant_facts = [RelevantFact(type=v.predicate, description=describe(v), confidence=v.confidence)
                                  for v in person.facts]
-    return _answer("find_experts", f"{_count(hits, 'expert')} for {query!r}", people=hits)
+    return _answer("find_experts", f"{_count(hits, 'expert')} for {query!r}", people=hits, experts=hits)
 
 
 async def semantic_search_facts(

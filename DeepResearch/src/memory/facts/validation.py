@@ -1,7 +1,8 @@
 """Checks of what callers hand the fact graph: times, confidences, names, messages.
 
 Every check raises MemoryInputError naming the offending value and what is allowed, before
-anything is written.
+anything is written. Types and ranges are pydantic (TypeAdapters, and MessageFields for a
+message's fields); the messages name the field and the value as before.
 """
 
 from __future__ import annotations
@@ -10,8 +11,19 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictStr,
+    TypeAdapter,
+    ValidationError,
+)
+
+from DeepResearch.src.memory.config_base import TEXT, number_in
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.facts.model import Message
 
@@ -78,20 +90,28 @@ def iso(epoch: float | None) -> str | None:
 
 
 def check_confidence(value: Any, what: str = "confidence") -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (
-        math.isfinite(value) and 0.0 <= value <= 1.0
-    ):
-        raise MemoryInputError(f"{what}={value!r}: must be a number in [0, 1]")
-    return float(value)
+    try:
+        return number_in(0.0, 1.0).validate_python(value)
+    except ValidationError:
+        raise MemoryInputError(f"{what}={value!r}: must be a number in [0, 1]") from None
+
+
+_WORDS = TypeAdapter(Annotated[Sequence[StrictStr], Field(min_length=1)])  # not a bare str
+_IDS = TypeAdapter(Annotated[Sequence[TEXT], Field(min_length=1)])
+_ATTRIBUTES = TypeAdapter(dict[StrictStr, Any])
+_NAME = TypeAdapter(Annotated[TEXT, AfterValidator(lambda text: " ".join(text.split()))])
 
 
 def check_fact_types(value: Any, what: str, predicates: Sequence[str]) -> tuple[str, ...] | None:
     """None, or a non-empty list of known predicates (any case) -> the upper-case tuple."""
     if value is None:
         return None
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list | tuple) or not items or not all(isinstance(i, str) for i in items):
-        raise MemoryInputError(f"{what}={value!r}: give a list of predicates, e.g. ['WORKS_AT']")
+    try:
+        items = _WORDS.validate_python([value] if isinstance(value, str) else value)
+    except ValidationError:
+        raise MemoryInputError(
+            f"{what}={value!r}: give a list of predicates, e.g. ['WORKS_AT']"
+        ) from None
     upper = tuple(dict.fromkeys(i.strip().upper() for i in items))
     unknown = [i for i in upper if i not in predicates]
     if unknown:
@@ -101,9 +121,10 @@ def check_fact_types(value: Any, what: str, predicates: Sequence[str]) -> tuple[
 
 
 def check_name(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise MemoryInputError(f"{what}={value!r}: must be a non-empty name")
-    text = " ".join(value.split())
+    try:
+        text = _NAME.validate_python(value)
+    except ValidationError:
+        raise MemoryInputError(f"{what}={value!r}: must be a non-empty name") from None
     if len(text) > MAX_NAME_CHARS:
         raise MemoryInputError(f"{what}={text[:40]!r}...: longer than {MAX_NAME_CHARS} characters")
     return text
@@ -117,23 +138,23 @@ def check_choice(value: Any, what: str, choices: list[str]) -> str:
 
 def check_evidence(value: Any) -> tuple[str, ...]:
     """One id or a non-empty list of ids of the messages / memories a fact came from."""
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, list | tuple) or not items or not all(
-        isinstance(i, str) and i.strip() for i in items
-    ):
+    try:
+        items = _IDS.validate_python([value] if isinstance(value, str) else value)
+    except ValidationError:
         raise MemoryInputError(
             f"evidence={value!r}: a fact needs evidence: the id (or a list of ids) of the "
             "messages or memories it came from"
-        )
+        ) from None
     return tuple(dict.fromkeys(i.strip() for i in items))
 
 
 def check_attributes(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-        raise MemoryInputError(f"attributes={value!r}: must be a dict with str keys")
-    return dict(value)
+    try:
+        return _ATTRIBUTES.validate_python(value)
+    except ValidationError:
+        raise MemoryInputError(f"attributes={value!r}: must be a dict with str keys") from None
 
 
 def proficiency(value: Any) -> float | None:
@@ -208,14 +229,33 @@ def parse_timestamp(value: Any, where: str) -> float:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
-def _text(raw: Mapping[str, Any], key: str, where: str) -> str:
-    value = raw[key]
-    if not isinstance(value, str):
+class MessageFields(BaseModel):
+    """The fields of a message given as a mapping: each a non-empty str, but the timestamp
+    (parse_timestamp reads it). A field given as None is missing."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+    message_id: TEXT
+    author_id: TEXT
+    author_name: TEXT
+    content: TEXT
+    timestamp: Any
+    channel_id: TEXT | None = None
+
+
+def _fields(raw: Mapping[str, Any], where: str) -> MessageFields:
+    try:
+        return MessageFields.model_validate({k: v for k, v in raw.items() if v is not None})
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False)
+    missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing"]
+    if missing:
+        raise MemoryInputError(f"{where}: missing field(s) {', '.join(missing)}; "
+                               f"required: {', '.join(MESSAGE_FIELDS)}") from None
+    key, value = str(errors[0]["loc"][0]), errors[0]["input"]
+    if errors[0]["type"] == "string_type":
         raise MemoryInputError(f"{where}: field {key!r} must be a string, got "
-                               f"{type(value).__name__} ({_short(value)})")
-    if not value.strip():
-        raise MemoryInputError(f"{where}: field {key!r} is empty ({_short(value)})")
-    return value
+                               f"{type(value).__name__} ({_short(value)})") from None
+    raise MemoryInputError(f"{where}: field {key!r} is empty ({_short(value)})") from None
 
 
 def parse_message(raw: Any, index: int, channel_id: str | None = None) -> Message:
@@ -228,18 +268,14 @@ def parse_message(raw: Any, index: int, channel_id: str | None = None) -> Messag
                                f"{', '.join(MESSAGE_FIELDS)}, got {type(raw).__name__}")
     ident = raw.get("message_id")
     where = f"message #{index}" + (f" (id {ident!r})" if isinstance(ident, str) else "")
-    missing = [key for key in MESSAGE_FIELDS if raw.get(key) is None]
-    if missing:
-        raise MemoryInputError(f"{where}: missing field(s) {', '.join(missing)}; "
-                               f"required: {', '.join(MESSAGE_FIELDS)}")
-    channel = raw.get("channel_id")
+    fields = _fields(raw, where)
     return Message(
-        message_id=_text(raw, "message_id", where).strip(),
-        author_id=_text(raw, "author_id", where).strip(),
-        author_name=check_name(_text(raw, "author_name", where), f"{where}: field 'author_name'"),
-        content=_text(raw, "content", where),
-        timestamp=parse_timestamp(raw["timestamp"], where),
-        channel_id=channel_id if channel is None else _text(raw, "channel_id", where).strip(),
+        message_id=fields.message_id.strip(),
+        author_id=fields.author_id.strip(),
+        author_name=check_name(fields.author_name, f"{where}: field 'author_name'"),
+        content=fields.content,
+        timestamp=parse_timestamp(fields.timestamp, where),
+        channel_id=channel_id if fields.channel_id is None else fields.channel_id.strip(),
     )
 
 

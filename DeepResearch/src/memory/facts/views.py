@@ -125,6 +125,25 @@ class SharedContext(BaseModel):
     details: dict[str, Any]  # entity_id, and each person's predicates to it (person_a, person_b)
 
 
+class TimelineEntry(BaseModel):
+    """get_person_timeline: one fact as the seed's timeline names it."""
+
+    type: str  # the predicate
+    object: str
+    start: str | None  # ISO 8601 UTC: valid_at; None: unknown
+    end: str | None  # invalid_at; None: still true
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    confidence: float
+    evidence: list[str]
+    fact_id: str
+
+
+def timeline_entry(view: FactOut) -> TimelineEntry:
+    return TimelineEntry(type=view.predicate, object=view.object, start=view.valid_at,
+                         end=view.invalid_at, attributes=dict(view.attributes),
+                         confidence=view.confidence, evidence=list(view.evidence), fact_id=view.id)
+
+
 class ToolAnswer(BaseModel):
     """Every fact tool's answer: `message` says what was found or why nothing was."""
 
@@ -139,6 +158,8 @@ class ToolAnswer(BaseModel):
     shared_contexts: list[SharedContext] = Field(default_factory=list)
     explicit_mentions: list[Mention] = Field(default_factory=list)  # get_conversation_participants
     implicit_references: list[ImplicitReference] = Field(default_factory=list)
+    timeline: list[TimelineEntry] = Field(default_factory=list)  # get_person_timeline
+    experts: list[PersonHit] = Field(default_factory=list)  # find_experts (the same as people)
 
 
 def stamp(epoch: float | None) -> str | None:

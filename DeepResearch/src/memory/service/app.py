@@ -26,6 +26,7 @@ from DeepResearch.src.memory.errors import (
     MemoryBackendError,
     MemoryInputError,
 )
+from DeepResearch.src.memory.service.admission import Overloaded
 from DeepResearch.src.memory.service.consolidation import PeriodicConsolidation
 from DeepResearch.src.memory.service.metrics import Trace
 from DeepResearch.src.memory.service.namespaces import AuthError, Namespaces, load_api_keys
@@ -42,6 +43,19 @@ def error_response(status: int, error: str, message: str, request_id: str,
                    headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": error, "message": message, "request_id": request_id},
                         status_code=status, headers=headers)
+
+
+def overloaded_response(exc: Overloaded, state: ServiceState, request_id: str) -> JSONResponse:
+    """503 `overloaded`: the limit reached, when to retry, and that nothing was written."""
+    adm = state.config.service.admission
+    setting = "max_queued" if exc.reason == "queue_full" else "max_wait_seconds"
+    return JSONResponse({
+        "error": "overloaded", "message": exc.message, "request_id": request_id,
+        "limit": f"memory.service.admission.{setting}", "reason": exc.reason,
+        "limits": {"max_in_flight": adm.max_in_flight, "max_queued": adm.max_queued,
+                   "max_wait_seconds": adm.max_wait_seconds},
+        "retry_after_seconds": exc.retry_after, "written": False,
+    }, status_code=503, headers={"Retry-After": str(exc.retry_after)})
 
 
 def _rid(request: Request) -> str:
@@ -120,7 +134,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
 class ServiceMiddleware:
     """Request id, API key -> namespace (401), rate limit (429 + Retry-After), body size
-    (413), metrics, trace and one JSON log line, for every HTTP request (MCP included)."""
+    (413), admission control (503 `overloaded` + Retry-After), metrics, trace and one JSON
+    log line, for every HTTP request (MCP included)."""
 
     def __init__(self, app: ASGIApp, state: ServiceState) -> None:
         self.app = app
@@ -151,7 +166,10 @@ class ServiceMiddleware:
             if refusal is not None:
                 await refusal(scope, receive, send_wrapped)
                 return
-            await self.app(scope, self._limited(receive), send_wrapped)
+            if path in OPEN_PATHS or path.startswith("/debug/"):
+                await self.app(scope, self._limited(receive), send_wrapped)
+            else:
+                await self._admitted(scope, receive, send_wrapped, rid, trace)
         finally:
             self._record(scope, trace, path, status["code"], time.perf_counter() - started)
 
@@ -193,6 +211,36 @@ class ServiceMiddleware:
                                   f"the body has {int(length)} bytes; at most "
                                   f"memory.service.max_body_bytes={limit}", rid)
         return None
+
+    async def _admitted(self, scope: Scope, receive: Receive, send: Send, rid: str,
+                        trace: Trace) -> None:
+        """Run the request once admission control gives it a slot; 503 at once (or after
+        max_wait_seconds queued) when the worker is at its limit. Health, metrics and the
+        docs are never held back."""
+        st = self.state
+        adm = st.admission
+        assert adm is not None
+        if not adm.enabled:
+            await self.app(scope, self._limited(receive), send)
+            return
+        arrived = time.perf_counter()
+        try:
+            await adm.enter()
+        except Overloaded as exc:
+            st.metrics.rejected.labels(reason=exc.reason).inc()
+            st.metrics.errors.labels(kind="overloaded").inc()
+            trace.error = f"overloaded: {exc.reason}"
+            await overloaded_response(exc, st, rid)(scope, receive, send)
+            return
+        began = time.perf_counter()
+        st.metrics.admitted.inc()
+        st.metrics.admission_wait.observe(began - arrived)
+        if began - arrived > 0.001:
+            trace.step("admitted", waited_ms=round((began - arrived) * 1000, 3))
+        try:
+            await self.app(scope, self._limited(receive), send)
+        finally:
+            adm.leave(time.perf_counter() - began)
 
     def _limited(self, receive: Receive) -> Receive:
         """A body sent without Content-Length (chunked) is counted as it arrives."""

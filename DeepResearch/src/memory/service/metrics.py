@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import LRUCache
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -38,6 +38,17 @@ class Metrics:
                                           buckets=(1, 2, 3, 5, 8, 10, 15, 20), registry=r)
         self.facts_returned = Counter("memory_facts_returned_total", "facts returned by retrieve", registry=r)
         self.rate_limited = Counter("memory_rate_limited_total", "requests refused with 429", registry=r)
+        self.admitted = Counter("memory_admission_admitted_total",
+                                "requests admitted by admission control", registry=r)
+        self.rejected = Counter("memory_admission_rejected_total", "requests refused with 503 "
+                                "overloaded (queue_full: at once; wait_expired: after "
+                                "max_wait_seconds queued)", ["reason"], registry=r)
+        self.in_flight = Gauge("memory_in_flight", "requests running (admitted, not done)",
+                               registry=r)
+        self.queued = Gauge("memory_admission_queued", "requests waiting for a slot", registry=r)
+        self.admission_wait = Histogram("memory_admission_wait_seconds",
+                                        "time admitted requests waited for a slot",
+                                        buckets=LATENCY_BUCKETS, registry=r)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,5 +1,5 @@
 """What one running service holds: its config, the namespaces' clients and knowledge graphs,
-metrics, traces and the rate limiter."""
+metrics, traces, the rate limiter and admission control."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TypeVar
 
 from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.service.admission import Admission
 from DeepResearch.src.memory.service.metrics import Metrics, Traces
 from DeepResearch.src.memory.service.namespaces import Namespaces
 from DeepResearch.src.memory.service.ratelimit import RateLimiter
@@ -39,12 +40,18 @@ class ServiceState:
     metrics: Metrics = field(default_factory=Metrics)
     traces: Traces = field(default_factory=lambda: Traces(1000))
     limiter: RateLimiter | None = None
+    admission: Admission | None = None
     version: str = field(default_factory=service_version)
 
     def __post_init__(self) -> None:
         self.traces = Traces(self.config.service.trace_buffer)
         if self.limiter is None:
             self.limiter = RateLimiter(self.config.service.rate_limit)
+        if self.admission is None:
+            self.admission = Admission(self.config.service.admission)
+        admission = self.admission
+        self.metrics.in_flight.set_function(lambda: admission.in_flight)
+        self.metrics.queued.set_function(lambda: admission.queued)
 
     async def bounded(self, call: Awaitable[T], what: str) -> T:
         """`call` within tool_timeout_seconds; ServiceTimeout naming `what` otherwise."""

@@ -126,6 +126,36 @@ class Records:
                              [(r[2], r[1]) for r in rows])
         return len(rows)
 
+    def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
+        """Re-file the records `ids` of `from_namespace` under `to_namespace` in one
+        transaction: each row keeps its seq, so its FTS row and its FAISS vector stay as
+        they are (every search filters the namespace in SQL); its outgoing relations go with
+        it. A record of `to_namespace` with a moved id is replaced (deleted as `write`
+        deletes it). Returns how many moved."""
+        if from_namespace == to_namespace:
+            return len(self.get(list(dict.fromkeys(ids)), from_namespace))
+        moved = 0
+        with self.db.transaction() as conn:
+            for chunk in chunks(list(dict.fromkeys(ids))):
+                present = [row[0] for row in conn.execute(
+                    "SELECT id FROM records WHERE namespace = ? AND id IN "
+                    f"({','.join('?' * len(chunk))})", [from_namespace, *chunk])]
+                if not present:
+                    continue
+                marks = ",".join("?" * len(present))
+                for (seq,) in conn.execute(
+                    f"DELETE FROM records WHERE namespace = ? AND id IN ({marks}) RETURNING seq",
+                    [to_namespace, *present],
+                ).fetchall():
+                    self._forget_seq(seq)
+                conn.execute(f"DELETE FROM relations WHERE namespace = ? AND src IN ({marks})",
+                             [to_namespace, *present])
+                for table, key in (("records", "id"), ("relations", "src")):
+                    conn.execute(f"UPDATE {table} SET namespace = ? WHERE namespace = ? AND "
+                                 f"{key} IN ({marks})", [to_namespace, from_namespace, *present])
+                moved += len(present)
+        return moved
+
     def set_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
         with self.db.transaction() as conn:
             conn.executemany(

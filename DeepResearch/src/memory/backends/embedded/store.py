@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -81,7 +82,7 @@ class EmbeddedBackend(MemoryBackend):
         self.metric = metric
         self.model = model
         self.root = Path(config.path)
-        self.settings = IndexSettings(
+        self.settings = IndexSettings(  # kind "auto" is settled at open
             config.index_kind, dimension, config.hnsw_m, config.hnsw_ef_construction,
             config.hnsw_ef_search,
         )
@@ -121,10 +122,17 @@ class EmbeddedBackend(MemoryBackend):
         self._records = Records(db, self.dimension)
         return self._records
 
+    def _settle_index_kind(self, records: Records) -> None:
+        """`index_kind=auto`: flat below `hnsw_above` records, HNSW from there."""
+        if self.config.index_kind == "auto":
+            large = records.count(MemoryFilter()) >= self.config.hnsw_above
+            self.settings = replace(self.settings, kind="hnsw" if large else "flat")
+
     def _open_sync(self) -> None:
         records = self._connect()
         try:
             check_meta(records.db, self._expected_meta(), self.root)
+            self._settle_index_kind(records)
             ensure_fact_schema(records.db)
             for name in OLD_FILES:
                 (self.root / name).unlink(missing_ok=True)
@@ -178,6 +186,7 @@ class EmbeddedBackend(MemoryBackend):
                     )
             records.refill_fts()
             records.db.set_meta(self._expected_meta())
+            self._settle_index_kind(records)
             cache = IndexCache(self.settings, self.index_path, records.db.store_id())
             cache.rebuild(records)
             cache.index.save(self.index_path)  # unlike a cache's save, a failure is the rebuild's
@@ -243,6 +252,12 @@ class EmbeddedBackend(MemoryBackend):
         """The records and, in the same transaction, the facts built on them (facts.py)."""
         return await self.run("deleting memories", self.require().delete, flt,
                                self.fact_store().forget)
+
+    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
+        """Records re-filed in SQLite (records.py); the FAISS index is unchanged (a row keeps
+        its seq), no fact is touched."""
+        return await self.run("moving memories", self.require().move, list(ids),
+                               from_namespace, to_namespace)
 
     async def vector_search(
         self, vector: np.ndarray, k: int, flt: MemoryFilter

@@ -1,0 +1,107 @@
+"""Admission control: bounded work in flight per worker process, a bounded wait queue, and
+past it an immediate refusal (503 `overloaded` with Retry-After) instead of a request that
+waits its whole time limit to fail.
+
+`Admission.enter()` admits a request at once while fewer than `max_in_flight` run; otherwise
+it queues (first come, first served) while fewer than `max_queued` wait, and refuses at once
+when the queue is full. A queued request that has not started within `max_wait_seconds` is
+refused then. A refused request was never started: nothing of it was done or stored.
+Retry-After is the time the work ahead of a newcomer needs, from the mean duration of the
+recent admitted requests."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from DeepResearch.src.memory.config_service import AdmissionConfig
+
+EWMA_WEIGHT = 0.1  # weight of the newest request's duration in the running mean
+
+
+@dataclass
+class Overloaded(Exception):
+    """A request refused by admission control (never started)."""
+
+    reason: str  # "queue_full" or "wait_expired"
+    message: str
+    retry_after: int  # whole seconds (the header's unit)
+
+
+class Admission:
+    def __init__(self, config: AdmissionConfig) -> None:
+        self.max_in_flight = config.max_in_flight
+        self.max_queued = config.max_queued
+        self.max_wait = config.max_wait_seconds
+        self.in_flight = 0
+        self._queue: deque[asyncio.Future[None]] = deque()
+        self._mean_seconds = 0.05  # until requests have been timed
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_in_flight > 0
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    def retry_after(self) -> int:
+        """Seconds until the work in flight and queued now is done, at the recent pace."""
+        ahead = self.in_flight + len(self._queue) + 1
+        return max(1, math.ceil(ahead * self._mean_seconds / max(1, self.max_in_flight)))
+
+    def _refuse(self, reason: str) -> Overloaded:
+        what = (f"{self.max_queued} requests already wait "
+                "(memory.service.admission.max_queued)" if reason == "queue_full" else
+                f"no slot came free within memory.service.admission.max_wait_seconds="
+                f"{self.max_wait:g}")
+        retry = self.retry_after()
+        return Overloaded(reason, (
+            f"the service is at its limit: {self.max_in_flight} requests in flight "
+            f"(memory.service.admission.max_in_flight) and {what}. The request was not "
+            f"started: nothing was stored or changed; send it again after {retry} s"), retry)
+
+    async def enter(self) -> None:
+        """Return once the request may run (call `leave` after it); Overloaded otherwise."""
+        if self.in_flight < self.max_in_flight and not self._queue:
+            self.in_flight += 1
+            return
+        if len(self._queue) >= self.max_queued:
+            raise self._refuse("queue_full")
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append(turn)
+        try:
+            await asyncio.wait_for(asyncio.shield(turn), self.max_wait)
+        except TimeoutError:
+            if turn.done() and not turn.cancelled():  # the slot came as the wait ended
+                return
+            turn.cancel()
+            self._remove(turn)
+            raise self._refuse("wait_expired") from None
+        except BaseException:  # the client went away while queued
+            if turn.done() and not turn.cancelled():
+                self.leave(None)  # its slot goes to the next one
+            else:
+                turn.cancel()
+                self._remove(turn)
+            raise
+
+    def _remove(self, turn: asyncio.Future[None]) -> None:
+        try:
+            self._queue.remove(turn)
+        except ValueError:
+            pass
+
+    def leave(self, seconds: float | None) -> None:
+        """A request admitted by `enter` is done (`seconds`: how long it ran)."""
+        if seconds is not None:
+            self._mean_seconds += EWMA_WEIGHT * (seconds - self._mean_seconds)
+        while self._queue:  # the slot passes to the first one still waiting
+            turn = self._queue.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self.in_flight -= 1
+

@@ -1,0 +1,112 @@
+"""The backend contract's `move` (the archive tier: namespace N's archive is `N~archive`), on
+every backend: moved records leave every read of their namespace and come back whole."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory import MemorySystemClient
+from DeepResearch.src.memory.backends import MemoryFilter
+from DeepResearch.src.memory.backends.record import archive_namespace, is_archive_namespace
+from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
+
+MakeClient = Callable[..., MemorySystemClient]
+NS = "alice"
+ARCHIVE = archive_namespace(NS)
+
+
+async def _three(client: MemorySystemClient) -> None:
+    await client.store("the pottery class meets on tuesday evenings", id="a", session_id="s1")
+    await client.store("camping trip to the lake planned for june", id="b", session_id="s1",
+                       relations=[("references", "a")])
+    await client.store("the sourdough starter needs feeding daily", id="c", session_id="s1")
+
+
+def test_the_archive_namespace_is_no_user_namespace() -> None:
+    assert ARCHIVE == "alice~archive" and is_archive_namespace(ARCHIVE)
+    assert not is_archive_namespace(NS)
+    with pytest.raises(MemoryInputError, match="alice~archive"):
+        MemorySystemClient({"backend": "in_memory"}, namespace=ARCHIVE)
+    with pytest.raises(MemoryBackendError, match="already an archive"):
+        archive_namespace(ARCHIVE)
+
+
+async def test_moved_records_leave_every_read_and_come_back_whole(make_client: MakeClient) -> None:
+    client = make_client(namespace=NS)
+    await _three(client)
+    backend = client.backend
+    before = {r.id: r for r in await backend.get(["a", "b", "c"], NS)}
+    live = MemoryFilter(namespaces=(NS,))
+
+    assert await backend.move(["a", "b", "missing"], NS, ARCHIVE) == 2
+    assert await backend.get(["a", "b"], NS) == []
+    assert await backend.count(live) == 1
+    assert [r.id for r in await backend.scan(live)] == ["c"]
+    query = before["a"].vector
+    assert [c.record.id for c in await backend.vector_search(query, 10, live)] == ["c"]
+    assert await backend.text_search("pottery camping", 10, live) == []
+    assert await backend.related_many(["c"], None, 3, live) == {}
+    assert {r.id for r in await client.retrieve("pottery class", top_k=10)} <= {"c"}
+
+    archived = {r.id: r for r in await backend.get(["a", "b"], ARCHIVE)}
+    for rid, record in archived.items():
+        old = before[rid]
+        assert record.namespace == ARCHIVE
+        assert np.array_equal(record.vector, old.vector)
+        assert (record.content, record.created_at, record.metadata, record.relations) == (
+            old.content, old.created_at, old.metadata, old.relations)
+    in_archive = MemoryFilter(namespaces=(ARCHIVE,))
+    assert [c.record.id for c in await backend.vector_search(query, 1, in_archive)] == ["a"]
+    assert [c.record.id for c in await backend.text_search("pottery", 5, in_archive)] == ["a"]
+    walk = await backend.related_many(["b"], ["references"], 1, in_archive)
+    assert [r.record.id for r in walk["b"]] == ["a"]  # the edge between moved records stays
+
+    assert await backend.move(["a", "b"], ARCHIVE, NS) == 2
+    assert await backend.count(in_archive) == 0
+    back = {r.id: r for r in await backend.get(["a", "b", "c"], NS)}
+    assert {rid: (r.vector.tobytes(), r.relations) for rid, r in back.items()} == {
+        rid: (r.vector.tobytes(), r.relations) for rid, r in before.items()}
+    assert [c.record.id for c in await backend.vector_search(query, 1, live)] == ["a"]
+    assert [c.record.id for c in await backend.text_search("pottery", 5, live)] == ["a"]
+    walk = await backend.related_many(["b"], ["references"], 1, live)
+    assert [r.record.id for r in walk["b"]] == ["a"]
+    assert await backend.verify() == []
+
+
+async def test_a_move_replaces_the_record_with_its_id_at_the_destination(
+    make_client: MakeClient,
+) -> None:
+    client = make_client(namespace=NS)
+    await _three(client)
+    backend = client.backend
+    assert await backend.move(["a"], NS, ARCHIVE) == 1
+    await client.store("a newer memory under the same id", id="a", session_id="s2")
+    assert await backend.move(["a"], NS, ARCHIVE) == 1
+    in_archive = MemoryFilter(namespaces=(ARCHIVE,))
+    assert [r.content for r in await backend.scan(in_archive)] == [
+        "a newer memory under the same id"]
+    assert await backend.count(MemoryFilter(namespaces=(NS,))) == 2
+    found = await backend.text_search("newer memory", 5, in_archive)
+    assert [c.record.id for c in found] == ["a"]
+    assert await backend.text_search("pottery", 5, in_archive) == []  # the replaced one's row
+    assert await backend.verify() == []
+
+
+async def test_moved_records_stay_moved_after_reopening(make_client: MakeClient) -> None:
+    client = make_client(namespace=NS)
+    if client.config.backend == "in_memory":
+        pytest.skip("nothing outlives an in_memory client")
+    await _three(client)
+    vector = (await client.backend.get(["a"], NS))[0].vector
+    assert await client.backend.move(["a", "b"], NS, ARCHIVE) == 2
+    await client.close()
+    again = make_client(namespace=NS)
+    live, in_archive = MemoryFilter(namespaces=(NS,)), MemoryFilter(namespaces=(ARCHIVE,))
+    await again.open()
+    assert await again.backend.verify() == []
+    assert [c.record.id for c in await again.backend.vector_search(vector, 5, live)] == ["c"]
+    assert [c.record.id for c in await again.backend.vector_search(vector, 1, in_archive)] == ["a"]
+    assert (await again.stats()).archived == 2

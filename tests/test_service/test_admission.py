@@ -1,0 +1,168 @@
+"""Admission control over a real uvicorn server on 127.0.0.1: past `max_in_flight` running
+and `max_queued` waiting, a request (HTTP API or MCP) is refused at once with 503
+`overloaded`, Retry-After and a body naming the limit, while the admitted work is still
+running; every write answered 2xx is then readable, and no refused write was stored."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.config_service import AdmissionConfig
+from DeepResearch.src.memory.errors import MemoryConfigError
+from DeepResearch.src.memory.service.admission import Admission, Overloaded
+from tests.test_service.conftest import ALICE, h
+
+IN_FLIGHT, QUEUED, TIMEOUT = 2, 2, 120.0
+ITEMS = 150  # memories per slow store: seconds of embedding on 2 cores
+
+
+@pytest.fixture
+def http_settings() -> dict[str, Any]:
+    return {"service": {"tool_timeout_seconds": TIMEOUT, "admission": {
+        "max_in_flight": IN_FLIGHT, "max_queued": QUEUED, "max_wait_seconds": TIMEOUT / 2}}}
+
+
+def slow_store(n: int) -> dict[str, Any]:
+    return {"memories": [{"id": f"r{n}-{i}", "session_id": f"s{n}",
+                          "content": f"request {n} item {i}: the aligner on node {i * 7 + n} "
+                                     f"needs {i % 64 + 1} GB for index build {n * 1000 + i}"}
+                         for i in range(ITEMS)]}
+
+
+def metric(text: str, name: str) -> float:
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    assert found, f"{name} not in /metrics"
+    return float(found.group(1))
+
+
+async def timed(http: httpx.AsyncClient, method: str, url: str, **kw: Any
+                ) -> tuple[httpx.Response, float, float]:
+    """(answer, seconds it took, when it arrived on the monotonic clock)."""
+    started = time.monotonic()
+    r = await http.request(method, url, **kw)
+    return r, time.monotonic() - started, time.monotonic()
+
+
+async def saturate(base: str) -> dict[str, Any]:
+    async with httpx.AsyncClient(timeout=TIMEOUT * 2, headers=h(ALICE),
+                                 limits=httpx.Limits(max_connections=50)) as http:
+        url = f"{base}/api/memory/memories"
+        # the slots and the queue fill with slow stores ...
+        held = [asyncio.ensure_future(timed(http, "POST", url, json=slow_store(n)))
+                for n in range(IN_FLIGHT + QUEUED)]
+        deadline = time.monotonic() + 60
+        while True:
+            text = (await http.get(f"{base}/metrics")).text
+            if metric(text, "memory_admission_queued") == QUEUED:
+                break
+            assert time.monotonic() < deadline, "the queue never filled"
+            await asyncio.sleep(0.02)
+        assert metric(text, "memory_in_flight") == IN_FLIGHT
+        # ... then more stores, a search and an MCP call arrive while they run
+        extra = [timed(http, "POST", url, json=slow_store(n)) for n in range(10, 16)]
+        extra.append(timed(http, "POST", f"{base}/api/memory/search", json={"query": "aligner"}))
+        extra.append(timed(http, "POST", f"{base}/mcp", json={
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "search_memory", "arguments": {"query": "aligner"}}},
+            headers={**h(ALICE), "Accept": "application/json, text/event-stream"}))
+        refused = await asyncio.gather(*extra)
+        admitted = await asyncio.gather(*held)
+        acked = [i for r, _, _ in admitted if r.status_code == 200 for i in r.json()["ids"]]
+        readable = [(await http.get(f"{url}/{i}")).status_code for i in acked]
+        refused_ids = [f"r{n}-0" for n in range(10, 16)]
+        refused_read = [(await http.get(f"{url}/{i}")).status_code for i in refused_ids]
+        return {"refused": refused, "admitted": admitted, "acked": acked, "readable": readable,
+                "refused_read": refused_read, "metrics": (await http.get(f"{base}/metrics")).text}
+
+
+def test_past_the_limit_requests_are_refused_at_once_and_nothing_acknowledged_is_lost(
+        http_service: str) -> None:
+    seen = asyncio.run(saturate(http_service))
+    first_done = min(done for _, _, done in seen["admitted"])
+    for r, seconds, answered in seen["refused"]:
+        assert r.status_code == 503, r.text
+        body = r.json()
+        assert body["error"] == "overloaded"
+        assert body["limit"] == "memory.service.admission.max_queued"
+        assert body["limits"] == {"max_in_flight": IN_FLIGHT, "max_queued": QUEUED,
+                                  "max_wait_seconds": TIMEOUT / 2}
+        assert body["written"] is False and "nothing was stored" in body["message"]
+        assert int(r.headers["Retry-After"]) >= 1
+        # answered while the admitted work still ran, far inside the server's time limit
+        assert answered < first_done
+        assert seconds < TIMEOUT / 10
+    # the admitted ones (running and queued) all succeeded; each is readable back
+    assert [r.status_code for r, _, _ in seen["admitted"]] == [200] * (IN_FLIGHT + QUEUED)
+    assert len(seen["acked"]) == (IN_FLIGHT + QUEUED) * ITEMS
+    assert set(seen["readable"]) == {200}
+    assert set(seen["refused_read"]) == {404}  # a refused write stored nothing
+    text = seen["metrics"]
+    assert metric(text, 'memory_admission_rejected_total{reason="queue_full"}') == len(seen["refused"])
+    assert metric(text, "memory_admission_admitted_total") >= IN_FLIGHT + QUEUED
+    assert metric(text, "memory_in_flight") == 0 and metric(text, "memory_admission_queued") == 0
+
+
+def test_health_and_metrics_are_never_held_back(http_service: str) -> None:
+    async def run() -> list[int]:
+        async with httpx.AsyncClient(timeout=TIMEOUT, headers=h(ALICE)) as http:
+            held = [asyncio.ensure_future(http.post(f"{http_service}/api/memory/memories",
+                                                    json=slow_store(n)))
+                    for n in range(IN_FLIGHT + QUEUED + 2)]
+            deadline = time.monotonic() + 60
+            while metric((await http.get(f"{http_service}/metrics")).text,
+                         "memory_admission_queued") < QUEUED:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.02)
+            codes = [(await http.get(f"{http_service}/health")).status_code]
+            await asyncio.gather(*held)
+            return codes
+    assert asyncio.run(run()) == [200]
+
+
+def test_a_queued_request_is_refused_when_its_wait_runs_out() -> None:
+    async def run() -> tuple[Overloaded, int]:
+        adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=4, max_wait_seconds=0.05))
+        await adm.enter()  # the one slot, never released here
+        with pytest.raises(Overloaded) as refused:
+            await adm.enter()
+        return refused.value, adm.queued
+    exc, queued = asyncio.run(run())
+    assert exc.reason == "wait_expired" and "max_wait_seconds=0.05" in exc.message
+    assert queued == 0  # the expired request left the queue
+
+
+def test_slots_pass_in_arrival_order_and_a_vanished_waiter_passes_its_turn() -> None:
+    async def run() -> list[str]:
+        adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=3, max_wait_seconds=10))
+        order: list[str] = []
+        await adm.enter()
+
+        async def worker(name: str) -> None:
+            await adm.enter()
+            order.append(name)
+            adm.leave(0.01)
+        a = asyncio.ensure_future(worker("a"))
+        gone = asyncio.ensure_future(worker("gone"))
+        b = asyncio.ensure_future(worker("b"))
+        await asyncio.sleep(0)
+        assert adm.queued == 3
+        with pytest.raises(Overloaded):  # queue full: refused at once
+            await adm.enter()
+        gone.cancel()
+        adm.leave(0.01)
+        await asyncio.gather(a, b, gone, return_exceptions=True)
+        assert adm.in_flight == 0 and adm.queued == 0
+        return order
+    assert asyncio.run(run()) == ["a", "b"]
+
+
+def test_a_wait_bound_as_long_as_the_timeout_is_refused_naming_both_keys() -> None:
+    with pytest.raises(MemoryConfigError, match=r"max_wait_seconds=30.*tool_timeout_seconds=30"):
+        MemoryConfig(service={"tool_timeout_seconds": 30, "admission": {"max_wait_seconds": 30}})
