@@ -14,6 +14,7 @@ from DeepResearch.src.memory.consolidation import (
     Access,
     clusters,
     merged_text,
+    relink,
     signature,
     value,
 )
@@ -68,6 +69,16 @@ def test_the_merged_text_keeps_every_distinct_sentence_once() -> None:
                           "STAR aligned the reads! The index was built overnight.",
                           "It needed 32 GB."])
     assert merged == "STAR aligned the reads. It needed 32 GB.\nThe index was built overnight."
+
+
+def test_relations_to_merged_memories_point_to_their_replacement() -> None:
+    from DeepResearch.src.memory.backends.record import MemoryRecord
+
+    r = MemoryRecord(id="b", session_id="s", memory_type="note", content="x", created_at=OLD,
+                     relations=[("follows", "a1"), ("references", "a2"), ("references", "z")])
+    kept = MemoryRecord(id="c", session_id="s", memory_type="note", content="x", created_at=OLD)
+    [moved] = relink([r, kept], {"a1": "A", "a2": "A"})
+    assert moved.relations == [("follows", "A"), ("references", "A"), ("references", "z")]
 
 
 def test_value_rises_with_importance_access_recency_and_links() -> None:

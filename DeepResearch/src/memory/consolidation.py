@@ -9,7 +9,8 @@ metadata. "sample S1 failed" and "sample S2 failed" never merge, however close t
 Each cluster (a connected component of such pairs) becomes ONE memory: the most complete
 member (the longest), followed by every sentence of the others that adds a word (a mere
 rewording adds none); the representative's vector, metadata, session and place in its
-session's FOLLOWS chain, its members' other relations; `derived_from` = the source ids,
+session's FOLLOWS chain, its members' other relations (the live memories that named a
+source name it instead); `derived_from` = the source ids,
 importance = the highest, the access counts summed, the time span in `first_created_at` /
 `last_created_at`, created_at = the newest source's. The sources get a `part_of` relation to
 it and are archived (reason "consolidated"). Because the new memory has its representative's
@@ -481,9 +482,21 @@ async def consolidate(
     report.pruned = [PrunedReport(r.id, r.memory_type, round(v, 4), _preview(text_of(r)))
                      for r, v in pruned]
     if not dry_run:
-        await _apply(client, new_records, groups, [r.id for r, _ in pruned], progress)
+        relinked = relink(kept, redirect)
+        await _apply(client, new_records, groups, relinked, [r.id for r, _ in pruned], progress)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def relink(records: Sequence[MemoryRecord], redirect: dict[str, str]) -> list[MemoryRecord]:
+    """The records with a relation to a merged memory, pointing to its replacement instead
+    (a session's FOLLOWS chain stays connected through the consolidated memory)."""
+    out = []
+    for r in records:
+        if any(t in redirect for _, t in r.relations):
+            moved = dict.fromkeys((k, redirect.get(t, t)) for k, t in r.relations)
+            out.append(replace(r, relations=[(k, t) for k, t in moved if t != r.id]))
+    return out
 
 
 def _as_record(client: MemorySystemClient, item: dict[str, Any], index: int) -> MemoryRecord:
@@ -494,10 +507,11 @@ def _as_record(client: MemorySystemClient, item: dict[str, Any], index: int) -> 
 
 
 async def _apply(client: MemorySystemClient, new_records: list[MemoryRecord],
-                 groups: list[list[MemoryRecord]], pruned: list[str],
-                 progress: Progress | None) -> None:
+                 groups: list[list[MemoryRecord]], relinked: list[MemoryRecord],
+                 pruned: list[str], progress: Progress | None) -> None:
     """Write each consolidated memory first (nothing is lost if the run stops), then give its
-    sources their part_of relation and archive them; then archive the pruned."""
+    sources their part_of relation and archive them; then point the relations of the live
+    memories that named a source to its replacement; then archive the pruned."""
     step = 200
     for start in range(0, len(new_records), step):
         chunk = new_records[start:start + step]
@@ -508,5 +522,7 @@ async def _apply(client: MemorySystemClient, new_records: list[MemoryRecord],
         await client.archive([m.id for m in sources], reason=CONSOLIDATED)
         if progress is not None:
             progress("writing", start + len(chunk), len(new_records))
+    for start in range(0, len(relinked), PAGE):
+        await client.backend.upsert(relinked[start:start + PAGE])
     for start in range(0, len(pruned), PAGE):
         await client.archive(pruned[start:start + PAGE], reason=PRUNED)
