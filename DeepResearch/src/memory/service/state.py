@@ -45,6 +45,8 @@ class ServiceState:
         self.traces = Traces(self.config.service.trace_buffer)
         if self.limiter is None:
             self.limiter = RateLimiter(self.config.service.rate_limit)
+        self.metrics.watch_hot_tiers(
+            lambda: [client.hot.counters() for client in self.namespaces.clients()])
 
     async def bounded(self, call: Awaitable[T], what: str) -> T:
         """`call` within tool_timeout_seconds; ServiceTimeout naming `what` otherwise."""
