@@ -206,7 +206,7 @@ LAYERS = [
     ("backends", ["backends"]),
     ("ranking", ["ranking"]),
     ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "archive",
-                "inputs", "records_io", "sync", "backend_override"]),
+                "hot_tier", "inputs", "records_io", "sync", "backend_override"]),
     ("facts", ["facts"]),
     ("agent", ["agent", "toolset"]),
     ("service and CLI", ["service", "cli", "cli_transfer"]),
