@@ -23,6 +23,7 @@ MODULES = [
     "benchmarks.bench_agent_service",
     "benchmarks.bench_sessions",
     "benchmarks.bench_extraction_quality",
+    "benchmarks.bench_consolidation",
     "benchmarks.summary",  # last: the table of every target, from the results above
 ]
 

@@ -76,6 +76,12 @@ ROWS: list[Row] = [
     ("extraction_quality", "fact extraction, offline, eval set dev + heldout: recall",
      lambda d: d["both"]["recall"], ">= 0.75", lambda v: v >= 0.75,
      "python -m benchmarks.bench_extraction_quality"),
+    ("consolidation", "consolidation, 50 runs x 10 questions: live memories reduced by",
+     lambda d: d["reduction"], ">= 0.60", lambda v: v >= 0.60,
+     "python -m benchmarks.bench_consolidation"),
+    ("consolidation", "consolidation, 50 runs x 10 questions: recall@10 after - before",
+     lambda d: d["recall_change"], ">= -0.01", lambda v: v >= -0.01,
+     "python -m benchmarks.bench_consolidation"),
     ("checkpoint", "resume of a killed run (median ms)", lambda d: d["resume_ms"], "", lambda v: True,
      "python -m benchmarks.bench_checkpoint"),
 ]

@@ -199,7 +199,8 @@ def test_the_cycle_check_sees_a_type_checking_import() -> None:
 # and the ones below (docs/architecture.md). A new module must be placed in one.
 LAYERS = [
     ("foundation", ["errors", "text", "config_base", "config", "config_service", "models",
-                    "compression", "store_folder", "blas_threads", "facts.model"]),
+                    "compression", "store_folder", "blas_threads", "facts.model",
+                    "config_consolidation"]),
     ("embedding", ["embeddings", "bert_numpy", "faiss_pool", "onnx_bert"]),
     ("storage contract", ["backends.record", "backends.base", "backends.decoding",
                           "facts.store", "facts.rules", "facts.forgetting"]),
@@ -208,8 +209,9 @@ LAYERS = [
     ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "archive",
                 "hot_tier", "inputs", "records_io", "sync", "backend_override"]),
     ("facts", ["facts"]),
+    ("maintenance jobs", ["consolidation"]),
     ("agent", ["agent", "toolset"]),
-    ("service and CLI", ["service", "cli", "cli_transfer"]),
+    ("service and CLI", ["service", "cli", "cli_transfer", "cli_consolidate"]),
 ]
 
 

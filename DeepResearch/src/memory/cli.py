@@ -4,7 +4,8 @@
     e.g. deepresearch-memory search "rna-seq aligner" --top-k 3 memory.faiss.path=outputs/memory
 
 Commands: search, list, show ID, stats, health, export FILE, import FILE, forget, expire,
-archive ID..., restore ID..., pin ID..., unpin ID..., rebuild, `facts ...` (entities and time-aware facts: facts/cli.py); serve (the HTTP + MCP
+archive ID..., restore ID..., pin ID..., unpin ID..., consolidate (cli_consolidate.py),
+rebuild, `facts ...` (entities and time-aware facts: facts/cli.py); serve (the HTTP + MCP
 service, docs/service.md) and mcp (the MCP server on stdio). Only `search`, and
 `import`/`rebuild` when vectors must be computed, load the
 embedding model (torch); the others start fast.
@@ -35,6 +36,7 @@ from DeepResearch.src.commandline import (
 )
 from DeepResearch.src.memory.backend_override import as_group_choice
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, archive_namespace
+from DeepResearch.src.memory.cli_consolidate import add_parser as add_consolidate_parser
 from DeepResearch.src.memory.cli_transfer import export_jsonl, import_jsonl
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
@@ -90,7 +92,8 @@ async def run(args: argparse.Namespace, config: MemoryConfig) -> int:
     check_store_folder(config)
     if args.command == "rebuild":
         return _rebuild(config, args.reembed)
-    client = MemorySystemClient(config, session_id=getattr(args, "session", None) or None)
+    client = MemorySystemClient(config, namespace=getattr(args, "namespace", None) or None,
+                                session_id=getattr(args, "session", None) or None)
     try:
         await client.open()
         if not client.available:
@@ -174,6 +177,10 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
     if cmd == "expire":
         print(f"expired {await client.expire()} memories")
         return 0
+    if cmd == "consolidate":
+        from DeepResearch.src.memory.cli_consolidate import run_consolidate
+
+        return await run_consolidate(args, client)
     raise MemoryInputError(f"unknown command {cmd!r}")
 
 
@@ -293,6 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("ids", nargs="+")
     s = sub.add_parser("unpin", help="remove the pin of memories")
     s.add_argument("ids", nargs="+")
+    add_consolidate_parser(sub)
     sub.add_parser("facts", help="entities and time-aware facts (deepresearch-memory facts -h)")
     sub.add_parser("serve", help="the memory service: HTTP API (/docs) and MCP (/mcp); "
                    "memory.service.host=... port=... workers=...")

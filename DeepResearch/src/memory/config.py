@@ -16,6 +16,10 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from DeepResearch.src.memory.config_base import MAX_TOP_K, Id, Section
+from DeepResearch.src.memory.config_consolidation import (
+    ConsolidationConfig,
+    PruningConfig,
+)
 from DeepResearch.src.memory.config_service import (  # noqa: F401  (re-exported)
     RateLimitConfig,
     ServiceConfig,
@@ -341,6 +345,8 @@ class MemoryConfig(Section):
     profiles: dict[str, ProfileConfig] = Field(default_factory=_default_profiles)
     facts: FactsConfig = Field(default_factory=FactsConfig)
     service: ServiceConfig = Field(default_factory=ServiceConfig)
+    consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
+    pruning: PruningConfig = Field(default_factory=PruningConfig)
 
     @model_validator(mode="after")
     def _one_worker_on_embedded(self) -> MemoryConfig:

@@ -25,6 +25,7 @@ _STOP_WORDS = frozenset(
     what when where which while who whom why will with would you your yours yourself
     yourselves""".split()
 )
+STOP_WORDS = _STOP_WORDS  # also the common words the consolidation guard ignores
 _stemmer = Stemmer.Stemmer("english")
 
 

@@ -27,6 +27,7 @@ from DeepResearch.src.memory.errors import (
     MemoryInputError,
 )
 from DeepResearch.src.memory.service.admission import Overloaded
+from DeepResearch.src.memory.service.consolidation import PeriodicConsolidation
 from DeepResearch.src.memory.service.metrics import Trace
 from DeepResearch.src.memory.service.namespaces import AuthError, Namespaces, load_api_keys
 from DeepResearch.src.memory.service.routes import NotFound, router
@@ -289,6 +290,7 @@ def create_app(
     keys = load_api_keys(config) if keys is None else keys
     namespaces = Namespaces(config, keys, embedder=embedder)
     state = ServiceState(config=config, namespaces=namespaces)
+    periodic = PeriodicConsolidation(namespaces)
     mcp_server = None
     if mcp:
         from DeepResearch.src.memory.service.mcp_server import build_mcp_server
@@ -302,6 +304,8 @@ def create_app(
             stack.push_async_callback(namespaces.stop)  # runs last: after MCP sessions end
             if mcp_server is not None:
                 await stack.enter_async_context(mcp_server.session_manager.run())
+            periodic.start()  # memory.consolidation.every_minutes; stopped first at shutdown
+            stack.push_async_callback(periodic.stop)
             log.info(json.dumps({
                 "event": "started", "backend": config.backend,
                 "mode": "local single-user (no API key; 127.0.0.1 only)" if namespaces.local
@@ -315,6 +319,7 @@ def create_app(
         "'X-API-Key' or 'Authorization: Bearer'; each key reaches its own namespace only.",
     )
     app.state.service = state
+    app.state.consolidation = periodic
     app.include_router(router)
     install_error_handlers(app)
     if mcp_server is not None:

@@ -1,0 +1,100 @@
+"""What consolidation and pruning decide (memory/consolidation.py): the lexical guard, the
+clusters over real embeddings, the merged text, the value of a memory, the settings."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory import MemoryConfig
+from DeepResearch.src.memory.consolidation import (
+    Access,
+    clusters,
+    merged_text,
+    signature,
+    value,
+)
+from DeepResearch.src.memory.embeddings import Embedder, get_embedder
+from DeepResearch.src.memory.errors import MemoryConfigError
+
+DAY = 86_400.0
+OLD = time.time() - 30 * DAY  # older than every grace period
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    model = get_embedder()
+    model.embed(["warm up"])
+    return model
+
+
+# -- the pure parts ---------------------------------------------------------------------------
+def test_the_guard_keeps_s1_and_s2_apart_although_their_vectors_are_near(embedder: Embedder) -> None:
+    from DeepResearch.src.memory.backends.record import MemoryRecord
+
+    texts = ["The quality control step of sample S1 failed: too many duplicate reads.",
+             "The quality control step of sample S2 failed: too many duplicate reads.",
+             "The quality control step of sample S1 failed - too many duplicate reads"]
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    assert float(vectors[0] @ vectors[1]) >= 0.92  # close enough for the threshold alone
+    records = [MemoryRecord(id=f"m{i}", session_id="s", memory_type="note", content=t,
+                            created_at=OLD) for i, t in enumerate(texts)]
+    assert signature(texts[0]) != signature(texts[1])
+    assert clusters(records, vectors, 0.92) == [[0, 2]]  # S1 with S1, S2 alone
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("STAR used 32 GB of memory", "STAR used 64 GB of memory"),
+    ("run on 2024-05-01 finished", "run on 2024-05-02 finished"),
+    ("Alice ran the QC step", "Bob ran the QC step"),
+    ("the aligner step failed", "the aligner step succeeded"),
+    ("HISAT2 is supported", "HISAT2 is not supported"),
+    ("job run_42 finished", "job run_43 finished"),
+])
+def test_numbers_dates_names_ids_and_outcomes_differ(a: str, b: str) -> None:
+    assert signature(a) != signature(b)
+
+
+def test_rewordings_share_a_signature() -> None:
+    assert signature("STAR used 32 GB of memory.") == signature("Star used 32 GB memory")
+    assert signature("Plan: read the STAR docs") == signature("Plan - read STAR docs")
+
+
+def test_the_merged_text_keeps_every_distinct_sentence_once() -> None:
+    merged = merged_text(["STAR aligned the reads. It needed 32 GB.",
+                          "STAR aligned the reads! The index was built overnight.",
+                          "It needed 32 GB."])
+    assert merged == "STAR aligned the reads. It needed 32 GB.\nThe index was built overnight."
+
+
+def test_value_rises_with_importance_access_recency_and_links() -> None:
+    from DeepResearch.src.memory.backends.record import MemoryRecord
+    from DeepResearch.src.memory.config import PruningConfig
+
+    cfg, now = PruningConfig(), time.time()
+    low = MemoryRecord(id="a", session_id="s", memory_type="note", content="x",
+                       created_at=now - 365 * DAY, importance=0.1)
+    base = value(low, Access(), False, now, cfg)
+    assert base < 0.1
+    assert value(low, Access(5, now), False, now, cfg) > base  # used recently
+    assert value(low, Access(), True, now, cfg) > base
+    important = MemoryRecord(id="b", session_id="s", memory_type="note", content="x",
+                             created_at=now - 365 * DAY, importance=0.9)
+    assert value(important, Access(), False, now, cfg) > base
+
+
+@pytest.mark.parametrize(("section", "bad", "fragment"), [
+    ({"consolidation": {"similarity": 1.5}}, "memory.consolidation.similarity=1.5", "less than"),
+    ({"consolidation": {"every_minutes": 0}}, "memory.consolidation.every_minutes=0", "greater"),
+    ({"pruning": {"min_value": -0.1}}, "memory.pruning.min_value=-0.1", "greater"),
+    ({"pruning": {"weights": {"importance": 0, "recency": 0, "access": 0, "links": 0}}},
+     "memory.pruning.weights", "at least one"),
+    ({"pruning": {"treshold": 1}}, "memory.pruning.treshold", "min_value"),
+])
+def test_bad_settings_are_named(section: dict[str, Any], bad: str, fragment: str) -> None:
+    with pytest.raises(MemoryConfigError) as info:
+        MemoryConfig(**section)
+    assert bad in str(info.value) and fragment in str(info.value)
