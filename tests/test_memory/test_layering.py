@@ -201,7 +201,7 @@ LAYERS = [
     ("foundation", ["errors", "text", "config_base", "config", "config_service", "models",
                     "compression", "store_folder", "blas_threads", "facts.model",
                     "config_consolidation"]),
-    ("embedding", ["embeddings", "bert_numpy", "faiss_pool", "onnx_bert"]),
+    ("embedding", ["embeddings", "faiss_pool", "onnx_bert"]),
     ("storage contract", ["backends.record", "backends.base", "backends.decoding",
                           "facts.store", "facts.rules", "facts.forgetting"]),
     ("backends", ["backends"]),

@@ -103,7 +103,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
     @property
     def backend(self) -> MemoryBackend:
         if self._backend is None:
-            # The model decides the dimension (loading it reads its config; numpy: ~0.1 s).
+            # The model decides the dimension (loading reads its config; ONNX: ~0.2 s once exported).
             self._backend = create_backend(self.config, self.embedder.dimension)
         return self._backend
 

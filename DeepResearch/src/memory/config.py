@@ -166,9 +166,10 @@ class HotConfig(Section):
 
 class VectorStoreConfig(Section):
     embedding_model: str = "all-MiniLM-L6-v2"
-    # numpy needs no torch (see embeddings.py); auto uses it whenever the model allows;
-    # onnx: int8 ONNX Runtime, faster, slightly different vectors (a store records it).
-    embedding_runtime: Literal["auto", "numpy", "onnx", "sentence-transformers"] = "auto"
+    # auto: onnx-fp32 (sentence-transformers' vectors, no torch per process) whenever the model
+    # allows (see embeddings.py); onnx: int8, faster, slightly different vectors (a store
+    # records it).
+    embedding_runtime: Literal["auto", "onnx-fp32", "onnx", "sentence-transformers"] = "auto"
     index_type: IndexType = "cosine"
 
 
