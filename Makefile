@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml
 	@# Bytecode for the project's own modules: where PYTHONDONTWRITEBYTECODE is set (CI
 	@# images often do), every run would otherwise compile them again (~70 ms per start).
 	$(PY) -m compileall -q DeepResearch >/dev/null
+	@# The embedding model's ONNX graph, exported from the installed weights once per user
+	@# (~30 s, cached in ~/.cache/deepresearch/onnx), so that the first run does not pay it.
+	$(PY) -c "from DeepResearch.src.memory.embeddings import get_embedder; get_embedder().embed(['warm-up'])"
 	touch $(STAMP)
 
 install: $(STAMP)

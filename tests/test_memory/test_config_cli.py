@@ -49,7 +49,7 @@ def test_group_options_select_a_backend_and_overrides_apply(option: str) -> None
         ({"vector_store": {"index_type": "manhattan"}}, ["memory.vector_store.index_type", "cosine"]),
         ({"faiss": {"index_kind": "ivf"}}, ["memory.faiss.index_kind", "hnsw"]),
         ({"vector_store": {"embedding_runtime": "tensorrt"}},
-         ["memory.vector_store.embedding_runtime", "'tensorrt'", "'numpy'", "'onnx'",
+         ["memory.vector_store.embedding_runtime", "'tensorrt'", "'onnx-fp32'", "'onnx'",
           "'sentence-transformers'"]),
         ({"storage": {"batchsize": 3}}, ["memory.storage.batchsize", "allowed keys", "batch_size"]),
         ({"profiles": {"planner": {"priorities": {"plan": -1}}}}, ["memory.profiles.planner", "negative"]),

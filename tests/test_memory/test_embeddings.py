@@ -66,7 +66,7 @@ def test_model_load_is_timed_and_reported_once(caplog: pytest.LogCaptureFixture)
     assert embedder.load_cpu_seconds is not None and 0 < embedder.load_cpu_seconds
     lines = [r.getMessage() for r in caplog.records if "loaded in" in r.getMessage()]
     assert lines == [f"embedding model all-MiniLM-L6-v2 loaded in {embedder.load_seconds:.2f} s "
-                     "(numpy runtime: import, weights, warm-up; "
+                     "(onnx-fp32 runtime: import, weights, warm-up; "
                      f"{embedder.load_cpu_seconds:.2f} s of CPU)"]
 
 

@@ -1,10 +1,12 @@
-"""The onnx runtime: its vectors against sentence-transformers' on the real all-MiniLM-L6-v2
-weights, and its per-user cache of the exported graph (written once, reused, mended when
-damaged, safe when two processes start together)."""
+"""The ONNX runtimes (fp32, the default; int8): their vectors against sentence-transformers'
+on the real all-MiniLM-L6-v2 weights, which models `auto` runs on them, and the per-user
+cache of the exported graph (written once, reused, mended when damaged, safe when two
+processes start together)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import shutil
@@ -19,19 +21,44 @@ from DeepResearch.src.memory import MemoryConfig, onnx_bert
 from DeepResearch.src.memory.backends import create_backend
 from DeepResearch.src.memory.embeddings import (
     DEFAULT_MODEL,
+    Embedder,
     load_runtime,
     load_sentence_transformer,
     resolve_model_path,
     vector_identity,
 )
-from DeepResearch.src.memory.errors import IndexMismatchError
-from DeepResearch.src.memory.onnx_bert import OnnxBertEncoder, cache_folder
-from tests.test_memory.test_bert_numpy import TEXTS, varied_texts
+from DeepResearch.src.memory.errors import EmbeddingModelError, IndexMismatchError
+from DeepResearch.src.memory.onnx_bert import OnnxBertEncoder, UnsupportedModel, cache_folder
 
 pytestmark = pytest.mark.integration
 
 MODEL_DIR = Path(resolve_model_path(DEFAULT_MODEL))
 REPO = Path(__file__).resolve().parents[2]
+TEXTS = [
+    "Which aligner suits RNA-seq reads?",
+    "x",
+    "",
+    'Tool read_document with {"source": "rna_seq_aligners.md"} succeeded',
+    "Ünïcödé accents, 中文字符 and an emoji 🎉 in one line",
+    # longer than the model's 256-token limit: both must truncate at the same place
+    "STAR maps spliced reads quickly but needs 30 GB of RAM; HISAT2 needs far less. " * 30,
+    "Plan for 'how are variants called?' failed: read_document raised FileNotFoundError",
+]
+
+
+def varied_texts(n: int = 300) -> list[str]:
+    """Texts of every length and kind a memory holds: words, numbers, code, JSON, other
+    scripts, punctuation runs, repeated and truncated (over 256 tokens) ones."""
+    import random
+
+    rng = random.Random(7)
+    words = ("aligner STAR HISAT2 reads genome variant GATK 32GB failed succeeded plan step the of "
+             "Ünïcödé 中文 emoji 🎉 naïve café {\"k\": [1, 2]} x=3.14 -- ... !!! C++ a_b snake-case").split()
+    out = []
+    for _ in range(n):
+        length = rng.choice([1, 2, 5, 12, 40, 120, 400])
+        out.append(" ".join(rng.choice(words) for _ in range(length)) + rng.choice(["", ".", "?", "\n"]))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +94,7 @@ def test_vectors_match_sentence_transformers(cache_home) -> None:
         texts, batch_size=32, normalize_embeddings=True)
     fp32 = OnnxBertEncoder(MODEL_DIR, quantized=False).encode(texts, 32)
     assert fp32.shape == (len(texts), 384) and fp32.dtype == np.float32
-    assert np.sum(fp32 * reference, axis=1).min() >= 0.9999
+    assert np.sum(fp32 * reference, axis=1).min() >= 0.99999
     int8 = OnnxBertEncoder(MODEL_DIR).encode(texts, 32)
     np.testing.assert_allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
     cosines = np.sum(int8 * reference, axis=1)
@@ -78,11 +105,63 @@ def test_vectors_match_sentence_transformers(cache_home) -> None:
     assert float(single[0] @ int8[0]) >= 0.99
 
 
-def test_runtime_name_and_store_identity(cache_home) -> None:
+def test_auto_runs_fp32_for_verified_models_only(cache_home) -> None:
+    assert load_runtime(DEFAULT_MODEL).name == "onnx-fp32"
     assert load_runtime(DEFAULT_MODEL, "onnx").name == "onnx"
+    # The same weights under another name are not "verified": auto leaves them to
+    # sentence-transformers (ONNX only when asked for by name).
+    assert load_runtime(str(MODEL_DIR)).name == "sentence-transformers"
+    assert load_runtime(str(MODEL_DIR), "onnx-fp32").name == "onnx-fp32"
     # int8 vectors differ slightly: a store built with them records another model
-    assert vector_identity(DEFAULT_MODEL, "onnx") != vector_identity(DEFAULT_MODEL, "numpy")
-    assert vector_identity(DEFAULT_MODEL, "auto") == DEFAULT_MODEL
+    assert vector_identity(DEFAULT_MODEL, "onnx") != vector_identity(DEFAULT_MODEL, "onnx-fp32")
+    assert vector_identity(DEFAULT_MODEL, "auto") == vector_identity(DEFAULT_MODEL, "onnx-fp32") == DEFAULT_MODEL
+
+
+def test_fp32_batches_keep_order_and_do_not_depend_on_their_batch_mates(cache_home) -> None:
+    encoder = OnnxBertEncoder(MODEL_DIR, quantized=False)
+    texts = TEXTS * 12  # several sub-batches, run side by side
+    together = encoder.encode(texts, 32)
+    np.testing.assert_allclose(together[: len(TEXTS)], encoder.encode(TEXTS), atol=2e-5)
+    np.testing.assert_allclose(together[0], encoder.encode([TEXTS[0]])[0], atol=2e-5)
+    assert encoder.encode([]).shape == (0, 384)
+
+
+def test_other_architectures_are_refused_by_name(cache_home, tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(MODEL_DIR, folder, ignore=shutil.ignore_patterns("model.safetensors"))
+    with pytest.raises(UnsupportedModel, match=r"model\.safetensors missing"):
+        OnnxBertEncoder(folder)
+    (folder / "model.safetensors").write_bytes((MODEL_DIR / "model.safetensors").read_bytes())
+    pooling = folder / "1_Pooling" / "config.json"
+    settings = json.loads(pooling.read_text())
+    settings.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    pooling.write_text(json.dumps(settings))
+    with pytest.raises(UnsupportedModel, match="pooling_mode_cls_token"):
+        OnnxBertEncoder(folder)
+    config = folder / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "model_type": "roberta"}))
+    with pytest.raises(UnsupportedModel, match="'roberta' is not 'bert'"):
+        OnnxBertEncoder(folder)
+    with pytest.raises(EmbeddingModelError, match="embedding_runtime='onnx-fp32' cannot run"):
+        load_runtime(str(folder), "onnx-fp32")
+    with pytest.raises(ValueError, match="runtime 'tensorrt' is not one of"):
+        Embedder(runtime="tensorrt")  # type: ignore[arg-type]
+
+
+def test_auto_runtime_never_imports_torch_once_the_graph_is_cached(cache_home) -> None:
+    """Why ONNX and not sentence-transformers by default: a memory run must not pay torch's
+    import (~5 s) and exit (~1 s); only the one-off export imports it."""
+    probe = (
+        "import sys\n"
+        "from DeepResearch.src.memory.embeddings import Embedder\n"
+        "e = Embedder()\n"
+        "v = e.embed(['Which aligner suits RNA-seq reads?'])\n"
+        "print(e.model.name, v.shape, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(cache_home)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, cwd=REPO, env=env)
+    assert done.stdout.split() == ["onnx-fp32", "(1,", "384)", "False", "False"]
 
 
 def test_store_built_on_onnx_refuses_the_fp32_runtimes(tmp_path) -> None:
@@ -100,7 +179,7 @@ def test_store_built_on_onnx_refuses_the_fp32_runtimes(tmp_path) -> None:
     open_close("onnx")
     open_close("onnx")
     with pytest.raises(IndexMismatchError, match="onnx-int8"):
-        open_close("numpy")
+        open_close("onnx-fp32")
 
 
 def test_cache_is_written_once_and_reused(cache_home) -> None:

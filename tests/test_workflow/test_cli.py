@@ -143,9 +143,9 @@ def test_an_embedding_model_that_cannot_load_is_named(tmp_path: Path) -> None:
     done = deepresearch(tmp_path, "question=x", "memory.enabled=true",
                         f"memory.faiss.path={tmp_path / 'memory'}",
                         f"memory.vector_store.embedding_model={missing}",
-                        "memory.vector_store.embedding_runtime=numpy")
+                        "memory.vector_store.embedding_runtime=onnx-fp32")
     assert done.returncode == 2, done.stderr
-    assert "embedding_runtime='numpy' cannot run" in done.stderr and str(missing) in done.stderr
+    assert "embedding_runtime='onnx-fp32' cannot run" in done.stderr and str(missing) in done.stderr
     assert "Traceback" not in done.stderr
 
 

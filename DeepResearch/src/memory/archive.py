@@ -62,11 +62,14 @@ class Archive(ClientParts):
         present = [r.id for r in await self.backend.get(ids, source)]
         if not present:
             return 0
-        moved = await self.backend.move(present, source, target)
-        records = await self.backend.get(present, target)
-        for record in records:
-            edit(record.metadata)
-        await self.backend.upsert(records)
+        try:
+            moved = await self.backend.move(present, source, target)
+            records = await self.backend.get(present, target)
+            for record in records:
+                edit(record.metadata)
+            await self.backend.upsert(records)
+        finally:  # a retrieve cached before the move must not serve a memory it moved
+            self.hot.changed(present)
         self._forget_session_tails()  # the last memory of a session may have moved
         return moved
 
@@ -128,7 +131,10 @@ class Archive(ClientParts):
             else:
                 record.metadata.pop(PINNED, None)
         if changed:
-            await self.backend.upsert(changed)
+            try:
+                await self.backend.upsert(changed)
+            finally:
+                self.hot.changed(r.id for r in changed)
         return len(records)
 
     async def purge_archive(self, now: float | None = None) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -28,6 +28,7 @@ from DeepResearch.src.memory.backends import (
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.embeddings import Embedder, get_embedder
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
+from DeepResearch.src.memory.hot_tier import HotTier
 from DeepResearch.src.memory.inputs import (
     clean_id,
     fields_from_metadata,
@@ -58,7 +59,10 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
         embedder: Embedder | None = None,
         backend: MemoryBackend | None = None,
         steps: Sequence[RankingStep] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
+        """`clock` (epoch seconds; default time.time) is what the client reads as "now": a
+        retrieve's default as_of, the hot tier's entry lifetimes and expiry checks."""
         if config is None:
             config = MemoryConfig()
         elif not isinstance(config, MemoryConfig):
@@ -83,6 +87,9 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
         self._open_lock: asyncio.Lock | None = None
         self._last_in_session: dict[str, str] = {}
         self._last_time: dict[str, float] = {}
+        self.clock: Callable[[], float] = clock or time.time
+        # Consulted before the stores by get and retrieve (hot_tier.py: its coherence rules).
+        self.hot = HotTier(config.hot, clock=self.clock)
         self.writes = WriteQueue(self)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -96,7 +103,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
     @property
     def backend(self) -> MemoryBackend:
         if self._backend is None:
-            # The model decides the dimension (loading it reads its config; numpy: ~0.1 s).
+            # The model decides the dimension (loading reads its config; ONNX: ~0.2 s once exported).
             self._backend = create_backend(self.config, self.embedder.dimension)
         return self._backend
 
@@ -297,7 +304,10 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
         if not self.available:
             raise MemoryBackendError(f"memory backend unavailable: {self._unavailable_reason}")
         await self.writes.drain_pending()
-        await self.backend.upsert(list(records))
+        try:
+            await self.backend.upsert(list(records))
+        finally:
+            self.hot.changed(r.id for r in records)
         return len(records)
 
     def batched_writes(self) -> AbstractAsyncContextManager[None]:

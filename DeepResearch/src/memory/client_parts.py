@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from DeepResearch.src.memory.config import MemoryConfig
     from DeepResearch.src.memory.embeddings import Embedder
     from DeepResearch.src.memory.errors import MemoryBackendError
+    from DeepResearch.src.memory.hot_tier import HotTier
     from DeepResearch.src.memory.ranking import RankingStep
     from DeepResearch.src.memory.sessions import SessionLinks
     from DeepResearch.src.memory.writes import WriteQueue
@@ -24,6 +25,8 @@ class ClientParts:
     available: bool
     steps: list[RankingStep]
     writes: WriteQueue
+    hot: HotTier  # consulted before the stores; `hot.changed(ids)` after any change
+    clock: Callable[[], float]  # "now" in epoch seconds
     backend: MemoryBackend
     embedder: Embedder
     _links: SessionLinks

@@ -154,11 +154,22 @@ class ArchiveConfig(Section):
     retention_days: float | None = Field(default=None, gt=0, le=1_000_000)
 
 
+class HotConfig(Section):
+    """The hot tier (hot_tier.py): each client's in-process cache of the memories its session
+    stored or recalled and of its repeated retrieves."""
+
+    enabled: bool = True
+    ttl_seconds: float = Field(default=3600.0, gt=0)
+    max_items: int = Field(default=2048, ge=1, le=10_000_000)
+    max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+
+
 class VectorStoreConfig(Section):
     embedding_model: str = "all-MiniLM-L6-v2"
-    # numpy needs no torch (see embeddings.py); auto uses it whenever the model allows;
-    # onnx: int8 ONNX Runtime, faster, slightly different vectors (a store records it).
-    embedding_runtime: Literal["auto", "numpy", "onnx", "sentence-transformers"] = "auto"
+    # auto: onnx-fp32 (sentence-transformers' vectors, no torch per process) whenever the model
+    # allows (see embeddings.py); onnx: int8, faster, slightly different vectors (a store
+    # records it).
+    embedding_runtime: Literal["auto", "onnx-fp32", "onnx", "sentence-transformers"] = "auto"
     index_type: IndexType = "cosine"
 
 
@@ -328,6 +339,7 @@ class MemoryConfig(Section):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     forget: ForgetConfig = Field(default_factory=ForgetConfig)
     archive: ArchiveConfig = Field(default_factory=ArchiveConfig)
+    hot: HotConfig = Field(default_factory=HotConfig)
     vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
     faiss: FaissConfig = Field(default_factory=FaissConfig)
     neo4j: Neo4jConfig = Field(default_factory=Neo4jConfig)

@@ -66,8 +66,11 @@ class Maintenance(ClientParts):
                 f"forget would delete {selected} memories of namespace {namespace!r} "
                 f"(more than memory.forget.confirm_above={limit}): confirm it (confirm=True; "
                 "CLI: --yes; REST and MCP: confirm=true)", selected)
-        async with self.backend.graph_lock:  # a fact write in flight cannot undo the cascade
-            removed = await self.backend.delete(flt)
+        try:
+            async with self.backend.graph_lock:  # a fact write in flight cannot undo the cascade
+                removed = await self.backend.delete(flt)
+        finally:  # the cascade deletes more than the ids asked: the hot tier drops everything
+            self.hot.changed()
         self._forget_session_tails()
         return removed
 
@@ -123,10 +126,13 @@ class Maintenance(ClientParts):
                 break
             offset += page
         removed = 0
-        for start in range(0, len(doomed), page):
-            async with self.backend.graph_lock:
-                removed += await self.backend.delete(
-                    self._bounded(ids=tuple(doomed[start : start + page])))
+        try:
+            for start in range(0, len(doomed), page):
+                async with self.backend.graph_lock:
+                    removed += await self.backend.delete(
+                        self._bounded(ids=tuple(doomed[start : start + page])))
+        finally:
+            self.hot.changed()
         if removed:
             self._forget_session_tails()
         return removed
@@ -146,6 +152,7 @@ class Maintenance(ClientParts):
         return MemoryStats(
             backend=self.config.backend, available=self.available, session_id=self.session_id,
             total=total, in_session=in_session, archived=archived, **self.writes.counters(),
+            **self.hot.counters(),
         )
 
     async def health(self) -> MemoryHealth:

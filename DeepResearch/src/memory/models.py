@@ -108,6 +108,13 @@ class MemoryStats:
     failed_attempts: int  # batch writes that failed (and went to the outbox)
     spilled_file: str | None  # JSONL file unwritten records were saved to, if any
     archived: int | None = None  # memories in the namespace's archive (not in `total`)
+    # the hot tier (hot_tier.py): lookups it answered / could not, its live entries
+    hot_enabled: bool = True
+    hot_hits: int = 0
+    hot_misses: int = 0
+    hot_hit_ratio: float | None = None  # None before any lookup
+    hot_items: int = 0
+    hot_bytes: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

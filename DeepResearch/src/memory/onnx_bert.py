@@ -8,13 +8,16 @@ module's recipe). A cached file is written to a temporary name and renamed into 
 file lock: processes starting together export once and never read half a file. A cached file
 ONNX Runtime cannot load is exported again, with one warning.
 
-Tokenising (bert_numpy.load_tokenizer), mean pooling and normalisation are the same as the
-numpy runtime's, so only the transformer runs in ONNX Runtime.
+The model folder is read here too (config.json, modules.json, the pooling config, the Rust
+`tokenizers` tokenizer.json): only what all-MiniLM-L6-v2 and its kin use is supported (a BERT
+encoder, mean pooling, absolute positions, GELU); anything else raises UnsupportedModel and
+the caller falls back to sentence-transformers. Tokenising, mean pooling and normalisation
+run in Python/numpy, the transformer in ONNX Runtime.
 
 Quantisation: dynamic int8 with per-channel weights on every MatMul but the six feed-forward
 output projections (`QUANTIZE_SKIP`), the ones whose inputs (after GELU) int8 serves worst.
 Measured per choice on LoCoMo turns (worst / mean cosine to sentence-transformers) and dev
-questions (dense recall@10 against numpy's 0.501, 760 questions): every MatMul int8 0.977 /
+questions (dense recall@10 against fp32's 0.501, 760 questions): every MatMul int8 0.977 /
 0.992; the first two projections fp32 0.989 / 0.994, recall -0.010; all six fp32 0.989 /
 0.996, recall -0.002 (within the 0.005 allowed); six plus all of layer 0, recall +0.002.
 Activations are quantised per batch, so a text's int8 vector depends slightly (cosine
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import re
@@ -34,16 +38,12 @@ import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from DeepResearch.src.memory.bert_numpy import (
-    UnsupportedModel,
-    check_supported,
-    load_tokenizer,
-    read_json,
-)
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 log = logging.getLogger("DeepResearch.embeddings")
 
@@ -57,6 +57,54 @@ QUANTIZE_SKIP = r"/encoder/layer\.\d+/output/dense/MatMul$"
 _FORWARD_TEXTS = 32
 
 EXPORTS = 0  # graphs exported (or quantised) by this process: the cache's public counter
+
+
+class UnsupportedModel(ValueError):
+    """The model folder is not a mean-pooled BERT sentence encoder."""
+
+
+def read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise UnsupportedModel(f"{path.name} missing in {path.parent}") from exc
+
+
+def check_supported(folder: Path, config: dict) -> None:
+    if config.get("model_type") != "bert":
+        raise UnsupportedModel(f"model_type {config.get('model_type')!r} is not 'bert'")
+    if config.get("hidden_act", "gelu") != "gelu":
+        raise UnsupportedModel(f"hidden_act {config.get('hidden_act')!r} is not 'gelu'")
+    if config.get("position_embedding_type", "absolute") != "absolute":
+        raise UnsupportedModel("only absolute position embeddings are supported")
+    modules = read_json(folder / "modules.json")
+    kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
+    if kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:]):
+        raise UnsupportedModel(f"modules {kinds} are not Transformer, Pooling[, Normalize]")
+    pooling = read_json(folder / modules[1].get("path", "1_Pooling") / "config.json")
+    modes = [k for k, v in pooling.items() if k.startswith("pooling_mode") and v]
+    if modes != ["pooling_mode_mean_tokens"]:
+        raise UnsupportedModel(f"pooling {modes} is not mean pooling")
+    for name in ("model.safetensors", "tokenizer.json"):
+        if not (folder / name).is_file():
+            raise UnsupportedModel(f"{name} missing in {folder}")
+
+
+def load_tokenizer(folder: Path, config: dict | None = None) -> tuple[Tokenizer, int]:
+    """The model folder's tokenizer as sentence-transformers applies it (truncation at the
+    model's max_seq_length, [CLS]/[SEP] added by encode), without padding (callers pad per
+    batch, to its longest text), and that maximum length."""
+    from tokenizers import Tokenizer
+
+    if config is None:
+        config = read_json(folder / "config.json")
+    st_config = folder / "sentence_bert_config.json"
+    max_length = read_json(st_config).get("max_seq_length") if st_config.is_file() else None
+    max_length = int(max_length or config.get("max_position_embeddings", 512))
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length)
+    return tokenizer, max_length
 
 
 class OnnxModelError(RuntimeError):

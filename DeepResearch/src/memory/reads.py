@@ -5,7 +5,8 @@ on the client."""
 from __future__ import annotations
 
 import asyncio
-import time
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import partial
@@ -70,6 +71,24 @@ def limit_for(top_k: int | None, config: MemoryConfig, profile: Any) -> int:
 
 
 
+def reads_clock(steps: Sequence[Any], ctx: RankingContext) -> bool:
+    """True when the ranking's answer depends on the time it is asked at (an enabled step
+    says so; a step that cannot say is assumed to)."""
+    return any(
+        step.enabled(ctx) and (not hasattr(step, "reads_clock") or step.reads_clock(ctx))
+        for step in steps
+    )
+
+
+def answer_key(query: str, limit: int, kwargs: Mapping[str, Any], profile: str | None,
+               query_vector: np.ndarray | None, as_of: float | None,
+               steps: Sequence[Any]) -> tuple[Any, ...]:
+    """What a retrieve's answer depends on besides the stores' content: the hot tier's key."""
+    conditions = json.dumps(kwargs, sort_keys=True, default=repr)
+    vector = None if query_vector is None else hashlib.sha1(query_vector.tobytes()).hexdigest()
+    return (query, limit, conditions, profile, vector, as_of, tuple(map(id, steps)))
+
+
 class Reads(ClientParts):
     """retrieve / get / get_related_memories of MemorySystemClient."""
 
@@ -112,14 +131,15 @@ class Reads(ClientParts):
             query_vector = clean_vector(query_vector, self.embedder.dimension)
         if top_k is not None:
             top_k = clean_top_k(top_k)
-        now = time.time() if as_of is None else clean_as_of(as_of)
+        now = self.clock() if as_of is None else clean_as_of(as_of)
         prof = clean_profile(self.config, profile)
         kwargs = parse_filters(filters)
         if not await self._ready():
             return []
         try:
             return await self._retrieve(query, limit_for(top_k, self.config, prof), kwargs,
-                                        session_id, all_sessions, prof, query_vector, now)
+                                        session_id, all_sessions, prof, query_vector, now,
+                                        hot_key=(profile, as_of is not None))
         except MemoryBackendError as exc:
             self._lost(exc)
             return []
@@ -128,21 +148,15 @@ class Reads(ClientParts):
         self, query: str, limit: int, kwargs: dict[str, Any],
         session_id: str | None, all_sessions: bool, prof: Any,
         query_vector: np.ndarray | None = None, now: float | None = None,
+        hot_key: tuple[str | None, bool] | None = None,
     ) -> list[RetrievedMemory]:
-        await self.writes.drain_pending()  # read-your-writes
+        """The retrieve; with `hot_key` (the profile's name, whether as_of was given) the hot
+        tier answers it when it can and keeps what the stores answered."""
+        await self.writes.drain_pending()  # read-your-writes (the hot tier hears of them)
         if "session_ids" not in kwargs and session_id is not None:
             kwargs["session_ids"] = self._scope(session_id, all_sessions)
-        now = time.time() if now is None else now
+        now = self.clock() if now is None else now
         flt = MemoryFilter(namespaces=(self.namespace,), live_at=now, **kwargs)
-        # The query embeds in a worker thread; the candidate stage awaits it (and decides
-        # what may overlap it); no step reads the vector before that stage has it.
-        if query_vector is None:
-            query_vector = self.embedder.cached(query)  # a hit needs no worker thread
-        embedding = asyncio.ensure_future(
-            asyncio.to_thread(self.embedder.embed_query, query)
-            if query_vector is None
-            else _given(query_vector)
-        )
         ctx = RankingContext(
             query=query, query_vector=_PENDING_VECTOR, query_tokens=frozenset(tokenize(query)), now=now,
             limit=limit, retrieval=self.config.retrieval, profile=prof,
@@ -153,6 +167,26 @@ class Reads(ClientParts):
             search_text=self.backend.text_search,
         )
         flt = narrow_filter(self.steps, flt, ctx)
+        key, generation = None, self.hot.generation
+        if hot_key is not None and self.hot.enabled:
+            profile_name, as_of_given = hot_key
+            if as_of_given or not reads_clock(self.steps, ctx):
+                key = answer_key(query, limit, kwargs, profile_name, query_vector,
+                                 now if as_of_given else None, self.steps)
+                cached = self.hot.get_answer(key, now)
+                if cached is not None:
+                    return cached
+            else:
+                self.hot.miss()
+        # The query embeds in a worker thread; the candidate stage awaits it (and decides
+        # what may overlap it); no step reads the vector before that stage has it.
+        if query_vector is None:
+            query_vector = self.embedder.cached(query)  # a hit needs no worker thread
+        embedding = asyncio.ensure_future(
+            asyncio.to_thread(self.embedder.embed_query, query)
+            if query_vector is None
+            else _given(query_vector)
+        )
         # Bound only now, to the narrowed filter (the unbound fetches above just show the
         # steps' enabled() that fetching is possible): steps that add records get only those
         # the filter passes, filtered where the backend reads them (most graph neighbours of a
@@ -178,13 +212,16 @@ class Reads(ClientParts):
         pool.items = [m for m in pool.items if readable(m.record)]
         ctx.score_unseen = pool.score_unseen
         ranked = await rank(pool.items, ctx, self.steps)
-        return [
+        results = [
             RetrievedMemory(
                 document=to_document(m.record), similarity=m.similarity, score=m.score,
                 rank=i, signals=m.signals, paths=m.paths,
             )
             for i, m in enumerate(ranked, start=1)
         ]
+        if key is not None:
+            self.hot.put_answer(key, results, generation)
+        return results
 
     def _graph_walk(self) -> Any:
         """The graph path's walk bound to this namespace's fact store, or None when
@@ -207,13 +244,19 @@ class Reads(ClientParts):
             return None
         try:
             await self.writes.drain_pending()
+            cached = self.hot.get_memory(memory_id, self.clock())
+            if cached is not None:
+                return RetrievedMemory(document=cached, similarity=1.0, score=1.0, rank=1)
+            generation = self.hot.generation
             found = await self.backend.get([memory_id], self.namespace)
         except MemoryBackendError as exc:
             self._lost(exc)
             return None
         if not found or not readable(found[0]):
             return None
-        return RetrievedMemory(document=to_document(found[0]), similarity=1.0, score=1.0, rank=1)
+        document = to_document(found[0])
+        self.hot.put_memory(document, generation)
+        return RetrievedMemory(document=document, similarity=1.0, score=1.0, rank=1)
 
     async def get_related_memories(
         self,

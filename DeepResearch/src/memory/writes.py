@@ -42,11 +42,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from DeepResearch.src.memory.backends.base import MemoryRecord
 from DeepResearch.src.memory.config import StorageConfig
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
-from DeepResearch.src.memory.records_io import record_to_json
+from DeepResearch.src.memory.records_io import record_to_json, to_document
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.backends.base import MemoryBackend
     from DeepResearch.src.memory.config import MemoryConfig
+    from DeepResearch.src.memory.hot_tier import HotTier
 
 log = logging.getLogger(__name__)
 _open_queues: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
@@ -80,6 +81,7 @@ class Owner(Protocol):
     session_id: str
     available: bool
     _unavailable_reason: str
+    hot: HotTier
 
     @property
     def backend(self) -> MemoryBackend: ...
@@ -211,7 +213,7 @@ class WriteQueue:
         for start in range(0, len(records), size):
             batch = records[start : start + size]
             try:
-                await self.client.backend.upsert(batch)
+                await self._upsert(batch)
             except MemoryInputError:
                 # Data the backend refuses (a value Neo4j cannot store, a wrong vector) never
                 # succeeds on a retry. A synchronous store reports it and writes
@@ -250,7 +252,7 @@ class WriteQueue:
     async def _write_each(self, records: list[MemoryRecord]) -> None:
         for i, record in enumerate(records):
             try:
-                await self.client.backend.upsert([record])
+                await self._upsert([record])
             except MemoryInputError as exc:
                 self.refused.append(record)
                 log.error("memory: the %r backend refused memory %r (%s); it goes to the spill "
@@ -260,6 +262,19 @@ class WriteQueue:
                 self._to_outbox(records[i:], failure_cause(exc))
                 return
             self.written += 1
+
+    async def _upsert(self, records: list[MemoryRecord]) -> None:
+        """One backend upsert; the hot tier hears of it (committed: the records are what this
+        session stored; failed: they may be half-written, so only dropped)."""
+        try:
+            await self.client.backend.upsert(records)
+        except BaseException:
+            self.client.hot.changed(r.id for r in records)
+            raise
+        if self.client.hot.enabled:
+            self.client.hot.written([to_document(r) for r in records])
+        else:
+            self.client.hot.changed(r.id for r in records)
 
     def _to_outbox(self, records: list[MemoryRecord], reason: str) -> None:
         self.outbox.extend(records)

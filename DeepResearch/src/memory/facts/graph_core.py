@@ -102,9 +102,12 @@ class GraphCore:
         """The graph's write lock, in this process and across processes (the store's
         `write_lock`); yields the store. Every read-then-put of the graph runs inside it."""
         store = await self.store()
-        async with self.client.backend.graph_lock:  # shared with the store's deletes
-            async with store.write_lock(self.namespace):
-                yield store
+        try:
+            async with self.client.backend.graph_lock:  # shared with the store's deletes
+                async with store.write_lock(self.namespace):
+                    yield store
+        finally:  # facts steer retrieve's graph path and write sentence memories
+            self.client.hot.changed()
 
     # -- validation -----------------------------------------------------------------------
     def spec(self, item: Mapping[str, Any] | ExtractedFact, index: int = 0) -> FactSpec:

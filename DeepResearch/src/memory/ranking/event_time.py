@@ -9,7 +9,7 @@ misread loses nothing but the bonus.
 
 from __future__ import annotations
 
-from DeepResearch.src.memory.ranking.time_query import time_ranges
+from DeepResearch.src.memory.ranking.time_query import names_time, time_ranges
 from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory
 
 
@@ -19,6 +19,9 @@ class TimeMatch(BaseStep):
     def enabled(self, ctx: RankingContext) -> bool:
         cfg = ctx.retrieval.time_query
         return cfg.enabled and cfg.weight > 0
+
+    def reads_clock(self, ctx: RankingContext) -> bool:
+        return names_time(ctx.query)  # its time words are resolved against ctx.now
 
     async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]:
         if not items:

@@ -41,6 +41,9 @@ class MaxAge(BaseStep):
     def enabled(self, ctx: RankingContext) -> bool:
         return ctx.retrieval.max_age_seconds is not None
 
+    def reads_clock(self, ctx: RankingContext) -> bool:
+        return True
+
     def narrow(self, flt: MemoryFilter, ctx: RankingContext) -> MemoryFilter:
         assert ctx.retrieval.max_age_seconds is not None
         oldest = ctx.now - ctx.retrieval.max_age_seconds

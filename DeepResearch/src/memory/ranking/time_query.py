@@ -112,11 +112,17 @@ def _resolve(query: str, base: datetime) -> tuple[TimeRange, ...]:
     return tuple(ranges)
 
 
+def names_time(query: str) -> bool:
+    """Whether `query` holds anything that could name a time (a year, a relative or a named
+    day or month): only such a query's time ranges depend on the time it is asked at."""
+    lowered = query.lower()
+    return bool(_YEAR.search(lowered) or _RELATIVE.search(lowered) or _NAMED.search(lowered))
+
+
 def time_ranges(query: str, as_of: float) -> tuple[TimeRange, ...]:
     """The time ranges the query names, resolved against `as_of` (epoch seconds); none when
     it names no time."""
     base = datetime.fromtimestamp(as_of, tz=UTC).replace(tzinfo=None)
-    if not (_YEAR.search(query.lower()) or _RELATIVE.search(query.lower())
-            or _NAMED.search(query.lower())):
+    if not names_time(query):
         return ()  # nothing that could be a time: dateparser not asked
     return _resolve(query, base)

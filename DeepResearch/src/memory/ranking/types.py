@@ -93,6 +93,12 @@ class BaseStep:
     def narrow(self, flt: MemoryFilter, ctx: RankingContext) -> MemoryFilter:
         return flt
 
+    def reads_clock(self, ctx: RankingContext) -> bool:
+        """True when, enabled, the step's outcome depends on `ctx.now` (the hot tier then
+        keeps no answer of a retrieve that did not name its as_of). A custom step without
+        this method is taken to read it."""
+        return False
+
     async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]:
         raise NotImplementedError(f"ranking step {self.name!r} does not implement __call__")
 

@@ -20,6 +20,9 @@ class TemporalDecay(BaseStep):
     def enabled(self, ctx: RankingContext) -> bool:
         return ctx.profile is not None and ctx.profile.temporal_weighting
 
+    def reads_clock(self, ctx: RankingContext) -> bool:
+        return True
+
     async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]:
         half_life = ctx.retrieval.temporal_half_life_seconds
         for m in items:

@@ -5,12 +5,15 @@ One registry per app (tests build several apps in one process)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cachetools import LRUCache
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics", "Trace", "Traces"]
@@ -50,8 +53,30 @@ class Metrics:
                                         "time admitted requests waited for a slot",
                                         buckets=LATENCY_BUCKETS, registry=r)
 
+    def watch_hot_tiers(self, counters: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        """Export the hot tiers' figures (summed over the namespaces' clients) at each scrape:
+        `counters()` gives each tier's `HotTier.counters()`."""
+        self.registry.register(_HotTierCollector(counters))
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _HotTierCollector(Collector):
+    def __init__(self, counters: Callable[[], Iterable[Mapping[str, Any]]]) -> None:
+        self.counters = counters
+
+    def collect(self) -> Iterator[Any]:
+        tiers = list(self.counters())
+        total = {k: sum(t[k] for t in tiers) for k in ("hot_hits", "hot_misses", "hot_items", "hot_bytes")}
+        yield CounterMetricFamily("memory_hot_hits", "gets and retrieves answered by the hot tier",
+                                  value=total["hot_hits"])
+        yield CounterMetricFamily("memory_hot_misses", "gets and retrieves the hot tier could not "
+                                  "answer (the stores did)", value=total["hot_misses"])
+        yield GaugeMetricFamily("memory_hot_items", "memories and retrieve answers in the hot tiers",
+                                value=total["hot_items"])
+        yield GaugeMetricFamily("memory_hot_bytes", "estimated bytes held by the hot tiers",
+                                value=total["hot_bytes"])
 
 
 @dataclass

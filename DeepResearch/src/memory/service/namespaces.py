@@ -140,6 +140,10 @@ class Namespaces:
             self._clients[namespace] = client
         return client
 
+    def clients(self) -> list[MemorySystemClient]:
+        """The clients made so far (one per namespace served)."""
+        return list(self._clients.values())
+
     def coalescer(self, namespace: str) -> StoreCoalescer:
         """Group commit of `namespace`'s store requests (coalesce.py)."""
         found = self._coalescers.get(namespace)

@@ -52,6 +52,8 @@ class ServiceState:
         admission = self.admission
         self.metrics.in_flight.set_function(lambda: admission.in_flight)
         self.metrics.queued.set_function(lambda: admission.queued)
+        self.metrics.watch_hot_tiers(
+            lambda: [client.hot.counters() for client in self.namespaces.clients()])
 
     async def bounded(self, call: Awaitable[T], what: str) -> T:
         """`call` within tool_timeout_seconds; ServiceTimeout naming `what` otherwise."""
