@@ -12,7 +12,9 @@ import pytest
 from DeepResearch.src.memory import MemoryConfig
 from DeepResearch.src.memory.consolidation import (
     Access,
+    Redirect,
     clusters,
+    consolidated_id,
     merged_text,
     relink,
     signature,
@@ -74,11 +76,16 @@ def test_the_merged_text_keeps_every_distinct_sentence_once() -> None:
 def test_relations_to_merged_memories_point_to_their_replacement() -> None:
     from DeepResearch.src.memory.backends.record import MemoryRecord
 
-    r = MemoryRecord(id="b", session_id="s", memory_type="note", content="x", created_at=OLD,
-                     relations=[("follows", "a1"), ("references", "a2"), ("references", "z")])
-    kept = MemoryRecord(id="c", session_id="s", memory_type="note", content="x", created_at=OLD)
-    [moved] = relink([r, kept], {"a1": "A", "a2": "A"})
-    assert moved.relations == [("follows", "A"), ("references", "A"), ("references", "z")]
+    def note(id: str, *relations: tuple[str, str], content: str = "x") -> MemoryRecord:
+        return MemoryRecord(id=id, session_id="s", memory_type="note", content=content,
+                            created_at=OLD, relations=list(relations))
+
+    rep_id, new_id = "rep", consolidated_id(["a1", "a2", "rep"])
+    redirect = Redirect.of([[note("rep", content="the longest"), note("a1"), note("a2")]])
+    after_rep = note("b", ("follows", rep_id), ("references", "a2"), ("references", "z"))
+    after_a1 = note("c", ("follows", "a1"))  # keeps its gap: restoring a1 closes it
+    [moved] = relink([after_rep, after_a1, note("d")], redirect)
+    assert moved.relations == [("follows", new_id), ("references", new_id), ("references", "z")]
 
 
 def test_value_rises_with_importance_access_recency_and_links() -> None:
