@@ -199,14 +199,14 @@ def test_the_cycle_check_sees_a_type_checking_import() -> None:
 # and the ones below (docs/architecture.md). A new module must be placed in one.
 LAYERS = [
     ("foundation", ["errors", "text", "config_base", "config", "config_service", "models",
-                    "compression", "store_folder", "blas_threads", "facts.model"]),
+                    "compression", "blas_threads", "facts.model"]),
     ("embedding", ["embeddings", "bert_numpy", "faiss_pool", "onnx_bert"]),
     ("storage contract", ["backends.record", "backends.base", "backends.decoding",
                           "facts.store", "facts.rules", "facts.forgetting"]),
     ("backends", ["backends"]),
     ("ranking", ["ranking"]),
     ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance",
-                "inputs", "records_io", "sync", "backend_override"]),
+                "inputs", "records_io", "sync"]),
     ("facts", ["facts"]),
     ("agent", ["agent", "toolset"]),
     ("service and CLI", ["service", "cli", "cli_transfer"]),
