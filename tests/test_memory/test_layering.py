@@ -199,7 +199,7 @@ def test_the_cycle_check_sees_a_type_checking_import() -> None:
 # and the ones below (docs/architecture.md). A new module must be placed in one.
 LAYERS = [
     ("foundation", ["errors", "text", "config_base", "config", "config_service", "models",
-                    "compression", "store_folder", "blas_threads", "facts.model",
+                    "compression", "blas_threads", "facts.model",
                     "config_consolidation"]),
     ("embedding", ["embeddings", "faiss_pool", "onnx_bert"]),
     ("storage contract", ["backends.record", "backends.base", "backends.decoding",
@@ -207,7 +207,7 @@ LAYERS = [
     ("backends", ["backends"]),
     ("ranking", ["ranking"]),
     ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "archive",
-                "hot_tier", "inputs", "records_io", "sync", "backend_override"]),
+                "hot_tier", "inputs", "records_io", "sync"]),
     ("facts", ["facts"]),
     ("maintenance jobs", ["consolidation"]),
     ("agent", ["agent", "toolset"]),

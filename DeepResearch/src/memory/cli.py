@@ -34,12 +34,11 @@ from DeepResearch.src.commandline import (
     closed_pipe_ends_quietly,
     compose,
 )
-from DeepResearch.src.memory.backend_override import as_group_choice
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, archive_namespace
 from DeepResearch.src.memory.cli_consolidate import add_parser as add_consolidate_parser
 from DeepResearch.src.memory.cli_transfer import export_jsonl, import_jsonl
 from DeepResearch.src.memory.client import MemorySystemClient
-from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.config import MemoryConfig, as_group_choice, check_store_folder
 from DeepResearch.src.memory.config_base import MAX_TOP_K
 from DeepResearch.src.memory.errors import (
     ConfirmationRequired,
@@ -49,7 +48,6 @@ from DeepResearch.src.memory.errors import (
 )
 from DeepResearch.src.memory.inputs import parse_filters
 from DeepResearch.src.memory.records_io import record_to_json
-from DeepResearch.src.memory.store_folder import check_store_folder
 from DeepResearch.src.memory.writes import failure_cause
 
 
