@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from DeepResearch.src.memory.access import AccessLog
 from DeepResearch.src.memory.archive import Archive
 from DeepResearch.src.memory.backends import (
     MemoryBackend,
@@ -84,6 +85,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
         self._last_in_session: dict[str, str] = {}
         self._last_time: dict[str, float] = {}
         self.writes = WriteQueue(self)
+        self.accesses = AccessLog(lambda: self.backend, self.namespace)
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -171,6 +173,8 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
             return
         try:
             if self._opened:
+                if self.available:
+                    await self.accesses.flush()
                 await self.writes.close()
         finally:
             if self._opened and self.available:

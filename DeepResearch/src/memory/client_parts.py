@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from DeepResearch.src.memory.access import AccessLog
     from DeepResearch.src.memory.backends.base import MemoryBackend, MemoryFilter
     from DeepResearch.src.memory.config import MemoryConfig
     from DeepResearch.src.memory.embeddings import Embedder
@@ -24,6 +25,7 @@ class ClientParts:
     available: bool
     steps: list[RankingStep]
     writes: WriteQueue
+    accesses: AccessLog  # the retrieves' access statistics, written in the background
     backend: MemoryBackend
     embedder: Embedder
     _links: SessionLinks
