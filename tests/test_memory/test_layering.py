@@ -206,7 +206,7 @@ LAYERS = [
                           "facts.store", "facts.rules", "facts.forgetting"]),
     ("backends", ["backends"]),
     ("ranking", ["ranking"]),
-    ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "archive",
+    ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "archive", "access",
                 "hot_tier", "inputs", "records_io", "sync"]),
     ("facts", ["facts"]),
     ("maintenance jobs", ["consolidation"]),

@@ -140,6 +140,9 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
             return 1
         shown = record_to_json(found[0], include_vector=False)
         shown["archived"] = found[0].namespace != client.namespace
+        stats = (await client.backend.access_stats([args.id], found[0].namespace)).get(args.id)
+        if stats is not None:
+            shown["access_count"], shown["last_accessed"] = stats.count, stats.last_accessed
         print(json.dumps(shown, indent=2, ensure_ascii=False))
         return 0
     if cmd == "archive":
