@@ -15,7 +15,7 @@ import hydra
 from omegaconf import DictConfig
 
 from DeepResearch.src.commandline import UnknownConfigKeyError, check_override_keys
-from DeepResearch.src.memory.backend_override import as_group_choice
+from DeepResearch.src.memory.config import as_group_choice
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
 from DeepResearch.src.workflow.errors import ConfigurationError, WorkflowError
 

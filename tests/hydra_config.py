@@ -5,7 +5,7 @@ from __future__ import annotations
 from hydra import compose, initialize_config_module
 from omegaconf import DictConfig
 
-from DeepResearch.src.memory.backend_override import as_group_choice
+from DeepResearch.src.memory.config import as_group_choice
 
 CONFIG_MODULE = "DeepResearch.conf"
 

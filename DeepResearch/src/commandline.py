@@ -117,7 +117,7 @@ def check_override_keys(overrides: Sequence[str]) -> None:
 
     The known keys are those of the configuration composed with the group choices among
     `overrides` (llm=openai, memory/backend=neo4j: `memory.backend=X` already rewritten by
-    memory/backend_override.as_group_choice). Hydra's
+    memory/config.as_group_choice). Hydra's
     own overrides (hydra.*, hydra/...) and lines Hydra cannot parse are left to Hydra."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException

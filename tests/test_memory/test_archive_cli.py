@@ -70,6 +70,18 @@ async def test_pin_and_unpin(store: Path) -> None:
     assert "pinned" not in json.loads(ok(memory_cli(store, "show", "alpha")))["metadata"]
 
 
+async def test_show_gives_the_access_statistics(store: Path, embedder: Embedder) -> None:
+    shown = json.loads(ok(memory_cli(store, "show", "alpha")))
+    assert (shown["access_count"], shown["last_accessed"]) == (0, None)
+    client = MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(store)}),
+                                embedder=embedder)
+    found = await client.retrieve("alpha experiment", top_k=1, all_sessions=True)
+    await client.close()
+    assert [m.id for m in found] == ["alpha"]
+    shown = json.loads(ok(memory_cli(store, "show", "alpha")))
+    assert shown["access_count"] == 1 and shown["last_accessed"] > 0
+
+
 async def test_archive_mistakes_are_one_line_and_exit_2(store: Path) -> None:
     for args, fragment in ((["archive"], "the following arguments are required: ids"),
                            (["archive", "a b"], "not a valid id"),

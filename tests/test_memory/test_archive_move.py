@@ -110,3 +110,24 @@ async def test_moved_records_stay_moved_after_reopening(make_client: MakeClient)
     assert [c.record.id for c in await again.backend.vector_search(vector, 5, live)] == ["c"]
     assert [c.record.id for c in await again.backend.vector_search(vector, 1, in_archive)] == ["a"]
     assert (await again.stats()).archived == 2
+
+
+async def test_a_relation_written_to_an_archived_id_reaches_it_once_restored(
+    make_client: MakeClient,
+) -> None:
+    """While "a" is archived a new memory names it (on neo4j: an edge to a placeholder of
+    the namespace); restoring "a" makes the walk from the new memory reach it."""
+    client = make_client(namespace=NS)
+    await _three(client)
+    backend = client.backend
+    assert await backend.move(["a"], NS, ARCHIVE) == 1
+    await client.store("a note about the pottery class", id="d", session_id="s2",
+                       relations=[("references", "a")])
+    live = MemoryFilter(namespaces=(NS,))
+    assert await backend.related_many(["d"], ["references"], 1, live) == {}
+    assert await backend.move(["a"], ARCHIVE, NS) == 1
+    walk = await backend.related_many(["d"], ["references"], 1, live)
+    assert [r.record.id for r in walk["d"]] == ["a"]
+    walk = await backend.related_many(["a"], ["references"], 1, live)
+    assert sorted(r.record.id for r in walk["a"]) == ["b", "d"]
+    assert await backend.verify() == []

@@ -246,13 +246,14 @@ async def test_failed_writes_are_retried_from_the_outbox(tmp_path: Path, embedde
             await super().upsert(records)
 
     backend = Flaky(384)
-    client = MemorySystemClient(MemoryConfig(backend="in_memory"), backend=backend, embedder=embedder)
+    # the retry backoff's ceiling (storage.max_retry_backoff) a microsecond: the next flush is due
+    config = MemoryConfig(backend="in_memory", storage={"max_retry_backoff": 1e-6})
+    client = MemorySystemClient(config, backend=backend, embedder=embedder)
     with pytest.raises(MemoryBackendError, match=r"server went away.*kept in the outbox"):
         await client.store(content="written once the server is back", id="m1")
     mid = "m1"
     assert (await client.stats()).outbox == 1
     backend.down = False
-    client.writes._next_retry = 0.0
     assert await client.flush() == 1
     assert (await client.get(mid)) is not None and (await client.stats()).outbox == 0
     await client.close()

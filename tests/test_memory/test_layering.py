@@ -199,15 +199,15 @@ def test_the_cycle_check_sees_a_type_checking_import() -> None:
 # and the ones below (docs/architecture.md). A new module must be placed in one.
 LAYERS = [
     ("foundation", ["errors", "text", "config_base", "config", "config_service", "models",
-                    "compression", "store_folder", "blas_threads", "facts.model",
+                    "compression", "blas_threads", "facts.model",
                     "config_consolidation"]),
     ("embedding", ["embeddings", "faiss_pool", "onnx_bert"]),
     ("storage contract", ["backends.record", "backends.base", "backends.decoding",
                           "facts.store", "facts.rules", "facts.forgetting"]),
     ("backends", ["backends"]),
     ("ranking", ["ranking"]),
-    ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "archive",
-                "hot_tier", "inputs", "records_io", "sync", "backend_override"]),
+    ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "archive", "access",
+                "hot_tier", "inputs", "records_io", "sync"]),
     ("facts", ["facts"]),
     ("maintenance jobs", ["consolidation"]),
     ("agent", ["agent", "toolset"]),

@@ -152,9 +152,8 @@ async def make_graph(neo4j_clean_uri: str) -> Any:
                                     session_id="s", embedder=embedder or GatedEmbedder())
         clients.append(client)
         await client.open()
-        backend_ = client.backend
-        backend_._facts = Neo4jFactStore(backend_.conn, backend_.settings, lock_timeout=1.0,
-                                         hold_timeout=hold_timeout)
+        facts = client.backend.fact_store()  # the store FactGraph(client) writes through
+        facts.lock_timeout, facts.hold_timeout = 1.0, hold_timeout
         return FactGraph(client)
 
     yield make

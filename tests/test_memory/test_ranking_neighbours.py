@@ -18,8 +18,12 @@ from DeepResearch.src.memory.backends.base import (
 )
 from DeepResearch.src.memory.backends.record import record_matches
 from DeepResearch.src.memory.config import ProfileConfig, RetrievalConfig
-from DeepResearch.src.memory.ranking.expansion import EXPANSION_TYPES, CrossReferenceExpansion
-from DeepResearch.src.memory.ranking.neighbours import FOCUS, NeighbourSmoothing
+from DeepResearch.src.memory.ranking.neighbours import (
+    EXPANSION_TYPES,
+    FOCUS,
+    CrossReferenceExpansion,
+    NeighbourSmoothing,
+)
 from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory
 
 MakeClient = Callable[..., MemorySystemClient]

@@ -34,12 +34,11 @@ from DeepResearch.src.commandline import (
     closed_pipe_ends_quietly,
     compose,
 )
-from DeepResearch.src.memory.backend_override import as_group_choice
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, archive_namespace
 from DeepResearch.src.memory.cli_consolidate import add_parser as add_consolidate_parser
 from DeepResearch.src.memory.cli_transfer import export_jsonl, import_jsonl
 from DeepResearch.src.memory.client import MemorySystemClient
-from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.config import MemoryConfig, as_group_choice, check_store_folder
 from DeepResearch.src.memory.config_base import MAX_TOP_K
 from DeepResearch.src.memory.errors import (
     ConfirmationRequired,
@@ -49,7 +48,6 @@ from DeepResearch.src.memory.errors import (
 )
 from DeepResearch.src.memory.inputs import parse_filters
 from DeepResearch.src.memory.records_io import record_to_json
-from DeepResearch.src.memory.store_folder import check_store_folder
 from DeepResearch.src.memory.writes import failure_cause
 
 
@@ -142,6 +140,9 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
             return 1
         shown = record_to_json(found[0], include_vector=False)
         shown["archived"] = found[0].namespace != client.namespace
+        stats = (await client.backend.access_stats([args.id], found[0].namespace)).get(args.id)
+        if stats is not None:
+            shown["access_count"], shown["last_accessed"] = stats.count, stats.last_accessed
         print(json.dumps(shown, indent=2, ensure_ascii=False))
         return 0
     if cmd == "archive":

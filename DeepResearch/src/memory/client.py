@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from DeepResearch.src.memory.access import AccessLog
 from DeepResearch.src.memory.archive import Archive
 from DeepResearch.src.memory.backends import (
     MemoryBackend,
@@ -91,6 +92,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
         # Consulted before the stores by get and retrieve (hot_tier.py: its coherence rules).
         self.hot = HotTier(config.hot, clock=self.clock)
         self.writes = WriteQueue(self)
+        self.accesses = AccessLog(lambda: self.backend, self.namespace)
 
     # -- lifecycle ------------------------------------------------------------------------
     @property
@@ -178,6 +180,8 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
             return
         try:
             if self._opened:
+                if self.available:
+                    await self.accesses.flush()
                 await self.writes.close()
         finally:
             if self._opened and self.available:

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from DeepResearch.src.memory.access import AccessLog
     from DeepResearch.src.memory.backends.base import MemoryBackend, MemoryFilter
     from DeepResearch.src.memory.config import MemoryConfig
     from DeepResearch.src.memory.embeddings import Embedder
@@ -27,6 +28,7 @@ class ClientParts:
     writes: WriteQueue
     hot: HotTier  # consulted before the stores; `hot.changed(ids)` after any change
     clock: Callable[[], float]  # "now" in epoch seconds
+    accesses: AccessLog  # the retrieves' access statistics, written in the background
     backend: MemoryBackend
     embedder: Embedder
     _links: SessionLinks

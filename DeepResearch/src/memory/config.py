@@ -5,13 +5,26 @@ Every section accepts a plain dict, and every key has the default written in
 DeepResearch/conf/memory/default.yaml (backend sections: conf/memory/backend/), so
 `MemoryConfig(backend="faiss", faiss={"path": "..."})` works.
 Invalid values raise `MemoryConfigError` naming the dotted key, the value and what is allowed.
+
+Also here: the start-up check of the embedded store's folder (`check_store_folder`: a
+`memory.faiss.path` nothing can be written to is a configuration error, exit 2, not a run that
+quietly stores nothing), and how a command line chooses the backend (`as_group_choice`).
+`memory.backend=X` on a command line means the config group option `memory/backend=X`: each
+option of conf/memory/backend/ composes `backend` and its own section only. Hydra reads
+`memory.backend=neo4j` as a plain value, which would keep the faiss section and reject
+`memory.neo4j.uri=...` beside it. Both commands (`deepresearch`, `deepresearch-memory`) pass
+their arguments through `as_group_choice` so the two spellings choose the backend the same way,
+and a name that is no backend gets one line naming the choices.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Literal
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, get_args
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -433,3 +446,47 @@ def _allowed_keys(parent: tuple[Any, ...]) -> list[str]:
             return []
         model = field.annotation
     return sorted(model.model_fields)
+
+
+def check_store_folder(config: MemoryConfig) -> None:
+    """For the faiss backend: create `memory.faiss.path` if missing and prove a file can be
+    created in it; raise MemoryConfigError naming the path and the reason otherwise."""
+    if config.backend != "faiss":
+        return
+    folder = Path(config.faiss.path)
+    setting = f"memory.faiss.path={config.faiss.path}"
+    if folder.exists() and not folder.is_dir():
+        raise MemoryConfigError(f"{setting} is a file, not a folder; give the path of a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, probe = tempfile.mkstemp(prefix=".write-check-", dir=folder)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(folder) else ""
+        raise MemoryConfigError(
+            f"{setting} cannot be used: {exc.strerror or exc}{where}; give a folder this "
+            "process can create files in"
+        ) from None
+
+
+FORMS = ("memory.backend=", "memory/backend=")
+CHOICES = get_args(BackendName)
+
+
+def as_group_choice(overrides: Sequence[str]) -> list[str]:
+    """`overrides` with every `memory.backend=X` written `memory/backend=X`.
+
+    Raises MemoryConfigError when X (or one of a sweep's X,Y) is not a backend."""
+    out = []
+    for arg in overrides:
+        form = next((f for f in FORMS if arg.startswith(f)), None)
+        if form is None:
+            out.append(arg)
+            continue
+        value = arg[len(form):]
+        unknown = [v for v in value.split(",") if v.strip() not in CHOICES]
+        if unknown:
+            raise MemoryConfigError(f"memory.backend={unknown[0]!r}: choices are {list(CHOICES)}")
+        out.append(FORMS[1] + value)
+    return out

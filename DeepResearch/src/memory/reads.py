@@ -16,7 +16,7 @@ import numpy as np
 
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.backends.decoding import report_skipped
-from DeepResearch.src.memory.backends.record import record_matches
+from DeepResearch.src.memory.backends.record import AccessStats, record_matches
 from DeepResearch.src.memory.client_parts import ClientParts
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
@@ -137,12 +137,14 @@ class Reads(ClientParts):
         if not await self._ready():
             return []
         try:
-            return await self._retrieve(query, limit_for(top_k, self.config, prof), kwargs,
-                                        session_id, all_sessions, prof, query_vector, now,
-                                        hot_key=(profile, as_of is not None))
+            found = await self._retrieve(query, limit_for(top_k, self.config, prof), kwargs,
+                                         session_id, all_sessions, prof, query_vector, now,
+                                         hot_key=(profile, as_of is not None))
         except MemoryBackendError as exc:
             self._lost(exc)
             return []
+        self.accesses.record([m.id for m in found], self.clock())  # written in the background
+        return found
 
     async def _retrieve(
         self, query: str, limit: int, kwargs: dict[str, Any],
@@ -236,6 +238,18 @@ class Reads(ClientParts):
         return partial(evidence_paths, store, self.namespace, max_entities=cfg.max_entities,
                        max_facts=cfg.max_facts, max_evidence=cfg.max_evidence,
                        max_fact_evidence=cfg.max_fact_evidence)
+
+    async def access_stats(self, ids: Sequence[str]) -> dict[str, AccessStats]:
+        """{id: AccessStats(count, last_accessed)} of memories of this namespace: how many
+        retrieves returned each, and when last (epoch seconds). Missing ids are left out."""
+        if isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
+            raise MemoryInputError(f"ids must be a list of memory ids, got {ids!r:.80}")
+        wanted = [clean_id(i, "memory id") for i in ids]
+        await self.open()
+        if not self.available:
+            raise MemoryBackendError(f"memory backend unavailable: {self._unavailable_reason}")
+        await self.accesses.flush()
+        return await self.backend.access_stats(wanted, self.namespace)
 
     async def get(self, memory_id: str) -> RetrievedMemory | None:
         """One memory by id (any session of this namespace), or None."""

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from DeepResearch.src.memory.backends.record import AccessStats
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.models import (
@@ -114,6 +115,9 @@ class SyncMemorySystemClient:
         return _LOOP.run(self.aio.retrieve(query, top_k, filters, session_id, profile,
                                            all_sessions=all_sessions, query_vector=query_vector,
                                            as_of=as_of))
+
+    def access_stats(self, ids: Sequence[str]) -> dict[str, AccessStats]:
+        return _LOOP.run(self.aio.access_stats(ids))
 
     def get(self, memory_id: str) -> RetrievedMemory | None:
         return _LOOP.run(self.aio.get(memory_id))

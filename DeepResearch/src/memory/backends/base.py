@@ -90,6 +90,17 @@ class MemoryBackend(ABC):
         skipped; returns how many records moved."""
 
     @abstractmethod
+    async def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:
+        """Each occurrence of an id in `ids` is one access of that record of `namespace`:
+        its count goes up by one, its last access becomes `at` (when later than the one
+        stored). Ids of no record are ignored. One cheap write for the whole batch."""
+
+    @abstractmethod
+    async def access_stats(self, ids: Sequence[str], namespace: str) -> dict[str, AccessStats]:
+        """{id: AccessStats} of the records `ids` of `namespace` (a record never accessed:
+        count 0, last_accessed None); ids of no record are left out."""
+
+    @abstractmethod
     async def vector_search(
         self, vector: np.ndarray, k: int, flt: MemoryFilter
     ) -> list[Candidate]:

@@ -13,6 +13,7 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
     DEFAULT_NAMESPACE,
+    AccessStats,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -47,6 +48,7 @@ class InMemoryBackend(MemoryBackend):
         self._matrix_ids: list[Key] = []
         self._open = False
         self._fact_store: InMemoryFactStore | None = None
+        self._access: dict[Key, AccessStats] = {}  # kept when a record is replaced
 
     def fact_store(self) -> InMemoryFactStore:
         if self._fact_store is None:
@@ -105,6 +107,7 @@ class InMemoryBackend(MemoryBackend):
             doomed += [i for i in cascaded if i in self._records]
         for key in doomed:
             del self._records[key]
+            self._access.pop(key, None)
             self._unindex(key)
         if doomed:
             self._matrix = None
@@ -120,6 +123,9 @@ class InMemoryBackend(MemoryBackend):
             target = (to_namespace, key[1])
             self._records.pop(target, None)
             self._unindex(target)
+            self._access.pop(target, None)
+            if key in self._access:
+                self._access[target] = self._access.pop(key)
             record = self._records.pop(key)
             record.namespace = to_namespace
             self._records[target] = record
@@ -128,6 +134,20 @@ class InMemoryBackend(MemoryBackend):
         if moving:
             self._matrix = None
         return len(moving)
+
+    async def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:
+        self.check_open()
+        for record_id in ids:
+            key = (namespace, record_id)
+            if key in self._records:
+                old = self._access.get(key, AccessStats())
+                last = at if old.last_accessed is None else max(old.last_accessed, at)
+                self._access[key] = AccessStats(old.count + 1, last)
+
+    async def access_stats(self, ids: Sequence[str], namespace: str) -> dict[str, AccessStats]:
+        self.check_open()
+        return {i: self._access.get((namespace, i), AccessStats()) for i in ids
+                if (namespace, i) in self._records}
 
     def _unindex(self, key: Key) -> None:
         row = self._rows.pop(key, None)

@@ -180,9 +180,12 @@ class Queries:
             f"UNWIND $keys AS k MATCH (m:{L} {{namespace: k.namespace, id: k.id}})-[r]->() "
             "WHERE type(r) IN $types DELETE r"
         )
-        # One pass: replace every property, then the vector (compact float storage).
+        # One pass: replace every property but the access statistics (a replaced memory keeps
+        # them), then the vector (compact float storage).
         self.write_nodes = (
-            f"UNWIND $rows AS r MERGE (m:{L} {{namespace: r.namespace, id: r.id}}) SET m = r.props "
+            f"UNWIND $rows AS r MERGE (m:{L} {{namespace: r.namespace, id: r.id}}) "
+            "WITH m, r, m.access_count AS access_count, m.last_accessed AS last_accessed "
+            "SET m = r.props SET m.access_count = access_count, m.last_accessed = last_accessed "
             "WITH m, r WHERE r.vector IS NOT NULL "
             "CALL db.create.setNodeVectorProperty(m, 'embedding', r.vector)"
         )
@@ -200,6 +203,17 @@ class Queries:
             "MERGE (m)-[s:SIMILAR_TO]->(node) SET s.score = score"
         )
         self.total = f"MATCH (m:{L}) RETURN count(m) AS n"
+        # Access statistics: properties of the memory node ($rows: {id, n} with n accesses).
+        self.record_access = (
+            f"UNWIND $rows AS r MATCH (m:{L} {{namespace: $namespace, id: r.id}}) "
+            "SET m.access_count = coalesce(m.access_count, 0) + r.n, "
+            "m.last_accessed = CASE WHEN m.last_accessed IS NULL OR m.last_accessed < $at "
+            "THEN $at ELSE m.last_accessed END"
+        )
+        self.access_stats = (
+            f"UNWIND $ids AS id MATCH (m:{L} {{namespace: $namespace, id: id}}) "
+            "RETURN m.id AS id, coalesce(m.access_count, 0) AS n, m.last_accessed AS at"
+        )
         # The stored columns a read decodes, a page at a time in (namespace, id) order (health)
         self.stored_page = (
             f"MATCH (m:{L}) WHERE m.namespace > $ns OR (m.namespace = $ns AND m.id > $after) "

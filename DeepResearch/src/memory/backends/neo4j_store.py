@@ -20,6 +20,7 @@ relationship edges, in a Neo4j 5.26+ server (a single instance, a cluster or a h
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -27,6 +28,7 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
     DEFAULT_NAMESPACE,
+    AccessStats,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -232,6 +234,21 @@ class Neo4jBackend(MemoryBackend):
             f"moving {len(ids)} memories to {to_namespace!r}",
             [(q, params) for q in self.q.move_statements()])
         return int(rows[0]["n"]) if rows else 0
+
+    async def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:
+        counts = Counter(ids)
+        if counts:
+            rows = [{"id": i, "n": n} for i, n in counts.items()]
+            await self.conn.write("recording accesses", [(self.q.record_access, {
+                "rows": rows, "namespace": namespace, "at": float(at)})])
+
+    async def access_stats(self, ids: Sequence[str], namespace: str) -> dict[str, AccessStats]:
+        if not ids:
+            return {}
+        rows = await self.conn.read("reading access statistics", self.q.access_stats,
+                                    {"ids": list(dict.fromkeys(ids)), "namespace": namespace})
+        found = {r["id"]: AccessStats(int(r["n"]), r["at"]) for r in rows}
+        return {i: found[i] for i in ids if i in found}
 
     # --- reads ---------------------------------------------------------------------------
     async def get(

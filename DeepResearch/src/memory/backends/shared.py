@@ -13,6 +13,7 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
     DEFAULT_NAMESPACE,
+    AccessStats,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -78,6 +79,12 @@ class SharedBackend(MemoryBackend):
 
     async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
         return await self.inner.move(ids, from_namespace, to_namespace)
+
+    async def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:
+        await self.inner.record_access(ids, namespace, at)
+
+    async def access_stats(self, ids: Sequence[str], namespace: str) -> dict[str, AccessStats]:
+        return await self.inner.access_stats(ids, namespace)
 
     async def vector_search(self, vector: np.ndarray, k: int, flt: MemoryFilter) -> list[Candidate]:
         return await self.inner.vector_search(vector, k, flt)

@@ -16,12 +16,11 @@ from DeepResearch.src.memory.ranking.diversity import (
     MaximalMarginalRelevance,
     Truncate,
 )
-from DeepResearch.src.memory.ranking.event_time import TimeMatch
-from DeepResearch.src.memory.ranking.expansion import CrossReferenceExpansion
 from DeepResearch.src.memory.ranking.feedback import PseudoRelevanceFeedback
 from DeepResearch.src.memory.ranking.graph import GraphPath
-from DeepResearch.src.memory.ranking.neighbours import NeighbourSmoothing
+from DeepResearch.src.memory.ranking.neighbours import CrossReferenceExpansion, NeighbourSmoothing
 from DeepResearch.src.memory.ranking.thresholds import MaxAge, MinSimilarity
+from DeepResearch.src.memory.ranking.time_query import TimeMatch
 from DeepResearch.src.memory.ranking.types import RankingContext, RankingStep, ScoredMemory
 from DeepResearch.src.memory.ranking.weighting import (
     FailurePatterns,

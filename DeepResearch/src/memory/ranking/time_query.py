@@ -8,6 +8,11 @@ dateparser finds dates in many words that are not dates here ("may", "now", "we"
 or weekday name with a number or a preposition ("in May", "on Friday"), or a relative word
 ("ago", "yesterday", "last week"). A relative expression anchored on something else ("two
 weeks before the trip") is left out: only `as_of` anchors here. Times are UTC.
+
+The ranking step TimeMatch: when the query names a time, memories whose event time falls in it
+gain `weight` x the best score of the list. The event time is `event_at` when the caller gave
+one (e.g. the date of a conversation's session), else the time the memory was stored. Nothing
+is dropped: a query whose time words were misread loses nothing but the bonus.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
+
+from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory
 
 DAY = timedelta(days=1)
 _MONTHS = (
@@ -126,3 +133,29 @@ def time_ranges(query: str, as_of: float) -> tuple[TimeRange, ...]:
     if not names_time(query):
         return ()  # nothing that could be a time: dateparser not asked
     return _resolve(query, base)
+
+
+class TimeMatch(BaseStep):
+    name = "time_match"
+
+    def enabled(self, ctx: RankingContext) -> bool:
+        cfg = ctx.retrieval.time_query
+        return cfg.enabled and cfg.weight > 0
+
+    def reads_clock(self, ctx: RankingContext) -> bool:
+        return names_time(ctx.query)  # its time words are resolved against ctx.now
+
+    async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]:
+        if not items:
+            return items
+        ranges = time_ranges(ctx.query, ctx.now)
+        if not ranges:
+            return items
+        bonus = ctx.retrieval.time_query.weight * max(max(m.score for m in items), 1e-9)
+        for m in items:
+            r = m.record
+            when = r.event_at if r.event_at is not None else r.created_at
+            if any(span.contains(when) for span in ranges):
+                m.score += bonus
+                m.signals[self.name] = bonus
+        return items

@@ -11,10 +11,9 @@ import socket
 import sys
 from typing import Any
 
-from DeepResearch.src.memory.config import MemoryConfig
+from DeepResearch.src.memory.config import MemoryConfig, check_store_folder
 from DeepResearch.src.memory.errors import MemoryConfigError
 from DeepResearch.src.memory.service.namespaces import check_binding, load_api_keys
-from DeepResearch.src.memory.store_folder import check_store_folder
 
 CONFIG_ENV = "DEEPRESEARCH_MEMORY_SERVICE_CONFIG"  # the config handed to uvicorn's workers
 GRACEFUL_SECONDS = 30

@@ -28,8 +28,7 @@ from omegaconf import DictConfig
 
 from DeepResearch.src.memory.backends import IMPORT_SECONDS
 from DeepResearch.src.memory.client import MemorySystemClient
-from DeepResearch.src.memory.config import MemoryConfig
-from DeepResearch.src.memory.store_folder import check_store_folder
+from DeepResearch.src.memory.config import MemoryConfig, check_store_folder
 from DeepResearch.src.memory.toolset import MemoryBinding, memory_toolset
 from DeepResearch.src.memory.writes import UnwrittenMemoriesError
 from DeepResearch.src.workflow.flows import resolve_flow

@@ -7,8 +7,12 @@ overall confidence, metadata and a trace (see docs/retrieval_agent.md). It does 
 the workflow package.
 """
 
-from DeepResearch.src.memory.agent.retrieval.agent import retrieve_context
-from DeepResearch.src.memory.agent.retrieval.trace import TRACES, TraceStore, get_trace
+from DeepResearch.src.memory.agent.retrieval.agent import (
+    TRACES,
+    TraceStore,
+    get_trace,
+    retrieve_context,
+)
 from DeepResearch.src.memory.agent.retrieval.types import (
     FACT_TOOLS,
     MEMORY_TOOL,

@@ -1,18 +1,25 @@
-"""`retrieve_context`: the retrieval agent's one entry point."""
+"""`retrieve_context`: the retrieval agent's one entry point, and the store of recent results
+it keeps for the service (TraceStore, get_trace).
+
+The store is small and in-process: recent retrieval results (with their traces) by request id,
+bounded (the oldest entry goes when a new one would exceed `max_entries`), not persisted (a
+restart forgets it); the service reads it to answer "what did request X do"."""
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable
 from typing import Any
 from uuid import uuid4
+
+from cachetools import LRUCache
 
 from DeepResearch.src.memory.agent.retrieval.graph import AnalyzeConversation, retrieval_graph
 from DeepResearch.src.memory.agent.retrieval.planner import ModelPlanner, RulesPlanner
 from DeepResearch.src.memory.agent.retrieval.state import Planner, RetrievalDeps, RetrievalState
 from DeepResearch.src.memory.agent.retrieval.synthesis import MIN_SIMILARITY
 from DeepResearch.src.memory.agent.retrieval.tools import ToolRunner
-from DeepResearch.src.memory.agent.retrieval.trace import TRACES, TraceStore
 from DeepResearch.src.memory.agent.retrieval.types import RetrievalResult
 
 
@@ -70,3 +77,37 @@ async def retrieve_context(
     result.metadata.processing_time_ms = state.elapsed_ms()
     (trace_store if trace_store is not None else TRACES).put(result)
     return result
+
+
+class TraceStore:
+    def __init__(self, max_entries: int = 256) -> None:
+        if max_entries < 1:
+            raise ValueError(f"TraceStore max_entries must be >= 1, got {max_entries}")
+        self.max_entries = max_entries
+        self._entries: LRUCache[str, RetrievalResult] = LRUCache(max_entries)
+        self._lock = threading.Lock()
+
+    def put(self, result: RetrievalResult) -> None:
+        with self._lock:
+            self._entries[result.metadata.request_id] = result
+
+    def get(self, request_id: str) -> RetrievalResult | None:
+        with self._lock:
+            return self._entries.get(request_id)
+
+    def request_ids(self) -> list[str]:
+        """The stored request ids, newest last."""
+        with self._lock:
+            return list(self._entries)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+TRACES = TraceStore()
+
+
+def get_trace(request_id: str, store: TraceStore | None = None) -> RetrievalResult | None:
+    """The result (facts, metadata, trace) of a recent request, or None once evicted."""
+    return (store if store is not None else TRACES).get(request_id)

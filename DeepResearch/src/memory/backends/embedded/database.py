@@ -17,8 +17,9 @@ from DeepResearch.src.memory.errors import MemoryBackendError
 
 DB_FILE = "memory.sqlite3"
 # PRAGMA user_version of a store with the current schema. 1: namespaces; 2: event_at;
-# 3: records_type_scope; 4: ids scoped by namespace (records and relations).
-SCHEMA_VERSION = 4
+# 3: records_type_scope; 4: ids scoped by namespace (records and relations); 5: the access
+# table.
+SCHEMA_VERSION = 5
 MMAP_BYTES = 256 * 1024 * 1024
 RECORDS_TABLE = """
 CREATE TABLE IF NOT EXISTS {name} (
@@ -57,6 +58,12 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5 (tokens);
 -- how many rows hold each term: a query skips terms in most rows (see records.text_search)
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_vocab USING fts5vocab (fts, 'row');
+-- how often retrieves returned each record, and when last (a row once it was returned);
+-- kept when a record is replaced, dropped when it is deleted
+CREATE TABLE IF NOT EXISTS access (
+    namespace TEXT NOT NULL, id TEXT NOT NULL, count INTEGER NOT NULL, last_accessed REAL,
+    PRIMARY KEY (namespace, id)
+) WITHOUT ROWID;
 -- seqs deleted (or replaced), in order: other processes drop them from their FAISS index
 CREATE TABLE IF NOT EXISTS deleted (pos INTEGER PRIMARY KEY AUTOINCREMENT, seq INTEGER NOT NULL);
 DROP INDEX IF EXISTS records_session;

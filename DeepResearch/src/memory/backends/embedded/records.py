@@ -6,6 +6,7 @@ left out of every read, with one warning naming it; `damaged()` lists them for `
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -122,16 +123,44 @@ class Records:
                             [namespace, *chunk]).fetchall()
             for seq, *_ in rows:
                 self._forget_seq(seq)
-            conn.executemany("DELETE FROM relations WHERE namespace = ? AND src = ?",
-                             [(r[2], r[1]) for r in rows])
+            for table, key in (("relations", "src"), ("access", "id")):
+                conn.executemany(f"DELETE FROM {table} WHERE namespace = ? AND {key} = ?",
+                                 [(r[2], r[1]) for r in rows])
         return len(rows)
+
+    def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:
+        """One transaction: each occurrence of an id is one access of that record (ids of
+        no record are skipped)."""
+        counts = Counter(ids)
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO access (namespace, id, count, last_accessed) SELECT ?, ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM records WHERE namespace = ? AND id = ?) "
+                "ON CONFLICT (namespace, id) DO UPDATE SET count = count + excluded.count, "
+                "last_accessed = max(coalesce(last_accessed, excluded.last_accessed), "
+                "excluded.last_accessed)",
+                [(namespace, i, n, at, namespace, i) for i, n in counts.items()])
+
+    def access_stats(self, ids: Sequence[str], namespace: str) -> dict[str, tuple[int, float | None]]:
+        """{id: (count, last_accessed)} of the records `ids` of `namespace`."""
+        out: dict[str, tuple[int, float | None]] = {}
+        with self.db.lock:
+            for chunk in chunks(list(dict.fromkeys(ids))):
+                for rid, count, last in self.db.conn.execute(
+                    "SELECT r.id, coalesce(a.count, 0), a.last_accessed FROM records r "
+                    "LEFT JOIN access a ON a.namespace = r.namespace AND a.id = r.id "
+                    f"WHERE r.namespace = ? AND r.id IN ({','.join('?' * len(chunk))})",
+                    [namespace, *chunk],
+                ):
+                    out[rid] = (int(count), last)
+        return out
 
     def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
         """Re-file the records `ids` of `from_namespace` under `to_namespace` in one
         transaction: each row keeps its seq, so its FTS row and its FAISS vector stay as
         they are (every search filters the namespace in SQL); its outgoing relations go with
-        it. A record of `to_namespace` with a moved id is replaced (deleted as `write`
-        deletes it). Returns how many moved."""
+        it, as do its access statistics. A record of `to_namespace` with a moved id is
+        replaced (deleted as `write` deletes it). Returns how many moved."""
         if from_namespace == to_namespace:
             return len(self.get(list(dict.fromkeys(ids)), from_namespace))
         moved = 0
@@ -148,9 +177,10 @@ class Records:
                     [to_namespace, *present],
                 ).fetchall():
                     self._forget_seq(seq)
-                conn.execute(f"DELETE FROM relations WHERE namespace = ? AND src IN ({marks})",
-                             [to_namespace, *present])
-                for table, key in (("records", "id"), ("relations", "src")):
+                for table, key in (("relations", "src"), ("access", "id")):
+                    conn.execute(f"DELETE FROM {table} WHERE namespace = ? AND {key} IN ({marks})",
+                                 [to_namespace, *present])
+                for table, key in (("records", "id"), ("relations", "src"), ("access", "id")):
                     conn.execute(f"UPDATE {table} SET namespace = ? WHERE namespace = ? AND "
                                  f"{key} IN ({marks})", [to_namespace, from_namespace, *present])
                 moved += len(present)

@@ -24,6 +24,7 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.base import (
     DEFAULT_NAMESPACE,
+    AccessStats,
     BackendHealth,
     Candidate,
     MemoryBackend,
@@ -258,6 +259,16 @@ class EmbeddedBackend(MemoryBackend):
         its seq), no fact is touched."""
         return await self.run("moving memories", self.require().move, list(ids),
                                from_namespace, to_namespace)
+
+    async def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:
+        if ids:
+            await self.run("recording accesses", self.require().record_access, list(ids),
+                           namespace, at)
+
+    async def access_stats(self, ids: Sequence[str], namespace: str) -> dict[str, AccessStats]:
+        found = await self.run("reading access statistics", self.require().access_stats,
+                               list(ids), namespace)
+        return {i: AccessStats(*found[i]) for i in ids if i in found}
 
     async def vector_search(
         self, vector: np.ndarray, k: int, flt: MemoryFilter

@@ -28,6 +28,7 @@ from DeepResearch.src.memory.facts.extraction.clauses import (
     FREQUENCY,
     NEGATION,
     YEAR,
+    asserted,
     hedge,
     sentences,
     times,
@@ -39,7 +40,6 @@ from DeepResearch.src.memory.facts.extraction.fragments import (
     truecase,
     untypo,
 )
-from DeepResearch.src.memory.facts.extraction.modality import asserted
 from DeepResearch.src.memory.facts.extraction.objects import (
     AUTHOR,
     GROUP_SHORT,

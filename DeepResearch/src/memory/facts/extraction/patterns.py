@@ -18,7 +18,7 @@ pronoun subject. A negated verb ("do not work", "never worked"), a denial ("I do
 doubt", "not sure I know X") or a question states nothing; nor does a clause inside a condition
 ("if", "unless", "whether": "If I worked at Google ...") or one whose left-out subject follows
 a modal or an intention ("I know Go and plan to move to Berlin and work at SAP"): see
-`modality`.
+`clauses.asserted`.
 
 =========  ====================================================  =====  ====================
 predicate  phrasing (example)                                    conf.  time
