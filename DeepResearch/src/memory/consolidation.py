@@ -26,6 +26,7 @@ grace period, the sentence memory of a fact, or the evidence of a current fact.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -237,7 +238,10 @@ class Redirect:
 
     @classmethod
     def of(cls, groups: Sequence[Sequence[MemoryRecord]]) -> Redirect:
-        ids = {m.id: consolidated_id(x.id for x in g) for g in groups for m in g}
+        ids: dict[str, str] = {}
+        for g in groups:
+            new_id = consolidated_id(m.id for m in g)
+            ids.update((m.id, new_id) for m in g)
         return cls(ids, frozenset(representative(g).id for g in groups))
 
     def target(self, kind: str, target: str) -> str:
@@ -496,8 +500,10 @@ async def consolidate(
             report.skipped[reason] = report.skipped.get(reason, 0) + 1
     vectors = (np.stack([np.asarray(r.vector, dtype=np.float32) for r in eligible])
                if eligible else np.zeros((0, 1), dtype=np.float32))
-    groups = [[eligible[i] for i in c] for c in clusters(
-        eligible, vectors, ccfg.similarity, session is not None, ccfg.block_rows, progress)]
+    found = await asyncio.to_thread(  # CPU work off the event loop (the service's requests)
+        clusters, eligible, vectors, ccfg.similarity, session is not None, ccfg.block_rows,
+        progress)
+    groups = [[eligible[i] for i in c] for c in found]
     merged_ids = [m.id for g in groups for m in g]
     access = await _access(client, merged_ids) if groups else {}
     redirect = Redirect.of(groups)
