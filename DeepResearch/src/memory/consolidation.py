@@ -55,7 +55,8 @@ PRUNED = "pruned"
 # what a consolidated memory's metadata says of its sources
 CONSOLIDATION_KEYS = ("derived_from", "consolidated_at", "first_created_at", "last_created_at",
                       "access_count", "last_accessed")
-PAGE = 1000
+PAGE = 1000  # ids per access-statistics read, records per archive call
+READ_PAGE = 10_000  # records per scan: an offset scan re-reads what it skips
 # outcome words: two memories that differ in one of these say different things
 _POLARITY = frozenset(
     "no not never none nothing cannot can't won't don't doesn't didn't isn't wasn't "
@@ -424,11 +425,11 @@ async def _live(client: MemorySystemClient, session: str | None, now: float,
     total = await client.backend.count(flt)
     out: list[MemoryRecord] = []
     while True:
-        batch = await client.backend.scan(flt, limit=PAGE, offset=len(out))
+        batch = await client.backend.scan(flt, limit=READ_PAGE, offset=len(out))
         out += batch
         if progress is not None:
             progress("reading", len(out), total)
-        if len(batch) < PAGE:
+        if len(batch) < READ_PAGE:
             break
     missing = [r.id for r in out if r.vector is None]
     if missing:  # a backend whose scan leaves vectors out
