@@ -205,7 +205,7 @@ LAYERS = [
                           "facts.store", "facts.rules", "facts.forgetting"]),
     ("backends", ["backends"]),
     ("ranking", ["ranking"]),
-    ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "hot_tier",
+    ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "hot_tier", "health",
                 "inputs", "records_io", "sync", "backend_override"]),
     ("facts", ["facts"]),
     ("agent", ["agent", "toolset"]),
