@@ -116,8 +116,14 @@ class HotTier:
 
     def put_memory(self, doc: MemoryDocument, generation: int) -> None:
         """Keep a memory read from the stores (read at `generation`)."""
+        self.put_memories([doc], generation)
+
+    def put_memories(self, docs: Iterable[MemoryDocument], generation: int) -> None:
+        """Keep memories read from the stores at `generation` (a retrieve's, also one whose
+        answer is not kept: the memories themselves do not depend on the time)."""
         if self.enabled and generation == self.generation:
-            self._put(("m", doc.id), doc.model_copy(deep=True))
+            for doc in docs:
+                self._put(("m", doc.id), doc.model_copy(deep=True))
 
     # -- retrieve answers ------------------------------------------------------------------
     def get_answer(self, key: Hashable, now: float) -> list[RetrievedMemory] | None:
