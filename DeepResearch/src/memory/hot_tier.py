@@ -27,7 +27,9 @@ Coherence: what it serves equals what the stores would answer.
 
 The tier belongs to one client (one namespace, one process): writes made through other clients
 or processes on the same store are not seen here. Run those with `memory.hot.enabled=false`
-when one store has several writers that must see each other's forgets at once.
+when one store has several writers that must see each other's forgets at once. The client's
+configuration and ranking steps are read as fixed: code that edits them on a live client calls
+`changed()`.
 """
 
 from __future__ import annotations
