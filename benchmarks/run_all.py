@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 MODULES = [
     "benchmarks.bench_node_memory",
+    "benchmarks.bench_hot_tier",
     "benchmarks.bench_embedding --recall",
     "benchmarks.bench_memory",
     "benchmarks.bench_million",

@@ -186,8 +186,9 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
 
 
 async def _health(client: MemorySystemClient) -> int:
-    """The backend's health, its full check (`verify()`, where the backend has one) and the
-    write queue; exit status 1 when anything is wrong."""
+    """The backend's health, its full check (`verify()`, where the backend has one), the
+    tiers, index, growth, outbox and consolidation detail (health.py); exit status 1 when
+    anything is wrong."""
     health = await client.health()
     if not health.available:
         problems = [f"backend unavailable: {health.detail}"]
@@ -198,8 +199,10 @@ async def _health(client: MemorySystemClient) -> int:
             problems += [p for p in await verify() if p not in problems]
     if health.outbox:
         problems.append(f"{health.outbox} writes wait in the outbox")
+    detail = await client.health_detail() if health.available else {}
+    problems += [p for p in detail.pop("problems", []) if p not in problems]
     report = {"ok": not problems, "backend": health.backend, "detail": health.detail,
-              "problems": problems}
+              **detail, "problems": problems}
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 1 if problems else 0
 
