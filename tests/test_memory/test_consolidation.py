@@ -12,8 +12,11 @@ import pytest
 from DeepResearch.src.memory import MemoryConfig
 from DeepResearch.src.memory.consolidation import (
     Access,
+    Redirect,
     clusters,
+    consolidated_id,
     merged_text,
+    relink,
     signature,
     value,
 )
@@ -68,6 +71,21 @@ def test_the_merged_text_keeps_every_distinct_sentence_once() -> None:
                           "STAR aligned the reads! The index was built overnight.",
                           "It needed 32 GB."])
     assert merged == "STAR aligned the reads. It needed 32 GB.\nThe index was built overnight."
+
+
+def test_relations_to_merged_memories_point_to_their_replacement() -> None:
+    from DeepResearch.src.memory.backends.record import MemoryRecord
+
+    def note(id: str, *relations: tuple[str, str], content: str = "x") -> MemoryRecord:
+        return MemoryRecord(id=id, session_id="s", memory_type="note", content=content,
+                            created_at=OLD, relations=list(relations))
+
+    rep_id, new_id = "rep", consolidated_id(["a1", "a2", "rep"])
+    redirect = Redirect.of([[note("rep", content="the longest"), note("a1"), note("a2")]])
+    after_rep = note("b", ("follows", rep_id), ("references", "a2"), ("references", "z"))
+    after_a1 = note("c", ("follows", "a1"))  # keeps its gap: restoring a1 closes it
+    [moved] = relink([after_rep, after_a1, note("d")], redirect)
+    assert moved.relations == [("follows", new_id), ("references", new_id), ("references", "z")]
 
 
 def test_value_rises_with_importance_access_recency_and_links() -> None:

@@ -9,7 +9,8 @@ metadata. "sample S1 failed" and "sample S2 failed" never merge, however close t
 Each cluster (a connected component of such pairs) becomes ONE memory: the most complete
 member (the longest), followed by every sentence of the others that adds a word (a mere
 rewording adds none); the representative's vector, metadata, session and place in its
-session's FOLLOWS chain, its members' other relations; `derived_from` = the source ids,
+session's FOLLOWS chain (the memory after the representative follows it), its members'
+other relations (the live memories that referred to a source refer to it); `derived_from` = the source ids,
 importance = the highest, the access counts summed, the time span in `first_created_at` /
 `last_created_at`, created_at = the newest source's. The sources get a `part_of` relation to
 it and are archived (reason "consolidated"). Because the new memory has its representative's
@@ -223,21 +224,41 @@ def inherited_access(record: MemoryRecord, stats: Access) -> Access:
     return Access(count, max(lasts) if lasts else None)
 
 
+@dataclass(frozen=True, slots=True)
+class Redirect:
+    """Where relations to merged memories point after a run: to their replacement; FOLLOWS
+    only to a representative (its replacement takes its place in its session's chain; the
+    chain of another source keeps its gap, closed again if that source is restored)."""
+
+    ids: dict[str, str] = field(default_factory=dict)  # source id -> consolidated id
+    representatives: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, groups: Sequence[Sequence[MemoryRecord]]) -> Redirect:
+        ids = {m.id: consolidated_id(x.id for x in g) for g in groups for m in g}
+        return cls(ids, frozenset(representative(g).id for g in groups))
+
+    def target(self, kind: str, target: str) -> str:
+        if kind == FOLLOWS and target not in self.representatives:
+            return target
+        return self.ids.get(target, target)
+
+
 def merge_item(members: Sequence[MemoryRecord], access: dict[str, Access], now: float,
-               max_content_bytes: int, redirect: dict[str, str] | None = None) -> dict[str, Any]:
+               max_content_bytes: int, redirect: Redirect | None = None) -> dict[str, Any]:
     """The `store_many` item of the memory that replaces `members` (see the module doc).
-    It keeps its members' relations to memories outside the cluster (a target merged
-    elsewhere in the same run: `redirect` names its new id) and takes its representative's
-    place in its session's FOLLOWS chain."""
+    It keeps its members' relations to memories outside the cluster (`redirect`: a target
+    merged elsewhere in the same run) and takes its representative's place in its session's
+    FOLLOWS chain."""
     rep = representative(members)
     ordered = [rep, *sorted((m for m in members if m is not rep), key=lambda r: (r.created_at, r.id))]
     ids = [m.id for m in ordered]
     new_id = consolidated_id(ids)
-    redirect = redirect or {}
+    redirect = redirect or Redirect()
     relations: dict[tuple[str, str], None] = {}
     for m in ordered:
         for kind, target in m.relations:
-            target = redirect.get(target, target)
+            target = redirect.target(kind, target)
             if target != new_id and target not in ids and (kind != FOLLOWS or m is rep):
                 relations[(kind, target)] = None
     got = [inherited_access(m, access.get(m.id, Access())) for m in members]
@@ -451,7 +472,7 @@ async def consolidate(
         eligible, vectors, ccfg.similarity, session is not None, ccfg.block_rows, progress)]
     merged_ids = [m.id for g in groups for m in g]
     access = await _access(client, merged_ids) if groups else {}
-    redirect = {m.id: consolidated_id(m.id for m in g) for g in groups for m in g}
+    redirect = Redirect.of(groups)
     items = [merge_item(g, access, now, client.config.max_content_bytes, redirect)
              for g in groups]
 
@@ -482,11 +503,23 @@ async def consolidate(
     report.pruned = [PrunedReport(r.id, r.memory_type, round(v, 4), _preview(text_of(r)))
                      for r, v in pruned]
     if not dry_run:
-        await _apply(client, new_records, groups, [r.id for r, _ in pruned], progress)
+        relinked = relink(kept, redirect)
+        await _apply(client, new_records, groups, relinked, [r.id for r, _ in pruned], progress)
         # health's consolidation lag: a run that failed above records nothing
         record_consolidation(client.config, client.namespace, time.time())
     report.seconds = round(time.perf_counter() - started, 3)
     return report
+
+
+def relink(records: Sequence[MemoryRecord], redirect: Redirect) -> list[MemoryRecord]:
+    """The records with a relation to a merged memory, pointing to its replacement instead
+    (`Redirect`: the memory after a representative follows its replacement)."""
+    out = []
+    for r in records:
+        if any(redirect.target(k, t) != t for k, t in r.relations):
+            moved = dict.fromkeys((k, redirect.target(k, t)) for k, t in r.relations)
+            out.append(replace(r, relations=[(k, t) for k, t in moved if t != r.id]))
+    return out
 
 
 def _as_record(client: MemorySystemClient, item: dict[str, Any], index: int) -> MemoryRecord:
@@ -497,10 +530,11 @@ def _as_record(client: MemorySystemClient, item: dict[str, Any], index: int) -> 
 
 
 async def _apply(client: MemorySystemClient, new_records: list[MemoryRecord],
-                 groups: list[list[MemoryRecord]], pruned: list[str],
-                 progress: Progress | None) -> None:
+                 groups: list[list[MemoryRecord]], relinked: list[MemoryRecord],
+                 pruned: list[str], progress: Progress | None) -> None:
     """Write each consolidated memory first (nothing is lost if the run stops), then give its
-    sources their part_of relation and archive them; then archive the pruned."""
+    sources their part_of relation and archive them; then point the relations of the live
+    memories that named a source to its replacement; then archive the pruned."""
     step = 200
     for start in range(0, len(new_records), step):
         chunk = new_records[start:start + step]
@@ -511,5 +545,7 @@ async def _apply(client: MemorySystemClient, new_records: list[MemoryRecord],
         await client.archive([m.id for m in sources], reason=CONSOLIDATED)
         if progress is not None:
             progress("writing", start + len(chunk), len(new_records))
+    for start in range(0, len(relinked), PAGE):
+        await client.backend.upsert(relinked[start:start + PAGE])
     for start in range(0, len(pruned), PAGE):
         await client.archive(pruned[start:start + PAGE], reason=PRUNED)
