@@ -138,6 +138,21 @@ def test_a_queued_request_is_refused_when_its_wait_runs_out() -> None:
     assert queued == 0  # the expired request left the queue
 
 
+def test_a_request_that_would_wait_too_long_is_refused_on_arrival() -> None:
+    async def run() -> Overloaded:
+        adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=100, max_wait_seconds=0.2))
+        await adm.enter()
+        adm.leave(3.0)  # a slow request: the pace is now about 0.35 s a request
+        await adm.enter()
+        with pytest.raises(Overloaded) as refused:
+            await adm.enter()  # one ahead of it at that pace: past the 0.2 s bound
+        assert adm.queued == 0
+        return refused.value
+    exc = asyncio.run(run())
+    assert exc.reason == "wait_too_long" and "max_wait_seconds=0.2" in exc.message
+    assert exc.retry_after >= 1
+
+
 def test_slots_pass_in_arrival_order_and_a_vanished_waiter_passes_its_turn() -> None:
     async def run() -> list[str]:
         adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=3, max_wait_seconds=10))
