@@ -4,12 +4,13 @@ waits its whole time limit to fail.
 
 `Admission.enter()` admits a request at once while fewer than `max_in_flight` run; otherwise
 it queues (first come, first served) while fewer than `max_queued` wait and the wait it can
-expect is within `max_wait_seconds`, and is refused at once when not. The expected wait is
-the work ahead of it at the recent pace: the mean duration of the last admitted requests
-(a running mean), times the requests ahead, over the slots. So a refusal comes on arrival,
-not after a wait: a queued request is refused later only when the pace drops while it waits
-(at `max_wait_seconds`). A refused request was never started: nothing of it was done or
-stored. Retry-After is the time the work ahead of a newcomer needs at that pace."""
+expect is within half of `max_wait_seconds`, and is refused at once when not. The expected
+wait is the work ahead of it at the recent pace: the mean duration of the last admitted
+requests (a running mean), times the requests ahead, over the slots. So a refusal comes on
+arrival, not after a wait: a queued request is refused later (at `max_wait_seconds`) only
+when the pace halves while it waits, for instance a backend that stops answering. A refused
+request was never started: nothing of it was done or stored. Retry-After is the time the
+work ahead of a newcomer needs at that pace."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from DeepResearch.src.memory.config_service import AdmissionConfig
 
 EWMA_WEIGHT = 0.1  # weight of the newest request's duration in the running mean
+HEADROOM = 0.5  # queued only when expected to start within this share of max_wait_seconds
 
 
 @dataclass
@@ -63,8 +65,8 @@ class Admission:
             "queue_full": f"{self.max_queued} requests already wait "
                           "(memory.service.admission.max_queued)",
             "wait_too_long": f"a newcomer would wait about {self.expected_wait():.1f} s for a "
-                             "slot, more than memory.service.admission.max_wait_seconds="
-                             f"{self.max_wait:g}",
+                             "slot, more than half of memory.service.admission."
+                             f"max_wait_seconds={self.max_wait:g}",
             "wait_expired": "no slot came free within memory.service.admission."
                             f"max_wait_seconds={self.max_wait:g}",
         }[reason]
@@ -81,7 +83,7 @@ class Admission:
             return
         if len(self._queue) >= self.max_queued:
             raise self._refuse("queue_full")
-        if self.expected_wait() > self.max_wait:
+        if self.expected_wait() > HEADROOM * self.max_wait:
             raise self._refuse("wait_too_long")
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.append(turn)
