@@ -181,3 +181,27 @@ def test_slots_pass_in_arrival_order_and_a_vanished_waiter_passes_its_turn() -> 
 def test_a_wait_bound_as_long_as_the_timeout_is_refused_naming_both_keys() -> None:
     with pytest.raises(MemoryConfigError, match=r"max_wait_seconds=30.*tool_timeout_seconds=30"):
         MemoryConfig(service={"tool_timeout_seconds": 30, "admission": {"max_wait_seconds": 30}})
+
+
+def test_a_served_app_keeps_its_start_up_objects_out_of_the_collector(tmp_path: Any) -> None:
+    """The served process (settle=True) freezes what start-up built, so a full collection
+    (which runs on the event loop, holding every answer and refusal) walks only newer
+    objects; an app built for a test process (the default) leaves the collector alone."""
+    import subprocess
+    import sys
+
+    program = (
+        "import gc\n"
+        "from fastapi.testclient import TestClient\n"
+        "from DeepResearch.src.memory.config import MemoryConfig\n"
+        "from DeepResearch.src.memory.service import create_app\n"
+        f"config = MemoryConfig(backend='faiss', faiss={{'path': {str(tmp_path / 's')!r}}})\n"
+        "for settle in (False, True):\n"
+        "    with TestClient(create_app(config, keys={}, mcp=False, settle=settle)):\n"
+        "        print(settle, gc.get_freeze_count(), flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=300, check=True)
+    lines = dict(line.split() for line in done.stdout.splitlines())
+    assert int(lines["False"]) == 0
+    assert int(lines["True"]) > 10_000  # modules, the model, the store
