@@ -21,6 +21,7 @@ MODULES = [
     "benchmarks.bench_facts",
     "benchmarks.bench_facts --backend neo4j",
     "benchmarks.bench_service",
+    "benchmarks.bench_service_open",
     "benchmarks.bench_agent_service",
     "benchmarks.bench_sessions",
     "benchmarks.bench_extraction_quality",
