@@ -359,13 +359,13 @@ class ConsolidationReport:
         return asdict(self)
 
     def summary(self) -> str:
-        verb = "would " if self.dry_run else ""
+        merge, prune = ("would merge", "would be pruned") if self.dry_run else ("merged", "pruned")
         where = self.namespace + (f", session {self.session}" if self.session else "")
         lines = [
             f"consolidation of {where}{' (dry run: nothing changed)' if self.dry_run else ''}:",
-            f"  {len(self.clusters)} clusters: {self.consolidated} memories {verb}merge into "
+            f"  {len(self.clusters)} clusters: {self.consolidated} memories {merge} into "
             f"{len(self.clusters)}",
-            f"  {len(self.pruned)} memories {verb}be pruned",
+            f"  {len(self.pruned)} memories {prune}",
             f"  live memories {self.memories_before} -> {self.memories_after}, bytes "
             f"{self.bytes_before} -> {self.bytes_after}",
         ]
