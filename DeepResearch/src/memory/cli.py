@@ -108,6 +108,17 @@ async def run(args: argparse.Namespace, config: MemoryConfig) -> int:
         await client.close()
 
 
+def _done(verb: str, count: int, ids: list[str], where: str) -> int:
+    """Print what an archive / restore / pin changed; exit status 1 when some ids were not
+    found (the others are done)."""
+    asked = len(set(ids))
+    print(f"{verb} {count} of {asked} memories")
+    if count < asked:
+        print(f"{asked - count} of the ids given are not {where}", file=sys.stderr)
+        return 1
+    return 0
+
+
 async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int:
     cmd = args.command
     # list / export / forget read one namespace, as import writes one: the configured one,
@@ -146,17 +157,14 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
         print(json.dumps(shown, indent=2, ensure_ascii=False))
         return 0
     if cmd == "archive":
-        moved = await client.archive(args.ids, reason=args.reason)
-        print(f"archived {moved} of {len(set(args.ids))} memories")
-        return 0
+        return _done("archived", await client.archive(args.ids, reason=args.reason), args.ids,
+                     f"live in namespace {client.namespace!r}")
     if cmd in ("pin", "unpin"):
         found = await (client.pin if cmd == "pin" else client.unpin)(args.ids)
-        print(f"{cmd}ned {found} of {len(set(args.ids))} memories")
-        return 0
+        return _done(f"{cmd}ned", found, args.ids, f"live in namespace {client.namespace!r}")
     if cmd == "restore":
-        moved = await client.restore(args.ids)
-        print(f"restored {moved} of {len(set(args.ids))} memories")
-        return 0
+        return _done("restored", await client.restore(args.ids), args.ids,
+                     f"in the archive of namespace {client.namespace!r}")
     if cmd == "stats":
         stats = (await client.stats()).as_dict()
         stats.pop("session_id")
