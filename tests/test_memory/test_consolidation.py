@@ -3,6 +3,7 @@ clusters over real embeddings, the merged text, the value of a memory, the setti
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -116,3 +117,39 @@ def test_bad_settings_are_named(section: dict[str, Any], bad: str, fragment: str
     with pytest.raises(MemoryConfigError) as info:
         MemoryConfig(**section)
     assert bad in str(info.value) and fragment in str(info.value)
+
+
+def test_a_cluster_too_large_for_the_metadata_limit_keeps_the_ids_that_fit() -> None:
+    from DeepResearch.src.memory.backends.record import MemoryRecord
+    from DeepResearch.src.memory.consolidation import merge_item
+
+    members = [MemoryRecord(id=f"source-{i:05d}", session_id="s", memory_type="note",
+                            content="x", created_at=OLD + i, metadata={"tool": "star"},
+                            vector=np.ones(4, dtype=np.float32) / 2) for i in range(3000)]
+    item = merge_item(members, {}, time.time(), 1000, max_metadata_bytes=4096)
+    metadata = item["metadata"]
+    assert len(json.dumps(metadata).encode()) <= 4096
+    assert metadata["derived_from_count"] == 3000 and metadata["tool"] == "star"
+    assert 50 < len(metadata["derived_from"]) < 3000
+    assert metadata["derived_from"] == sorted(m.id for m in members)[:len(metadata["derived_from"])]
+
+
+def test_the_progress_bars_show_on_a_terminal_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import sys
+
+    from DeepResearch.src.memory.cli_consolidate import Bars
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, shown in ((Terminal(), True), (io.StringIO(), False)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        bars = Bars()
+        bars("reading", 500, 1000)
+        bars("reading", 1000, 1000)
+        bars("comparing", 3, 10)
+        bars.close()
+        text = stream.getvalue()
+        assert ("500/1000" in text and "3/10" in text) is shown, text

@@ -226,7 +226,7 @@ def test_the_command_reports_changes_nothing_on_a_dry_run_and_then_consolidates(
     assert json.loads(memory_cli(filled_store, "stats").stdout)["total"] == 6  # unchanged
     done = memory_cli(filled_store, "consolidate", "--session", "run-1")
     assert done.returncode == 0, done.stderr
-    assert "1 clusters: 3 memories merged into 1" in done.stdout
+    assert "clusters: 1 (3 memories merged into 1)" in done.stdout
     assert "live memories 6 -> 4" in done.stdout
     assert json.loads(memory_cli(filled_store, "stats").stdout)["total"] == 4
     again = json.loads(memory_cli(filled_store, "consolidate", "--json").stdout)

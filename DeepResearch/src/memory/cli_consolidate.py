@@ -12,8 +12,8 @@ from typing import Any
 from DeepResearch.src.memory.client import MemorySystemClient
 from DeepResearch.src.memory.consolidation import consolidate
 
-STAGES = {"reading": "reading memories", "comparing": "comparing groups",
-          "writing": "writing clusters"}
+STAGES = {"reading": ("reading", "memories"), "comparing": ("comparing", "groups"),
+          "writing": ("writing", "clusters")}
 
 
 def add_parser(sub: Any) -> None:
@@ -31,7 +31,8 @@ def add_parser(sub: Any) -> None:
 
 
 class Bars:
-    """One tqdm bar per stage, on stderr, shown on a terminal only."""
+    """One tqdm bar per stage (reading, comparing, writing), on stderr, shown on a terminal
+    only; a stage's bar is cleared when it ends."""
 
     def __init__(self) -> None:
         self._bars: dict[str, Any] = {}
@@ -41,11 +42,14 @@ class Bars:
 
         bar = self._bars.get(stage)
         if bar is None:
-            bar = self._bars[stage] = tqdm(total=total, desc=STAGES.get(stage, stage),
+            desc, unit = STAGES.get(stage, (stage, "it"))
+            bar = self._bars[stage] = tqdm(total=total, desc=desc, unit=f" {unit}",
                                           file=sys.stderr, disable=None, leave=False)
         bar.total = total
         bar.n = done
         bar.refresh()
+        if done >= total:  # this stage is over: its line is cleared for the next one
+            bar.close()
 
     def close(self) -> None:
         for bar in self._bars.values():

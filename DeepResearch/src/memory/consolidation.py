@@ -26,6 +26,7 @@ grace period, the sentence memory of a fact, or the evidence of a current fact.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import math
@@ -52,6 +53,9 @@ if TYPE_CHECKING:
 PART_OF = "part_of"  # RelationType.PART_OF: a source is part of its consolidated memory
 CONSOLIDATED = "consolidated"  # archive reasons
 PRUNED = "pruned"
+# what a consolidated memory's metadata says of its sources
+CONSOLIDATION_KEYS = ("derived_from", "consolidated_at", "first_created_at", "last_created_at",
+                      "access_count", "last_accessed")
 PAGE = 1000
 # outcome words: two memories that differ in one of these say different things
 _POLARITY = frozenset(
@@ -235,7 +239,10 @@ class Redirect:
 
     @classmethod
     def of(cls, groups: Sequence[Sequence[MemoryRecord]]) -> Redirect:
-        ids = {m.id: consolidated_id(x.id for x in g) for g in groups for m in g}
+        ids: dict[str, str] = {}
+        for g in groups:
+            new_id = consolidated_id(m.id for m in g)
+            ids.update((m.id, new_id) for m in g)
         return cls(ids, frozenset(representative(g).id for g in groups))
 
     def target(self, kind: str, target: str) -> str:
@@ -244,8 +251,34 @@ class Redirect:
         return self.ids.get(target, target)
 
 
+def _json_size(data: Any) -> int:
+    return len(json.dumps(data).encode("utf-8"))  # as inputs.clean_metadata measures it
+
+
+def fit_metadata(metadata: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    """`metadata` within `max_bytes` of JSON: when the source ids do not all fit,
+    `derived_from` keeps as many as fit (the first, sorted) and `derived_from_count` says how
+    many there are (every source names its replacement by its part_of relation all the same);
+    when even that is too large, the representative's own keys are left out."""
+    if _json_size(metadata) <= max_bytes:
+        return metadata
+    ids: list[str] = metadata["derived_from"]
+    base = {**metadata, "derived_from": [], "derived_from_count": len(ids)}
+    if _json_size(base) > max_bytes:
+        base = {k: base[k] for k in (*CONSOLIDATION_KEYS, "derived_from_count") if k in base}
+    low, high = 0, len(ids)  # the most ids that fit: binary search
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _json_size({**base, "derived_from": ids[:mid]}) <= max_bytes:
+            low = mid
+        else:
+            high = mid - 1
+    return {**base, "derived_from": ids[:low]}
+
+
 def merge_item(members: Sequence[MemoryRecord], access: dict[str, Access], now: float,
-               max_content_bytes: int, redirect: Redirect | None = None) -> dict[str, Any]:
+               max_content_bytes: int, redirect: Redirect | None = None,
+               max_metadata_bytes: int = 65_536) -> dict[str, Any]:
     """The `store_many` item of the memory that replaces `members` (see the module doc).
     It keeps its members' relations to memories outside the cluster (`redirect`: a target
     merged elsewhere in the same run) and takes its representative's place in its session's
@@ -264,7 +297,7 @@ def merge_item(members: Sequence[MemoryRecord], access: dict[str, Access], now: 
     got = [inherited_access(m, access.get(m.id, Access())) for m in members]
     lasts = [a.last for a in got if a.last is not None]
     metadata = {k: v for k, v in rep.metadata.items()
-                if k not in ("derived_from", "pinned", "access_count", "last_accessed")}
+                if k not in (*CONSOLIDATION_KEYS, "derived_from_count", "pinned")}
     metadata.update({
         "derived_from": sorted(ids),
         "consolidated_at": now,
@@ -278,7 +311,7 @@ def merge_item(members: Sequence[MemoryRecord], access: dict[str, Access], now: 
     item: dict[str, Any] = {
         "id": new_id,
         "content": merged_text([text_of(m) for m in ordered], max_content_bytes),
-        "metadata": metadata,
+        "metadata": fit_metadata(metadata, max_metadata_bytes),
         "memory_type": rep.memory_type,
         "agent_type": rep.agent_type,
         "importance": max(m.importance for m in members),
@@ -359,13 +392,13 @@ class ConsolidationReport:
         return asdict(self)
 
     def summary(self) -> str:
-        merge, prune = ("would merge", "would be pruned") if self.dry_run else ("merged", "pruned")
+        merge, prune = ("would merge", "would be") if self.dry_run else ("merged", "were")
         where = self.namespace + (f", session {self.session}" if self.session else "")
         lines = [
             f"consolidation of {where}{' (dry run: nothing changed)' if self.dry_run else ''}:",
-            f"  {len(self.clusters)} clusters: {self.consolidated} memories {merge} into "
-            f"{len(self.clusters)}",
-            f"  {len(self.pruned)} memories {prune}",
+            f"  clusters: {len(self.clusters)} ({self.consolidated} memories {merge} into "
+            f"{len(self.clusters)})",
+            f"  pruned: {len(self.pruned)} memories {prune} archived as low-value",
             f"  live memories {self.memories_before} -> {self.memories_after}, bytes "
             f"{self.bytes_before} -> {self.bytes_after}",
         ]
@@ -468,13 +501,15 @@ async def consolidate(
             report.skipped[reason] = report.skipped.get(reason, 0) + 1
     vectors = (np.stack([np.asarray(r.vector, dtype=np.float32) for r in eligible])
                if eligible else np.zeros((0, 1), dtype=np.float32))
-    groups = [[eligible[i] for i in c] for c in clusters(
-        eligible, vectors, ccfg.similarity, session is not None, ccfg.block_rows, progress)]
+    found = await asyncio.to_thread(  # CPU work off the event loop (the service's requests)
+        clusters, eligible, vectors, ccfg.similarity, session is not None, ccfg.block_rows,
+        progress)
+    groups = [[eligible[i] for i in c] for c in found]
     merged_ids = [m.id for g in groups for m in g]
     access = await _access(client, merged_ids) if groups else {}
     redirect = Redirect.of(groups)
-    items = [merge_item(g, access, now, client.config.max_content_bytes, redirect)
-             for g in groups]
+    items = [merge_item(g, access, now, client.config.max_content_bytes, redirect,
+                        client.config.max_metadata_bytes) for g in groups]
 
     pruned: list[tuple[MemoryRecord, float]] = []
     if prune:
