@@ -44,8 +44,8 @@ def report(out: dict[str, Any]) -> str:
         f"{b['refusal_p95']:.1f}, max {b['refusal_max']:.1f}; {b['refusals_over_goal']} over "
         f"{goals['refusal_ms']:g} ms (goal 0: {_met(b['refusals_over_goal'] == 0)}); admitted "
         f"searches p95 {b['p95']:.0f}; other errors {sum(b['errors'].values())}.",
-        f"- **{s['n']:,} sessions at once** (each stores a memory, searches, reads it back; a "
-        "refused request is sent again after Retry-After plus jitter): done in "
+        f"- **{s['n']:,} sessions at once** (each stores a memory, then searches; a refused "
+        "request is sent again after Retry-After plus jitter): done in "
         f"{s['seconds']:.0f} s; {s['refused']} refusals (p95 {s['refusal_p95']:.1f}, max "
         f"{s['refusal_max']:.1f}), timeouts {s['timeouts']} (goal 0: {_met(s['timeouts'] == 0)}), "
         f"other errors {sum(other.values())}; **lost** {out['lost']} of {s['acked']} "

@@ -142,10 +142,10 @@ def test_a_request_that_would_wait_too_long_is_refused_on_arrival() -> None:
     async def run() -> Overloaded:
         adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=100, max_wait_seconds=0.6))
         await adm.enter()
-        adm.leave(3.0)  # a slow request: the pace is now about 0.35 s a request
+        adm.leave(0.35)  # the pace: 0.35 s a request
         await adm.enter()
         with pytest.raises(Overloaded) as refused:
-            await adm.enter()  # one ahead of it at that pace: past half the 0.6 s bound
+            await adm.enter()  # one ahead of it at that pace: past a third of the 0.6 s bound
         assert adm.queued == 0
         return refused.value
     exc = asyncio.run(run())
