@@ -26,6 +26,8 @@ MODULES = [
     "benchmarks.bench_sessions",
     "benchmarks.bench_extraction_quality",
     "benchmarks.bench_consolidation",
+    "benchmarks.locomo.consolidated",
+    "benchmarks.bench_full_context",
     "benchmarks.summary",  # last: the table of every target, from the results above
 ]
 

@@ -114,6 +114,12 @@ ROWS: list[Row] = [
     ("hot_tier", "hot tier: repeated retrieve p50 at 10k, without the tier (ms)",
      lambda d: d["repeated"]["default"]["off_repeat_p50_ms"], "", lambda v: True,
      "python -m benchmarks.bench_hot_tier"),
+    ("locomo_consolidation", "LoCoMo dev recall@10 after consolidate - before (worst of overall, categories)",
+     lambda d: d["worst_change"], ">= -0.01", lambda v: v >= -0.01,
+     "python -m benchmarks.locomo.consolidated"),
+    ("full_context", "full context retrieve (hot + vector + graph), 100k memories, p95 (ms)",
+     lambda d: d["full"]["p95_ms"], "< 150", lambda v: v < 150,
+     "python -m benchmarks.bench_full_context"),
     ("checkpoint", "resume of a killed run (median ms)", lambda d: d["resume_ms"], "", lambda v: True,
      "python -m benchmarks.bench_checkpoint"),
 ]
