@@ -16,7 +16,7 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 BENCHMARKS_MD = DOCS / "benchmarks.md"
-SECTION_PAGES = {"service": "service.md", "service_neo4j": "service.md",
+SECTION_PAGES = {"service": "service.md", "service_open": "service.md", "service_neo4j": "service.md",
                  "agent_service": "service.md", "facts": "facts.md", "facts_neo4j": "facts.md", "sessions": "retrieval.md",
                  "extraction_quality": "fact_extraction.md"}
 _HEADER = (

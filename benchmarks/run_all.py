@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 MODULES = [
     "benchmarks.bench_node_memory",
+    "benchmarks.bench_hot_tier",
     "benchmarks.bench_embedding --recall",
     "benchmarks.bench_memory",
     "benchmarks.bench_million",
@@ -20,10 +21,13 @@ MODULES = [
     "benchmarks.bench_facts",
     "benchmarks.bench_facts --backend neo4j",
     "benchmarks.bench_service",
+    "benchmarks.bench_service_open",
     "benchmarks.bench_agent_service",
     "benchmarks.bench_sessions",
     "benchmarks.bench_extraction_quality",
     "benchmarks.bench_consolidation",
+    "benchmarks.locomo.consolidated",
+    "benchmarks.bench_full_context",
     "benchmarks.summary",  # last: the table of every target, from the results above
 ]
 

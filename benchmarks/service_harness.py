@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -28,26 +29,63 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-class Recorder:
-    """Latency per endpoint, errors by status, acknowledged ids."""
+def refused(r: httpx.Response) -> bool:
+    """An admission (503 overloaded) or rate-limit (429) refusal: nothing was done."""
+    if r.status_code == 429:
+        return True
+    if r.status_code != 503:
+        return False
+    return error_kind(r) == "overloaded"
 
-    def __init__(self) -> None:
+
+def error_kind(r: httpx.Response) -> str:
+    """The `error` of the service's JSON error body ('' for another body)."""
+    try:
+        body = r.json()
+    except ValueError:
+        return ""
+    return str(body.get("error", "")) if isinstance(body, dict) else ""
+
+
+def retry_delay(r: httpx.Response, rng: random.Random) -> float:
+    """What docs/service.md asks of a client: Retry-After plus up to as much again at random."""
+    after = float(r.headers.get("Retry-After", "1"))
+    return after * (1 + rng.random())
+
+
+class Recorder:
+    """Latency per endpoint (a call's whole time, retries after refusals included), errors by
+    status, refusals (503 overloaded / 429, each followed by a retry after Retry-After, as a
+    client should), acknowledged ids."""
+
+    def __init__(self, max_attempts: int = 50) -> None:
         self.ms: dict[str, list[float]] = defaultdict(list)
         self.errors: dict[str, int] = defaultdict(int)
         self.acked: list[str] = []
         self.messages: dict[int, str] = {}
+        self.refused = 0
+        self.refusal_ms: list[float] = []
+        self.max_attempts = max_attempts
+        self._rng = random.Random(5)
 
     async def call(self, http: httpx.AsyncClient, endpoint: str, method: str, url: str,
                    **kw: Any) -> httpx.Response | None:
         started = time.perf_counter()
-        try:
-            r = await http.request(method, url, **kw)
-        except httpx.HTTPError as exc:
-            self.errors[f"{endpoint} {type(exc).__name__}"] += 1
-            return None
+        for attempt in range(self.max_attempts):
+            sent = time.perf_counter()
+            try:
+                r = await http.request(method, url, **kw)
+            except httpx.HTTPError as exc:
+                self.errors[f"{endpoint} {type(exc).__name__}"] += 1
+                return None
+            if not refused(r) or attempt == self.max_attempts - 1:
+                break
+            self.refused += 1
+            self.refusal_ms.append((time.perf_counter() - sent) * 1000)
+            await asyncio.sleep(retry_delay(r, self._rng))
         self.ms[endpoint].append((time.perf_counter() - started) * 1000)
         if r.status_code >= 400:
-            self.errors[f"{endpoint} {r.status_code}"] += 1
+            self.errors[f"{endpoint} {r.status_code} {error_kind(r)}".rstrip()] += 1
             self.messages.setdefault(r.status_code, r.text[:300])
         return r
 

@@ -55,7 +55,9 @@ async def test_archive_restore_and_forget_from_the_archive(store: Path) -> None:
     stats = json.loads(ok(memory_cli(store, "stats")))
     assert (stats["total"], stats["archived"]) == (1, 2)
     assert "forgot 1" in ok(memory_cli(store, "forget", "--archived", "alpha"))
-    assert "restored 1 of 2" in ok(memory_cli(store, "restore", "beta", "alpha"))
+    partly = memory_cli(store, "restore", "beta", "alpha")  # alpha is forgotten: exit 1, beta back
+    assert partly.returncode == 1 and "restored 1 of 2" in partly.stdout
+    assert "1 of the ids given are not in the archive of namespace 'default'" in partly.stderr
     assert listed(store) == ["beta", "gamma"] and listed(store, "--archived") == []
     shown = json.loads(ok(memory_cli(store, "show", "beta")))
     assert shown["archived"] is False and "archive_reason" not in shown["metadata"]
@@ -64,7 +66,9 @@ async def test_archive_restore_and_forget_from_the_archive(store: Path) -> None:
 
 
 async def test_pin_and_unpin(store: Path) -> None:
-    assert "pinned 1 of 2" in ok(memory_cli(store, "pin", "alpha", "nope"))
+    partly = memory_cli(store, "pin", "alpha", "nope")
+    assert partly.returncode == 1 and "pinned 1 of 2" in partly.stdout
+    assert "1 of the ids given are not live in namespace 'default'" in partly.stderr
     assert json.loads(ok(memory_cli(store, "show", "alpha")))["metadata"]["pinned"] is True
     assert "unpinned 1 of 1" in ok(memory_cli(store, "unpin", "alpha"))
     assert "pinned" not in json.loads(ok(memory_cli(store, "show", "alpha")))["metadata"]

@@ -231,7 +231,13 @@ def test_health_of_a_sound_store_and_of_a_missing_server(tmp_path: Path) -> None
     store = filled_store(tmp_path, 3)
     done = memory_cli(store, "health")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["ok"] is True and json.loads(done.stdout)["problems"] == []
+    report = json.loads(done.stdout)
+    assert report["ok"] is True and report["problems"] == []
+    assert {t: report["tiers"][t]["reachable"] for t in ("hot", "warm", "graph")} == {
+        "hot": True, "warm": True, "graph": True}
+    assert (report["index"]["records"], report["index"]["vectors"], report["index"]["agree"]) == (3, 3, True)
+    assert report["growth"]["total"] == 3 and report["outbox"] == {"pending": 0, "outbox": 0, "spill_files": 0}
+    assert report["consolidation"]["state"] == "never"
     down = subprocess.run(
         [sys.executable, "-m", "DeepResearch.src.memory.cli", "health", "memory/backend=neo4j",
          "memory.neo4j.uri=bolt://127.0.0.1:1", "memory.neo4j.connection_timeout=1",

@@ -212,13 +212,15 @@ async def test_a_retrieve_whose_ranking_reads_the_clock_is_not_kept(hot_client) 
     client = hot_client()
     await client.store_many([{"content": t} for t in TEXTS])
     for _ in range(2):
-        await client.retrieve(QUERY, top_k=4, profile="planner")
+        recalled = await client.retrieve(QUERY, top_k=4, profile="planner")
         await client.retrieve("what did we run last week?", top_k=4)
     assert (await hits(client))[0] == 0
+    await client.get(recalled[0].id)  # the memories it recalled are kept, not the answer
+    assert (await hits(client))[0] == 1
     as_of = datetime.now(UTC)
     await client.retrieve(QUERY, top_k=4, profile="planner", as_of=as_of)
     again = await client.retrieve(QUERY, top_k=4, profile="planner", as_of=as_of)
-    assert (await hits(client))[0] == 1
+    assert (await hits(client))[0] == 2
     assert answer(again) == answer(await from_stores(client, top_k=4, profile="planner", as_of=as_of))
 
 

@@ -207,7 +207,7 @@ LAYERS = [
     ("backends", ["backends"]),
     ("ranking", ["ranking"]),
     ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "archive", "access",
-                "hot_tier", "inputs", "records_io", "sync"]),
+                "hot_tier", "health", "inputs", "records_io", "sync"]),
     ("facts", ["facts"]),
     ("maintenance jobs", ["consolidation"]),
     ("agent", ["agent", "toolset"]),

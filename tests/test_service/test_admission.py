@@ -128,14 +128,29 @@ def test_health_and_metrics_are_never_held_back(http_service: str) -> None:
 
 def test_a_queued_request_is_refused_when_its_wait_runs_out() -> None:
     async def run() -> tuple[Overloaded, int]:
-        adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=4, max_wait_seconds=0.05))
+        adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=4, max_wait_seconds=0.2))
         await adm.enter()  # the one slot, never released here
         with pytest.raises(Overloaded) as refused:
             await adm.enter()
         return refused.value, adm.queued
     exc, queued = asyncio.run(run())
-    assert exc.reason == "wait_expired" and "max_wait_seconds=0.05" in exc.message
+    assert exc.reason == "wait_expired" and "max_wait_seconds=0.2" in exc.message
     assert queued == 0  # the expired request left the queue
+
+
+def test_a_request_that_would_wait_too_long_is_refused_on_arrival() -> None:
+    async def run() -> Overloaded:
+        adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=100, max_wait_seconds=0.6))
+        await adm.enter()
+        adm.leave(0.35)  # the pace: 0.35 s a request
+        await adm.enter()
+        with pytest.raises(Overloaded) as refused:
+            await adm.enter()  # one ahead of it at that pace: past a third of the 0.6 s bound
+        assert adm.queued == 0
+        return refused.value
+    exc = asyncio.run(run())
+    assert exc.reason == "wait_too_long" and "max_wait_seconds=0.6" in exc.message
+    assert exc.retry_after >= 1
 
 
 def test_slots_pass_in_arrival_order_and_a_vanished_waiter_passes_its_turn() -> None:
@@ -166,3 +181,27 @@ def test_slots_pass_in_arrival_order_and_a_vanished_waiter_passes_its_turn() -> 
 def test_a_wait_bound_as_long_as_the_timeout_is_refused_naming_both_keys() -> None:
     with pytest.raises(MemoryConfigError, match=r"max_wait_seconds=30.*tool_timeout_seconds=30"):
         MemoryConfig(service={"tool_timeout_seconds": 30, "admission": {"max_wait_seconds": 30}})
+
+
+def test_a_served_app_keeps_its_start_up_objects_out_of_the_collector(tmp_path: Any) -> None:
+    """The served process (settle=True) freezes what start-up built, so a full collection
+    (which runs on the event loop, holding every answer and refusal) walks only newer
+    objects; an app built for a test process (the default) leaves the collector alone."""
+    import subprocess
+    import sys
+
+    program = (
+        "import gc\n"
+        "from fastapi.testclient import TestClient\n"
+        "from DeepResearch.src.memory.config import MemoryConfig\n"
+        "from DeepResearch.src.memory.service import create_app\n"
+        f"config = MemoryConfig(backend='faiss', faiss={{'path': {str(tmp_path / 's')!r}}})\n"
+        "for settle in (False, True):\n"
+        "    with TestClient(create_app(config, keys={}, mcp=False, settle=settle)):\n"
+        "        print(settle, gc.get_freeze_count(), flush=True)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=300, check=True)
+    lines = dict(line.split() for line in done.stdout.splitlines())
+    assert int(lines["False"]) == 0
+    assert int(lines["True"]) > 10_000  # modules, the model, the store

@@ -34,3 +34,15 @@ def test_hot_tier_figures_in_metrics_and_a_deleted_memory_is_gone(service: TestC
     assert service.get(f"/api/memory/memories/{first}", headers=h(ALICE)).status_code == 404
     after = service.post("/api/memory/search", headers=h(ALICE), json=query).json()["results"]
     assert [m["id"] for m in after] == [second]
+
+
+def test_health_detail(service: TestClient) -> None:
+    assert service.get("/health").json()["checks"] is None  # the plain probe stays cheap
+    service.post("/api/memory/memories", headers=h(ALICE), json={"content": "STAR aligns reads"})
+    body = service.get("/health", params={"detail": "true"}).json()
+    checks = body["checks"]
+    assert body["status"] == "healthy" and checks["problems"] == []
+    assert all(checks["tiers"][t]["reachable"] for t in ("hot", "warm", "graph"))
+    assert checks["index"]["agree"] and checks["index"]["records"] == 1
+    assert checks["growth"]["last_hour"] == 1 and checks["outbox"]["outbox"] == 0
+    assert checks["consolidation"]["state"] == "never"

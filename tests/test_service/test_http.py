@@ -203,10 +203,13 @@ def test_ingest_facts_retrieve(service: TestClient) -> None:
     assert "LOVES" in error_of(r, 400, "bad_request")
 
 
-def test_concurrent_stores_are_grouped(service: TestClient) -> None:
+def test_concurrent_stores_are_grouped(make_service: Callable[..., TestClient]) -> None:
+    """With room for the burst in flight (admission control bounds it to 2 by default)."""
     import asyncio
 
     import httpx
+
+    service = make_service(admission={"max_in_flight": 32})
 
     async def many() -> list[httpx.Response]:
         transport = httpx.ASGITransport(app=service.app)

@@ -154,10 +154,14 @@ class Archive(ClientParts):
                 break
             offset += PAGE
         removed = 0
-        for start in range(0, len(doomed), PAGE):
-            async with self.backend.graph_lock:  # the delete's cascade edits facts
-                removed += await self.backend.delete(MemoryFilter(
-                    namespaces=(self.archive_namespace,), ids=tuple(doomed[start : start + PAGE])))
+        try:
+            for start in range(0, len(doomed), PAGE):
+                async with self.backend.graph_lock:  # the delete's cascade edits facts
+                    removed += await self.backend.delete(MemoryFilter(
+                        namespaces=(self.archive_namespace,), ids=tuple(doomed[start : start + PAGE])))
+        finally:  # the cascade may delete live fact sentences: nothing cached survives it
+            if removed or doomed:
+                self.hot.changed()
         return removed
 
 

@@ -108,6 +108,17 @@ async def run(args: argparse.Namespace, config: MemoryConfig) -> int:
         await client.close()
 
 
+def _done(verb: str, count: int, ids: list[str], where: str) -> int:
+    """Print what an archive / restore / pin changed; exit status 1 when some ids were not
+    found (the others are done)."""
+    asked = len(set(ids))
+    print(f"{verb} {count} of {asked} memories")
+    if count < asked:
+        print(f"{asked - count} of the ids given are not {where}", file=sys.stderr)
+        return 1
+    return 0
+
+
 async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int:
     cmd = args.command
     # list / export / forget read one namespace, as import writes one: the configured one,
@@ -146,17 +157,14 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
         print(json.dumps(shown, indent=2, ensure_ascii=False))
         return 0
     if cmd == "archive":
-        moved = await client.archive(args.ids, reason=args.reason)
-        print(f"archived {moved} of {len(set(args.ids))} memories")
-        return 0
+        return _done("archived", await client.archive(args.ids, reason=args.reason), args.ids,
+                     f"live in namespace {client.namespace!r}")
     if cmd in ("pin", "unpin"):
         found = await (client.pin if cmd == "pin" else client.unpin)(args.ids)
-        print(f"{cmd}ned {found} of {len(set(args.ids))} memories")
-        return 0
+        return _done(f"{cmd}ned", found, args.ids, f"live in namespace {client.namespace!r}")
     if cmd == "restore":
-        moved = await client.restore(args.ids)
-        print(f"restored {moved} of {len(set(args.ids))} memories")
-        return 0
+        return _done("restored", await client.restore(args.ids), args.ids,
+                     f"in the archive of namespace {client.namespace!r}")
     if cmd == "stats":
         stats = (await client.stats()).as_dict()
         stats.pop("session_id")
@@ -186,8 +194,9 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
 
 
 async def _health(client: MemorySystemClient) -> int:
-    """The backend's health, its full check (`verify()`, where the backend has one) and the
-    write queue; exit status 1 when anything is wrong."""
+    """The backend's health, its full check (`verify()`, where the backend has one), the
+    tiers, index, growth, outbox and consolidation detail (health.py); exit status 1 when
+    anything is wrong."""
     health = await client.health()
     if not health.available:
         problems = [f"backend unavailable: {health.detail}"]
@@ -198,8 +207,10 @@ async def _health(client: MemorySystemClient) -> int:
             problems += [p for p in await verify() if p not in problems]
     if health.outbox:
         problems.append(f"{health.outbox} writes wait in the outbox")
+    detail = await client.health_detail() if health.available else {}
+    problems += [p for p in detail.pop("problems", []) if p not in problems]
     report = {"ok": not problems, "backend": health.backend, "detail": health.detail,
-              "problems": problems}
+              **detail, "problems": problems}
     print(json.dumps(report, indent=2, ensure_ascii=False))
     return 1 if problems else 0
 

@@ -174,7 +174,7 @@ class HotConfig(Section):
     enabled: bool = True
     ttl_seconds: float = Field(default=3600.0, gt=0)
     max_items: int = Field(default=2048, ge=1, le=10_000_000)
-    max_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    max_bytes: int = Field(default=4 * 1024 * 1024, ge=1024)  # per client (service: per namespace)
 
 
 class VectorStoreConfig(Section):

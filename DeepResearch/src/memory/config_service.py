@@ -18,10 +18,15 @@ class RateLimitConfig(Section):
 
 class AdmissionConfig(Section):
     """Bounded work per worker process: at most `max_in_flight` requests run at once, at most
-    `max_queued` more wait for a slot, each at most `max_wait_seconds`; past that a request is
-    refused at once (503 `overloaded`, Retry-After). 0 max_in_flight = no limit."""
+    `max_queued` more wait for a slot, none expected to wait longer than a third of
+    `max_wait_seconds` (nor kept waiting longer than all of it); past that a request is
+    refused at once (503 `overloaded`, Retry-After). 0 max_in_flight = no limit. Measured on
+    2 cores (searches, open loop, embedded store): 2 in flight keep both cores busy (one
+    request embeds while another ranks) with the shortest queueing; 4 and more add latency,
+    not throughput, and let the ranking work on the event loop delay refusals (16: seconds).
+    Raise it when requests wait on a remote backend (Neo4j)."""
 
-    max_in_flight: int = Field(default=8, ge=0, le=100_000)
+    max_in_flight: int = Field(default=2, ge=0, le=100_000)
     max_queued: int = Field(default=32, ge=0, le=1_000_000)
     max_wait_seconds: float = Field(default=2.0, gt=0)
 

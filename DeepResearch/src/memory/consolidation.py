@@ -44,6 +44,7 @@ from DeepResearch.src.memory.config_consolidation import ConsolidationConfig, Pr
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.facts.model import FACT_MEMORY_TYPE, FactQuery
 from DeepResearch.src.memory.facts.store import fact_is_current
+from DeepResearch.src.memory.health import record_consolidation
 from DeepResearch.src.memory.text import STOP_WORDS, tokenize
 
 if TYPE_CHECKING:
@@ -540,6 +541,8 @@ async def consolidate(
     if not dry_run:
         relinked = relink(kept, redirect)
         await _apply(client, new_records, groups, relinked, [r.id for r, _ in pruned], progress)
+        # health's consolidation lag: a run that failed above records nothing
+        record_consolidation(client.config, client.namespace, time.time())
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 

@@ -27,7 +27,9 @@ Coherence: what it serves equals what the stores would answer.
 
 The tier belongs to one client (one namespace, one process): writes made through other clients
 or processes on the same store are not seen here. Run those with `memory.hot.enabled=false`
-when one store has several writers that must see each other's forgets at once.
+when one store has several writers that must see each other's forgets at once. The client's
+configuration and ranking steps are read as fixed: code that edits them on a live client calls
+`changed()`.
 """
 
 from __future__ import annotations
@@ -116,8 +118,14 @@ class HotTier:
 
     def put_memory(self, doc: MemoryDocument, generation: int) -> None:
         """Keep a memory read from the stores (read at `generation`)."""
+        self.put_memories([doc], generation)
+
+    def put_memories(self, docs: Iterable[MemoryDocument], generation: int) -> None:
+        """Keep memories read from the stores at `generation` (a retrieve's, also one whose
+        answer is not kept: the memories themselves do not depend on the time)."""
         if self.enabled and generation == self.generation:
-            self._put(("m", doc.id), doc.model_copy(deep=True))
+            for doc in docs:
+                self._put(("m", doc.id), doc.model_copy(deep=True))
 
     # -- retrieve answers ------------------------------------------------------------------
     def get_answer(self, key: Hashable, now: float) -> list[RetrievedMemory] | None:

@@ -14,6 +14,7 @@ from DeepResearch.src.memory.errors import (
     MemoryBackendError,
     MemoryInputError,
 )
+from DeepResearch.src.memory.health import detail
 from DeepResearch.src.memory.inputs import clean_id, parse_filters
 from DeepResearch.src.memory.models import MemoryHealth, MemoryStats
 
@@ -154,6 +155,13 @@ class Maintenance(ClientParts):
             total=total, in_session=in_session, archived=archived, **self.writes.counters(),
             **self.hot.counters(),
         )
+
+    async def health_detail(self) -> dict[str, Any]:
+        """Each tier reachable, the vector index against the records, growth, the outbox,
+        consolidation lag, and the problems seen (health.py)."""
+        await self.open()
+        return await detail(self.backend, self.config, (self.namespace,), [self.hot.counters()],
+                            [self.writes], self.clock())
 
     async def health(self) -> MemoryHealth:
         await self.open()

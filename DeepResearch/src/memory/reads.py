@@ -223,6 +223,8 @@ class Reads(ClientParts):
         ]
         if key is not None:
             self.hot.put_answer(key, results, generation)
+        elif hot_key is not None:
+            self.hot.put_memories((m.document for m in results), generation)
         return results
 
     def _graph_walk(self) -> Any:

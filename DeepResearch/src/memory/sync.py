@@ -169,6 +169,9 @@ class SyncMemorySystemClient:
     def health(self) -> MemoryHealth:
         return _LOOP.run(self.aio.health())
 
+    def health_detail(self) -> dict[str, Any]:
+        return _LOOP.run(self.aio.health_detail())
+
     def close(self) -> None:
         _LOOP.run(self.aio.close())
         if self in _open_clients:

@@ -422,6 +422,16 @@ def spill_name(session_id: str) -> str:
     return f"unwritten-{stamp}-{os.getpid()}-{slug}-{digest}.jsonl"
 
 
+def spill_files(config: MemoryConfig) -> list[Path]:
+    """The spill files waiting in the folders a spill of this configuration goes to (memories
+    never written: `deepresearch-memory import FILE` loads them), oldest first."""
+    found: list[Path] = []
+    for folder, _ in _spill_folders(Path(config.storage.spill_dir or config.faiss.path), []):
+        with contextlib.suppress(OSError):
+            found += [p for p in folder.glob("unwritten-*.jsonl") if p.is_file()]
+    return sorted(set(found), key=lambda p: p.name)
+
+
 def _spill_folders(store: Path, failures: list[str]) -> Iterator[tuple[Path, bool]]:
     """Where a spill may go, in order, and whether the folder must be private (the fallbacks
     in shared places: `private_folder`); a folder that cannot even be named is a failure."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -163,6 +163,13 @@ class MemoryBackend(ABC):
             f"backend {self.name!r} has no fact store (the knowledge-graph tier needs "
             "memory.backend=in_memory, faiss or neo4j)"
         )
+
+    async def index_agreement(self) -> dict[str, Any] | None:
+        """Whether the vector index agrees with the records: counts (`records`, `vectors`,
+        `missing`, `extra`), a sample of vectors compared (`sampled`, `sampled_differ`),
+        `agree` and the `problems` seen. None for a backend whose vectors are stored with the
+        records they belong to (nothing to disagree)."""
+        return None
 
     async def verify(self) -> list[str]:
         """The full (possibly slow) consistency check of what the backend stores: the

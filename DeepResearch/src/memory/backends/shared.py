@@ -122,5 +122,8 @@ class SharedBackend(MemoryBackend):
     async def verify(self) -> list[str]:
         return await self.inner.verify()
 
+    async def index_agreement(self) -> dict[str, Any] | None:
+        return await self.inner.index_agreement()
+
     def __getattr__(self, name: str) -> Any:  # backend-specific extras (e.g. root, rebuild)
         return getattr(self.inner, name)

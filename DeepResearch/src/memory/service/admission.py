@@ -3,11 +3,14 @@ past it an immediate refusal (503 `overloaded` with Retry-After) instead of a re
 waits its whole time limit to fail.
 
 `Admission.enter()` admits a request at once while fewer than `max_in_flight` run; otherwise
-it queues (first come, first served) while fewer than `max_queued` wait, and refuses at once
-when the queue is full. A queued request that has not started within `max_wait_seconds` is
-refused then. A refused request was never started: nothing of it was done or stored.
-Retry-After is the time the work ahead of a newcomer needs, from the mean duration of the
-recent admitted requests."""
+it queues (first come, first served) while fewer than `max_queued` wait and the wait it can
+expect is within a third of `max_wait_seconds`, and is refused at once when not. The expected
+wait is the work ahead of it at the recent pace: the mean duration of the last admitted
+requests (a running mean), times the requests ahead, over the slots. So a refusal comes on
+arrival, not after a wait: a queued request is refused later (at `max_wait_seconds`) only
+when the pace drops threefold while it waits, for instance a backend that stops answering. A refused
+request was never started: nothing of it was done or stored. Retry-After is the time the
+work ahead of a newcomer needs at that pace."""
 
 from __future__ import annotations
 
@@ -19,13 +22,14 @@ from dataclasses import dataclass
 from DeepResearch.src.memory.config_service import AdmissionConfig
 
 EWMA_WEIGHT = 0.1  # weight of the newest request's duration in the running mean
+HEADROOM = 1 / 3  # queued only when expected to start within this share of max_wait_seconds
 
 
 @dataclass
 class Overloaded(Exception):
     """A request refused by admission control (never started)."""
 
-    reason: str  # "queue_full" or "wait_expired"
+    reason: str  # "queue_full", "wait_too_long" (both on arrival) or "wait_expired"
     message: str
     retry_after: int  # whole seconds (the header's unit)
 
@@ -37,7 +41,7 @@ class Admission:
         self.max_wait = config.max_wait_seconds
         self.in_flight = 0
         self._queue: deque[asyncio.Future[None]] = deque()
-        self._mean_seconds = 0.05  # until requests have been timed
+        self._mean_seconds: float | None = None  # None until a request has been timed
 
     @property
     def enabled(self) -> bool:
@@ -47,16 +51,28 @@ class Admission:
     def queued(self) -> int:
         return len(self._queue)
 
+    def expected_wait(self) -> float:
+        """Seconds a request queued now would wait for a slot, at the recent pace (0 before
+        any request was timed: only the count bounds the queue then)."""
+        mean = self._mean_seconds or 0.0
+        return (len(self._queue) + 1) * mean / max(1, self.max_in_flight)
+
     def retry_after(self) -> int:
         """Seconds until the work in flight and queued now is done, at the recent pace."""
         ahead = self.in_flight + len(self._queue) + 1
-        return max(1, math.ceil(ahead * self._mean_seconds / max(1, self.max_in_flight)))
+        mean = self._mean_seconds or 0.0
+        return max(1, math.ceil(ahead * mean / max(1, self.max_in_flight)))
 
     def _refuse(self, reason: str) -> Overloaded:
-        what = (f"{self.max_queued} requests already wait "
-                "(memory.service.admission.max_queued)" if reason == "queue_full" else
-                f"no slot came free within memory.service.admission.max_wait_seconds="
-                f"{self.max_wait:g}")
+        what = {
+            "queue_full": f"{self.max_queued} requests already wait "
+                          "(memory.service.admission.max_queued)",
+            "wait_too_long": f"a newcomer would wait about {self.expected_wait():.1f} s for a "
+                             "slot, more than a third of memory.service.admission."
+                             f"max_wait_seconds={self.max_wait:g}",
+            "wait_expired": "no slot came free within memory.service.admission."
+                            f"max_wait_seconds={self.max_wait:g}",
+        }[reason]
         retry = self.retry_after()
         return Overloaded(reason, (
             f"the service is at its limit: {self.max_in_flight} requests in flight "
@@ -70,6 +86,8 @@ class Admission:
             return
         if len(self._queue) >= self.max_queued:
             raise self._refuse("queue_full")
+        if self.expected_wait() > HEADROOM * self.max_wait:
+            raise self._refuse("wait_too_long")
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.append(turn)
         try:
@@ -97,7 +115,8 @@ class Admission:
     def leave(self, seconds: float | None) -> None:
         """A request admitted by `enter` is done (`seconds`: how long it ran)."""
         if seconds is not None:
-            self._mean_seconds += EWMA_WEIGHT * (seconds - self._mean_seconds)
+            mean = seconds if self._mean_seconds is None else self._mean_seconds
+            self._mean_seconds = mean + EWMA_WEIGHT * (seconds - mean)
         while self._queue:  # the slot passes to the first one still waiting
             turn = self._queue.popleft()
             if not turn.done():

@@ -44,8 +44,8 @@ class Metrics:
         self.admitted = Counter("memory_admission_admitted_total",
                                 "requests admitted by admission control", registry=r)
         self.rejected = Counter("memory_admission_rejected_total", "requests refused with 503 "
-                                "overloaded (queue_full: at once; wait_expired: after "
-                                "max_wait_seconds queued)", ["reason"], registry=r)
+                                "overloaded (queue_full, wait_too_long: on arrival; "
+                                "wait_expired: after max_wait_seconds queued)", ["reason"], registry=r)
         self.in_flight = Gauge("memory_in_flight", "requests running (admitted, not done)",
                                registry=r)
         self.queued = Gauge("memory_admission_queued", "requests waiting for a slot", registry=r)

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.health import detail as store_detail
 from DeepResearch.src.memory.models import MemoryDocument, RetrievedMemory
 from DeepResearch.src.memory.service.schemas import HealthResponse, MemoryOut, SearchHit
-from DeepResearch.src.memory.service.state import ServiceState
+from DeepResearch.src.memory.service.state import ServiceState, ServiceTimeout
 from DeepResearch.src.memory.writes import failure_cause
 
 HEALTH_PROBE_SECONDS = 2.0  # health retries failed writes at most this often
@@ -86,9 +87,11 @@ async def forget_session(state: ServiceState, namespace: str, session_id: str,
                                f"deleting session {session_id!r}")
 
 
-async def health(state: ServiceState) -> HealthResponse:
+async def health(state: ServiceState, *, detail: bool = False) -> HealthResponse:
+    """The service's health; with `detail`, the store's checks too (health.py): over the whole
+    store, the hot tiers and write queues of every namespace served."""
+    detail_asked, detail = detail, ""
     ns = state.namespaces
-    detail = ""
     if not ns.backend.is_open:
         try:
             await state.bounded(ns.backend.open(), "opening the backend")
@@ -119,11 +122,22 @@ async def health(state: ServiceState) -> HealthResponse:
             connected = False
             detail = (f"writes fail since {datetime.fromtimestamp(ns.writes.since, UTC):%H:%M:%S} "
                       f"UTC: {ns.writes.cause}")
+    checks = None
+    if detail_asked:
+        clients = ns.clients()
+        served = tuple(sorted(c.namespace for c in clients)) or (state.config.namespace,)
+        try:
+            checks = await state.bounded(
+                store_detail(ns.backend, state.config, served, [c.hot.counters() for c in clients],
+                             [c.writes for c in clients], time.time(), whole_store=True),
+                "checking the store")
+        except ServiceTimeout as exc:
+            checks = {"problems": [str(exc)]}
     return HealthResponse(
         status="healthy" if connected else "unhealthy", backend_connected=connected,
         neo4j_connected=connected if state.config.backend == "neo4j" else None,
         model_loaded=ns.model_loaded, version=state.version, backend=state.config.backend,
-        detail=detail,
+        detail=detail, checks=checks,
     )
 
 

@@ -192,8 +192,8 @@ async def add_facts(body: AddFactsRequest, c: CallDep) -> AddFactsResponse:
 # -- operations -----------------------------------------------------------------------------
 @router.get("/health", response_model=HealthResponse, tags=["service"],
             responses={503: {"model": HealthResponse}})
-async def health(request: Request) -> JSONResponse:
-    report = await ops.health(request.app.state.service)
+async def health(request: Request, detail: bool = False) -> JSONResponse:
+    report = await ops.health(request.app.state.service, detail=detail)
     return JSONResponse(report.model_dump(), status_code=200 if report.backend_connected else 503)
 
 

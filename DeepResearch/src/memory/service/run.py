@@ -94,7 +94,7 @@ def serve(config: MemoryConfig) -> int:
                                   # longer than clients keep idle connections: no reuse race
                                   timeout_keep_alive=75)
     if svc.workers == 1:
-        uvicorn.run(create_app(config, keys=keys), **common)
+        uvicorn.run(create_app(config, keys=keys, settle=True), **common)
     else:  # neo4j only (MemoryConfig refuses more workers on the embedded store)
         os.environ[CONFIG_ENV] = config.model_dump_json()
         uvicorn.run("DeepResearch.src.memory.service.run:app_from_env", factory=True,
@@ -108,7 +108,7 @@ def app_from_env() -> Any:
 
     configure_logging()
     config = MemoryConfig(**json.loads(os.environ[CONFIG_ENV]))
-    return create_app(config, keys=load_api_keys(config))
+    return create_app(config, keys=load_api_keys(config), settle=True)
 
 
 def mcp_stdio(config: MemoryConfig) -> int:

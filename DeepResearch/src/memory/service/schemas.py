@@ -134,6 +134,11 @@ class HealthResponse(BaseModel):
     version: str
     backend: str
     detail: str
+    checks: dict[str, Any] | None = Field(
+        default=None, description="with ?detail=true: each tier reachable (hot, warm, graph), "
+        "the vector index against the records (counts and a sample), growth (memories stored "
+        "in the last hour and day), the outbox (pending, failed writes, spill files), "
+        "consolidation lag, and the problems seen in them")
 
 
 # -- facts and the retrieval agent ----------------------------------------------------------

@@ -55,9 +55,9 @@ def reembed_records(records: Records, reembed: Reembed, dimension: int, batch_si
 HEALTH_SAMPLE = 1000  # index vectors `health` compares with the records'
 
 
-def verify_index(records: Records, index: VectorIndex, path: Path) -> list[str]:
-    """The index against the records (every record in it once, nothing else, a sample of its
-    vectors equal to theirs), and the saved file (checksum, store id)."""
+def index_agreement(records: Records, index: VectorIndex) -> tuple[dict[str, int], list[str]]:
+    """The index against the records: every record in it once and nothing else (counts), and
+    a sample of its vectors equal to theirs. The figures, and the problems they show."""
     problems: list[str] = []
     live = np.setdiff1d(records.all_seqs(), np.fromiter(index.unindexed, np.int64))
     ids = index.ids()
@@ -76,6 +76,16 @@ def verify_index(records: Records, index: VectorIndex, path: Path) -> list[str]:
             f"{differ} of {compared} sampled vectors of the index differ from the records' "
             "stored vectors (the index was built from other records): reopening rebuilds it"
         )
+    figures = {"records": len(live), "vectors": len(ids), "missing": len(missing),
+               "extra": len(extra), "sampled": compared, "sampled_differ": differ}
+    return figures, problems
+
+
+def verify_index(records: Records, index: VectorIndex, path: Path) -> list[str]:
+    """The index against the records (`index_agreement`), and the saved file (checksum, store
+    id), and the stored vectors (finite unit vectors)."""
+    live = np.setdiff1d(records.all_seqs(), np.fromiter(index.unindexed, np.int64))
+    problems = index_agreement(records, index)[1]
     if path.exists():
         try:
             VectorIndex(index.settings, index.store_id).load(path)

@@ -44,6 +44,7 @@ from DeepResearch.src.memory.backends.embedded.index_cache import IndexCache
 from DeepResearch.src.memory.backends.embedded.maintenance import (
     Reembed,
     check_meta,
+    index_agreement,
     reembed_records,
     verify_index,
 )
@@ -369,6 +370,16 @@ class EmbeddedBackend(MemoryBackend):
             ok=True, backend=self.name,
             detail=f"{n} records in {self.root} ({self.settings.kind} FAISS index, {self.metric})",
         )
+
+    async def index_agreement(self) -> dict[str, Any]:
+        def check() -> dict[str, Any]:
+            records = self.require()
+            self._catch_up()
+            assert self._index is not None
+            figures, problems = index_agreement(records, self._index)
+            return {**figures, "agree": not problems, "problems": problems}
+
+        return await self.run("comparing the vector index with the records", check)
 
     async def verify(self) -> list[str]:
         """The full check: SQLite's integrity_check, FTS5's, the records reads cannot decode

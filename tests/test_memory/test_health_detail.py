@@ -1,0 +1,97 @@
+"""The health report's detail (health.py) on the real in_memory and embedded backends: every
+tier reachable, growth by created_at, the outbox, consolidation lag, and an embedded vector
+index that disagrees with its records."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
+from DeepResearch.src.memory.backends.embedded import DB_FILE
+from DeepResearch.src.memory.embeddings import Embedder
+from DeepResearch.src.memory.health import last_consolidation, record_consolidation
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("backend", ["in_memory", "faiss"])
+async def test_tiers_growth_outbox_and_consolidation_lag(
+    tmp_path: Path, embedder: Embedder, backend: str
+) -> None:
+    clock = Clock()
+    config = MemoryConfig(backend=backend, faiss={"path": str(tmp_path / "store")})
+    async with MemorySystemClient(config, embedder=embedder, clock=clock) as client:
+        now = clock()
+        await client.store_many([
+            {"content": "stored just now"},
+            {"content": "stored two hours ago", "created_at": now - 7200},
+            {"content": "stored two days ago", "created_at": now - 2 * 86400},
+        ])
+        await client.get((await client.retrieve("stored", top_k=1))[0].id)
+        report = await client.health_detail()
+        tiers = report["tiers"]
+        assert tiers["hot"]["reachable"] and tiers["hot"]["enabled"] and tiers["hot"]["items"] > 0
+        assert tiers["hot"]["hits"] == 1
+        assert tiers["warm"] == {"reachable": True, "backend": backend,
+                                 "detail": tiers["warm"]["detail"]}
+        assert tiers["graph"]["reachable"]
+        assert report["index"]["agree"] and report["problems"] == []
+        if backend == "faiss":
+            assert (report["index"]["records"], report["index"]["vectors"]) == (3, 3)
+        assert {k: report["growth"][k] for k in ("total", "last_hour", "last_day")} == {
+            "total": 3, "last_hour": 1, "last_day": 2}
+        assert report["outbox"] == {"pending": 0, "outbox": 0, "spill_files": 0}
+        assert report["consolidation"] == {"last_run": None, "lag_seconds": None, "state": "never"}
+
+        record_consolidation(config, client.namespace, now - 600)
+        assert last_consolidation(config, client.namespace) == now - 600
+        assert last_consolidation(config, "another") is None
+        lag = (await client.health_detail())["consolidation"]
+        assert lag["state"] == "ran" and lag["lag_seconds"] == 600.0
+
+
+async def test_an_index_that_disagrees_with_the_records_is_a_problem(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """Vectors changed in the database behind the open index: the sample says so."""
+    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "store")})
+    async with MemorySystemClient(config, embedder=embedder) as client:
+        ids = await client.store_many([{"content": f"memory number {i}"} for i in range(40)])
+        assert (await client.health_detail())["index"]["agree"]
+        rng = np.random.default_rng(3)
+        other = rng.normal(size=(5, embedder.dimension)).astype(np.float32)
+        other /= np.linalg.norm(other, axis=1, keepdims=True)
+        with sqlite3.connect(tmp_path / "store" / DB_FILE) as conn:
+            conn.executemany("UPDATE records SET vector = ? WHERE id = ?",
+                             [(v.tobytes(), i) for v, i in zip(other, ids[::8], strict=True)])
+        report = await client.health_detail()
+        assert not report["index"]["agree"] and report["index"]["sampled_differ"] == 5
+        assert any("sampled vectors of the index differ" in p for p in report["problems"])
+
+
+async def test_a_consolidate_run_records_its_end_and_a_dry_run_does_not(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    from DeepResearch.src.memory.consolidation import consolidate
+
+    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "store")})
+    async with MemorySystemClient(config, embedder=embedder) as client:
+        await client.store_many([{"content": "The STAR index needs 32 GB.", "created_at": 1.0e9}])
+        await consolidate(client, dry_run=True)
+        assert (await client.health_detail())["consolidation"]["state"] == "never"
+        before = time.time()
+        await consolidate(client)
+        ran = last_consolidation(config, client.namespace)
+        assert ran is not None and ran >= before
+        assert (await client.health_detail())["consolidation"]["state"] == "ran"
