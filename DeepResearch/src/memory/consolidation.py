@@ -582,6 +582,8 @@ async def _apply(client: MemorySystemClient, new_records: list[MemoryRecord],
         if progress is not None:
             progress("writing", start + len(chunk), len(new_records))
     for start in range(0, len(relinked), PAGE):
-        await client.backend.upsert(relinked[start:start + PAGE])
+        chunk = relinked[start:start + PAGE]
+        await client.backend.upsert(chunk)
+        client.hot.changed(r.id for r in chunk)  # written past the client: its hot tier
     for start in range(0, len(pruned), PAGE):
         await client.archive(pruned[start:start + PAGE], reason=PRUNED)
