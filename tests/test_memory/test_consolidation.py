@@ -153,3 +153,17 @@ def test_the_progress_bars_show_on_a_terminal_only(monkeypatch: pytest.MonkeyPat
         bars.close()
         text = stream.getvalue()
         assert ("500/1000" in text and "3/10" in text) is shown, text
+
+
+def test_only_a_consolidated_memory_inherits_accesses_from_its_metadata() -> None:
+    from DeepResearch.src.memory.backends.record import MemoryRecord
+    from DeepResearch.src.memory.consolidation import inherited_access
+
+    def note(metadata: dict[str, Any]) -> MemoryRecord:
+        return MemoryRecord(id="m", session_id="s", memory_type="note", content="x",
+                            created_at=OLD, metadata=metadata)
+
+    merged = note({"derived_from": ["a", "b"], "access_count": 7, "last_accessed": OLD + 5})
+    assert inherited_access(merged, Access(2, OLD + 1)) == Access(9, OLD + 5)
+    user_key = note({"access_count": 7})  # a user's own metadata key counts nothing
+    assert inherited_access(user_key, Access(2, None)) == Access(2, None)

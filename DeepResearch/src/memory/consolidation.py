@@ -9,12 +9,13 @@ metadata. "sample S1 failed" and "sample S2 failed" never merge, however close t
 Each cluster (a connected component of such pairs) becomes ONE memory: the most complete
 member (the longest), followed by every sentence of the others that adds a word (a mere
 rewording adds none); the representative's vector, metadata, session and place in its
-session's FOLLOWS chain (the memory after the representative follows it), its members'
-other relations (the live memories that referred to a source refer to it); `derived_from` = the source ids,
-importance = the highest, the access counts summed, the time span in `first_created_at` /
-`last_created_at`, created_at = the newest source's. The sources get a `part_of` relation to
-it and are archived (reason "consolidated"). Because the new memory has its representative's
-vector and the sources' signature, a second run finds nothing new to merge.
+session's FOLLOWS chain (the memory after the representative follows it); its members' other
+relations (and the live memories that referred to a source refer to it); `derived_from` =
+the source ids, importance = the highest, the access counts summed, the time span in
+`first_created_at` / `last_created_at`, created_at = the newest source's. The sources get a
+`part_of` relation to it and are archived (reason "consolidated"). Because the new memory
+has its representative's vector and the sources' signature, a second run finds nothing new
+to merge.
 
 Pruning. A memory's value (config_consolidation.PruningConfig) weighs its importance,
 recency, access count and whether anything links to it; those below
@@ -111,8 +112,7 @@ def merged_text(texts: Sequence[str], max_bytes: int | None = None) -> str:
     """The first text, then each sentence of the others that says something it (or a
     sentence already added) does not: a sentence whose content words (text.tokenize: stemmed,
     stop words dropped) and signature keys are all there already is a rewording and is left
-    out. The additions
-    stop before `max_bytes`."""
+    out. The additions stop before `max_bytes`."""
     out = texts[0].rstrip()
     seen = _words(out)
     for text in texts[1:]:
@@ -196,7 +196,7 @@ def clusters(records: Sequence[MemoryRecord], vectors: np.ndarray, similarity: f
             sizes = np.bincount(labels, minlength=n)
             for label in np.nonzero(sizes > 1)[0]:
                 found.append(sorted(idx[labels == label].tolist()))
-        if progress is not None:
+        if progress is not None and (done % 100 == 0 or done == len(multi)):
             progress("comparing", done, len(multi))
     found.sort()
     return found
@@ -221,9 +221,11 @@ class Access:
 
 
 def inherited_access(record: MemoryRecord, stats: Access) -> Access:
-    """The record's own access statistics plus those a consolidation gave it (metadata)."""
-    extra = record.metadata.get("access_count")
-    last = record.metadata.get("last_accessed")
+    """The record's own access statistics plus, for a consolidated memory, its sources'
+    (its metadata `access_count` / `last_accessed`)."""
+    consolidated = "derived_from" in record.metadata
+    extra = record.metadata.get("access_count") if consolidated else None
+    last = record.metadata.get("last_accessed") if consolidated else None
     count = stats.count + (extra if isinstance(extra, int) and not isinstance(extra, bool) else 0)
     lasts = [t for t in (stats.last, last) if isinstance(t, int | float) and not isinstance(t, bool)]
     return Access(count, max(lasts) if lasts else None)
