@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="the first step's rate, as a multiple of the pilot's throughput")
     p.add_argument("--step-factor", type=float, default=1.25, help="each step's rate over the last")
     p.add_argument("--max-steps", type=int, default=6)
-    p.add_argument("--step-seconds", type=float, default=6.0)
+    p.add_argument("--step-seconds", type=float, default=8.0)
     p.add_argument("--run-seconds", type=float, default=15.0, help="the 80%% and 2x runs")
     p.add_argument("--sessions", type=int, default=1000)
     p.add_argument("--quick", action="store_true", help="small figures (a smoke run)")
