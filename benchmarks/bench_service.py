@@ -38,7 +38,7 @@ import httpx
 from benchmarks.neo4j_server import neo4j_server
 from benchmarks.report import write_section
 from benchmarks.results import save_result
-from benchmarks.service_harness import Recorder, Service, bounded, client
+from benchmarks.service_harness import Clients, Recorder, Service, bounded, client
 from benchmarks.service_neo4j import missing_in_neo4j, serve_args
 from benchmarks.service_report import report
 
@@ -80,9 +80,9 @@ async def concurrency(url: str, sessions: int, stores: int, rec: Recorder) -> fl
             await rec.call(http, "GET /api/memory/memories/{id}", "GET",
                            f"{url}/api/memory/memories/{ids[0]}")
 
-    async with client(sessions) as http:
+    async with Clients(sessions) as http:
         started = time.perf_counter()
-        work = [session(http, s) for s in range(sessions)]
+        work = [session(http[s], s) for s in range(sessions)]
         start.set()
         await bounded(work, PHASE_SECONDS)
         return time.perf_counter() - started

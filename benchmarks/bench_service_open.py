@@ -40,6 +40,7 @@ from benchmarks.bench_service import TOPICS, VERBS, missing_ids, sentence
 from benchmarks.report import write_section
 from benchmarks.results import save_result
 from benchmarks.service_harness import (
+    Clients,
     Recorder,
     Service,
     bounded,
@@ -141,7 +142,7 @@ async def open_loop(url: str, rate: float, seconds: float, queries: Queries,
             kind = f"{r.status_code} {error_kind(r)}".strip()
             errors[kind] = errors.get(kind, 0) + 1
 
-    async with client(2000) as http:
+    async with Clients(500) as http:
         bodies = [queries() for _ in range(n)]
         t0 = time.perf_counter() + 0.05
         tasks = []
@@ -152,7 +153,7 @@ async def open_loop(url: str, rate: float, seconds: float, queries: Queries,
                 await asyncio.sleep(delay)
             else:
                 lag = max(lag, -delay)
-            tasks.append(asyncio.ensure_future(one(http, due, bodies[i])))
+            tasks.append(asyncio.ensure_future(one(http[i], due, bodies[i])))
         _, pending = await asyncio.wait(tasks, timeout=CLIENT_TIMEOUT + 10)
         for t in pending:
             t.cancel()
@@ -188,9 +189,9 @@ async def sessions(url: str, n: int, rec: Recorder) -> float:
                        json={"query": f"what did session {s} learn about the {TOPICS[s % 16]}",
                              "session_id": f"c{s}", "top_k": 5})
 
-    async with client(n) as http:
+    async with Clients(n) as http:
         started = time.perf_counter()
-        work = [session(http, s) for s in range(n)]
+        work = [session(http[s], s) for s in range(n)]
         start.set()
         await bounded(work, 240)
         return time.perf_counter() - started
@@ -265,7 +266,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="the first step's rate, as a multiple of the pilot's throughput")
     p.add_argument("--step-factor", type=float, default=1.25, help="each step's rate over the last")
     p.add_argument("--max-steps", type=int, default=6)
-    p.add_argument("--step-seconds", type=float, default=6.0)
+    p.add_argument("--step-seconds", type=float, default=8.0)
     p.add_argument("--run-seconds", type=float, default=15.0, help="the 80%% and 2x runs")
     p.add_argument("--sessions", type=int, default=1000)
     p.add_argument("--quick", action="store_true", help="small figures (a smoke run)")
