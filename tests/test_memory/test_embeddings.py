@@ -17,8 +17,7 @@ class CountingEmbedder(Embedder):
     """The real model; remembers which texts reached it."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._model = get_embedder().model  # share the loaded model
+        super().__init__(loaded=get_embedder().model)  # share the loaded model
         self.seen: list[list[str]] = []
 
     def embed(self, texts):  # type: ignore[no-untyped-def]

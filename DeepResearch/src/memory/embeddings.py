@@ -142,13 +142,16 @@ class Embedder:
         batch_size: int = 64,
         query_cache_size: int = 1024,
         device: str = "cpu",
+        loaded: EmbeddingRuntime | None = None,
     ) -> None:
+        """`loaded`: a runtime another Embedder of the same model already loaded, shared
+        instead of loading it again."""
         _check_runtime(runtime)
         self.model_name = model
         self.runtime = runtime
         self.batch_size = batch_size
         self.device = device
-        self._model: EmbeddingRuntime | None = None
+        self._model: EmbeddingRuntime | None = loaded
         self.load_seconds: float | None = None  # import + load + warm-up, once loaded
         self.load_cpu_seconds: float | None = None  # the same, CPU time of the loading thread
         self._load_lock = threading.Lock()

@@ -36,8 +36,7 @@ class MemoEmbedder(Embedder):
     test, and two cores shared by several runs embed ~15 texts/s at worst."""
 
     def __init__(self, real: Embedder) -> None:
-        super().__init__(real.model_name, runtime=real.runtime)
-        self._model = real.model
+        super().__init__(real.model_name, runtime=real.runtime, loaded=real.model)
         self._memo: dict[str, np.ndarray] = {}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
