@@ -4,16 +4,16 @@ waits its whole time limit to fail.
 
 `Admission.enter()` admits a request at once while fewer than `max_in_flight` run; otherwise
 it queues (first come, first served) while fewer than `max_queued` wait and the wait it can
-expect is within a third of `max_wait_seconds`, and is refused at once when not. The expected
-wait is the work ahead of it at the recent pace: the mean duration of the last admitted
-requests (a running mean), times the requests ahead, over the slots. So a refusal comes on
-arrival, not after a wait: a queued request is refused later (at `max_wait_seconds`) only
-when the pace drops threefold while it waits, for instance a backend that stops answering. A refused
-request was never started: nothing of it was done or stored. Retry-After is when the
-client's turn comes at that pace: after the work in flight and queued, and after the clients
-refused before it that have not come back yet. A crowd refused together is so told to come
-back one after another, at the pace the service serves them, not all at once to be refused
-again."""
+expect is within a third of `max_wait_seconds`, and is refused at once when not. The
+expected wait is the work ahead of it at the recent pace: the mean duration of the last
+admitted requests (a running mean), times the requests ahead, over the slots. So a refusal
+comes on arrival, not after a wait: a queued request is refused later (at
+`max_wait_seconds`) only when the pace drops threefold while it waits, for instance a
+backend that stops answering. A refused request was never started: nothing of it was done
+or stored. Retry-After is when the client's turn comes at that pace: after the work in
+flight and queued, and after the clients refused before it that have not come back yet. A
+crowd refused together is so told to come back one after another, at the pace the service
+serves them, not all at once to be refused again."""
 
 from __future__ import annotations
 
