@@ -296,8 +296,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--lock-seconds", type=float, default=8.0)
     p.add_argument("--no-fault", dest="fault", action="store_false")
     p.add_argument("--service-timeout", type=float, default=300.0,
-                   help="memory.service.tool_timeout_seconds of the served process: on a loaded "
-                   "machine 1,000 sessions queue for longer than the default 30 s")
+                   help="memory.service.tool_timeout_seconds of the served process (each call's "
+                   "limit once admitted; bench_service_open runs at the default 30 s)")
     p.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES),
                    help="run only these phases (in their usual order); a partial run leaves "
                    "docs/benchmarks.md alone. Without concurrency the store lacks its 3,000 rows")

@@ -48,9 +48,8 @@ def error_kind(r: httpx.Response) -> str:
 
 
 def retry_delay(r: httpx.Response, rng: random.Random) -> float:
-    """What docs/service.md asks of a client: Retry-After plus up to as much again at random."""
-    after = float(r.headers.get("Retry-After", "1"))
-    return after * (1 + rng.random())
+    """What docs/service.md asks of a client: Retry-After plus up to a second at random."""
+    return float(r.headers.get("Retry-After", "1")) + rng.random()
 
 
 class Recorder:

@@ -153,6 +153,24 @@ def test_a_request_that_would_wait_too_long_is_refused_on_arrival() -> None:
     assert exc.retry_after >= 1
 
 
+def test_a_crowd_refused_together_is_told_to_come_back_one_after_another() -> None:
+    """Each refusal's Retry-After counts the clients refused before it that have not come
+    back yet: a crowd is spread over the time the service needs for it, at its pace."""
+    async def run() -> list[int]:
+        adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=0, max_wait_seconds=1))
+        await adm.enter()
+        adm.leave(0.5)  # the pace: 0.5 s a request
+        await adm.enter()  # the one slot, held
+        told = []
+        for _ in range(10):
+            with pytest.raises(Overloaded) as refused:
+                await adm.enter()
+            told.append(refused.value.retry_after)
+        return told
+    told = asyncio.run(run())
+    assert told == sorted(told) and told[0] == 1 and told[-1] == 6  # the slot, 9 told before, itself: 5.5 s
+
+
 def test_slots_pass_in_arrival_order_and_a_vanished_waiter_passes_its_turn() -> None:
     async def run() -> list[str]:
         adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=3, max_wait_seconds=10))

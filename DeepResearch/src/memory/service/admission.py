@@ -4,18 +4,22 @@ waits its whole time limit to fail.
 
 `Admission.enter()` admits a request at once while fewer than `max_in_flight` run; otherwise
 it queues (first come, first served) while fewer than `max_queued` wait and the wait it can
-expect is within a third of `max_wait_seconds`, and is refused at once when not. The expected
-wait is the work ahead of it at the recent pace: the mean duration of the last admitted
-requests (a running mean), times the requests ahead, over the slots. So a refusal comes on
-arrival, not after a wait: a queued request is refused later (at `max_wait_seconds`) only
-when the pace drops threefold while it waits, for instance a backend that stops answering. A refused
-request was never started: nothing of it was done or stored. Retry-After is the time the
-work ahead of a newcomer needs at that pace."""
+expect is within a third of `max_wait_seconds`, and is refused at once when not. The
+expected wait is the work ahead of it at the recent pace: the mean duration of the last
+admitted requests (a running mean), times the requests ahead, over the slots. So a refusal
+comes on arrival, not after a wait: a queued request is refused later (at
+`max_wait_seconds`) only when the pace drops threefold while it waits, for instance a
+backend that stops answering. A refused request was never started: nothing of it was done
+or stored. Retry-After is when the client's turn comes at that pace: after the work in
+flight and queued, and after the clients refused before it that have not come back yet. A
+crowd refused together is so told to come back one after another, at the pace the service
+serves them, not all at once to be refused again."""
 
 from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections import deque
 from dataclasses import dataclass
 
@@ -23,6 +27,7 @@ from DeepResearch.src.memory.config_service import AdmissionConfig
 
 EWMA_WEIGHT = 0.1  # weight of the newest request's duration in the running mean
 HEADROOM = 1 / 3  # queued only when expected to start within this share of max_wait_seconds
+MAX_OWED = 100_000  # refused clients remembered until their Retry-After has passed
 
 
 @dataclass
@@ -42,6 +47,7 @@ class Admission:
         self.in_flight = 0
         self._queue: deque[asyncio.Future[None]] = deque()
         self._mean_seconds: float | None = None  # None until a request has been timed
+        self._owed: deque[float] = deque()  # when each refused client was told to come back
 
     @property
     def enabled(self) -> bool:
@@ -58,10 +64,18 @@ class Admission:
         return (len(self._queue) + 1) * mean / max(1, self.max_in_flight)
 
     def retry_after(self) -> int:
-        """Seconds until the work in flight and queued now is done, at the recent pace."""
-        ahead = self.in_flight + len(self._queue) + 1
+        """Seconds until a refused client's turn, at the recent pace: after the work in
+        flight and queued now and the clients refused before it that are still to come back
+        (it is counted among them until then)."""
+        now = time.monotonic()
+        while self._owed and self._owed[0] <= now:
+            self._owed.popleft()
+        ahead = self.in_flight + len(self._queue) + len(self._owed) + 1
         mean = self._mean_seconds or 0.0
-        return max(1, math.ceil(ahead * mean / max(1, self.max_in_flight)))
+        seconds = max(1, math.ceil(ahead * mean / max(1, self.max_in_flight)))
+        if len(self._owed) < MAX_OWED:
+            self._owed.append(now + seconds)
+        return seconds
 
     def _refuse(self, reason: str) -> Overloaded:
         what = {
