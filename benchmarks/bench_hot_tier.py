@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"  {name}: {row}", flush=True)
     result = {"workflow": flow, "repeated": rows, "size": args.size}
     save_result("hot_tier", result)
-    path = write_section("hot_tier", "Hot tier", COMMAND, report(flow, rows, args.size))
+    path = write_section("hot_tier", "Hot tier: hit ratio and latency", COMMAND, report(flow, rows, args.size))
     print(f"  wrote {path}", flush=True)
     return result
 

@@ -18,7 +18,9 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 BENCHMARKS_MD = DOCS / "benchmarks.md"
 SECTION_PAGES = {"service": "service.md", "service_open": "service.md", "service_neo4j": "service.md",
                  "agent_service": "service.md", "facts": "facts.md", "facts_neo4j": "facts.md", "sessions": "retrieval.md",
-                 "extraction_quality": "fact_extraction.md"}
+                 "extraction_quality": "fact_extraction.md", "hot_tier": "tiers.md",
+                 "consolidation": "tiers.md", "full_context": "tiers.md",
+                 "locomo_consolidation": "tiers.md", "million": "tiers.md"}
 _HEADER = (
     "# Benchmarks\n\n"
     "Made by `make bench` (memory core, workflow overhead, large stores, Neo4j) and `make bench-locomo`\n"
