@@ -5,11 +5,17 @@ observation, with the path in the result. Every backend, the real embedder."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
+import pytest
 
-from DeepResearch.src.memory import MemorySystemClient
+from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
+from DeepResearch.src.memory.embeddings import Embedder
 from DeepResearch.src.memory.summaries import OBSERVATION, summarize, topic_groups
 
 MakeClient = Callable[..., MemorySystemClient]
@@ -122,3 +128,28 @@ def test_topic_groups_split_two_topics_and_are_deterministic() -> None:
     groups = topic_groups(rows, group_size=5)
     assert sorted(sorted(g) for g in groups) == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
     assert groups == topic_groups(rows, group_size=5)
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+async def test_the_cli_writes_the_observations(tmp_path: Path, embedder: Embedder) -> None:
+    store = tmp_path / "memory"
+    client = MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(store)}),
+                                session_id="s1", embedder=embedder)
+    await _store(client)
+    await client.close()
+    root = Path(__file__).resolve().parents[2]
+
+    def cli(*args: str) -> dict:
+        done = subprocess.run(
+            [sys.executable, "-m", "DeepResearch.src.memory.cli", "summarize", "--json", *args,
+             "memory.backend=faiss", f"memory.faiss.path={store}", "memory.summaries.group_size=4"],
+            cwd=root, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    planned = cli("--dry-run")
+    assert planned["entities"] == 2 and planned["observations"] >= 4
+    written = cli()
+    assert written["observations"] == planned["observations"] and written["replaced"] == 0
+    assert cli()["replaced"] == written["observations"]

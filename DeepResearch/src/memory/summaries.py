@@ -20,6 +20,7 @@ bring their evidence in.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from collections import defaultdict
@@ -170,9 +171,9 @@ def plan(records: Sequence[MemoryRecord], cfg: SummariesConfig) -> list[dict[str
                 "id": observation_id(session, entity, ids),
                 "session_id": session,
                 "memory_type": OBSERVATION,
-                "content": observation_text(entity, [full_content(m.content, m.content_codec, m.content_blob)
-                                             for m in chosen],
-                                            cfg.sentences, cfg.max_chars),
+                "content": observation_text(
+                    entity, [full_content(m.content, m.content_codec, m.content_blob)
+                             for m in chosen], cfg.sentences, cfg.max_chars),
                 "metadata": {"observation_of": entity, "evidence": ids},
                 "relations": [("references", i) for i in ids],
                 "importance": max(m.importance for m in chosen),
@@ -204,7 +205,8 @@ async def summarize(client: MemorySystemClient, *, session: str | None = None,
     if not dry_run:
         if old:
             await client.forget(old, confirm=True)
-        vectors = client.embedder.embed([i["content"] for i in items]) if items else []
+        vectors = (await asyncio.to_thread(client.embedder.embed, [i["content"] for i in items])
+                   if items else [])
         new = []
         for n, (item, vector) in enumerate(zip(items, vectors, strict=True)):
             item["vector"] = vector
