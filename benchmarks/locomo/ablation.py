@@ -5,9 +5,12 @@ variant costs seconds. Prints recall@1/5/10/20 overall, recall@10 per category, 
 number of distinct conversation sessions in the top 10, the retrieve latency p50/p95, and
 recall@5/@10 per conversation. The "graph" variants first ingest each conversation's turns
 through `FactGraph.ingest` (the offline extractor builds the knowledge graph, each turn's id
-its facts' evidence), then store the turns under those ids.
+its facts' evidence), then store the turns under those ids. The "summaries" variants store each
+turn with its speaker as `author_name` metadata (what `graph.ingest` writes on a message) and
+run `summaries.summarize` on the conversation's session before its questions.
 
-Run: .venv/bin/python benchmarks/locomo/ablation.py [--only NAME]
+Run: .venv/bin/python benchmarks/locomo/ablation.py [--only NAME[|NAME...]] [--paired "A|B"]
+(--paired: only the retrieve latency of variants A and B, each question asked of both in turn)
 """
 
 from __future__ import annotations
@@ -49,36 +52,62 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "graph path, weight 0.075": {"_graph": True, "graph": {"enabled": True, "weight": 0.075}},
     "graph path, weight 0.1": {"_graph": True, "graph": {"enabled": True, "weight": 0.1}},
     "graph built, path off": {"_graph": True},
+    "summaries (defaults)": {"_summaries": {}, "observations": {"enabled": True}},
+    "summaries, weight 0.2": {"_summaries": {}, "observations": {"enabled": True, "weight": 0.2}},
+    "summaries, weight 0.1, top 1": {"_summaries": {},
+                                     "observations": {"enabled": True, "weight": 0.1, "top": 1}},
+    "summaries, weight 0.2, groups of 16": {"_summaries": {"group_size": 16},
+                                            "observations": {"enabled": True, "weight": 0.2}},
+    "summaries, weight 0.2, top 1": {"_summaries": {},
+                                     "observations": {"enabled": True, "weight": 0.2, "top": 1}},
+    "summaries built, path off": {"_summaries": {}},
 }
+
+
+def _client(path: str, retrieval: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """A faiss client for the variant's retrieval settings, and its loading flags."""
+    from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
+
+    settings = dict(retrieval)
+    flags = {"plain": settings.pop("_plain", False),  # the turns without dates, asked "now"
+             "graph": settings.pop("_graph", False),  # the turns ingested first: facts
+             "summaries": settings.pop("_summaries", None)}  # per-speaker observations
+    config = MemoryConfig(backend="faiss", faiss={"path": path}, retrieval=settings,
+                          summaries=flags["summaries"] or {})
+    return MemorySystemClient(config), flags
+
+
+async def load(client: Any, conv: Conversation, flags: dict[str, Any]) -> tuple[str, Any]:
+    """Store the conversation as the variant wants it; its session and the questions' as_of."""
+    from DeepResearch.src.memory.summaries import summarize
+
+    session = f"locomo-{conv.name}"
+    vectors = embed_cached([t.content for t in conv.turns])
+    items = conv.stored_items()
+    if flags["graph"]:
+        await ingest_turns(client, conv, items)
+    for item, vector, turn in zip(items, vectors, conv.turns, strict=True):
+        item["vector"] = vector
+        if flags["plain"]:
+            item.pop("event_at")
+        if flags["summaries"] is not None:  # who said it, as graph.ingest writes it
+            item["metadata"]["author_name"] = turn.speaker
+    await client.store_many(items, session_id=session)
+    if flags["summaries"] is not None:
+        await summarize(client, session=session)
+    return session, None if flags["plain"] else conv.last_session_time
 
 
 async def run_variant(
     conversations: list[Conversation], retrieval: dict[str, Any]
 ) -> tuple[RecallTable, list[RecallTable], list[float]]:
-    from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
-
-    retrieval = dict(retrieval)
-    plain = retrieval.pop("_plain", False)  # the turns without their dates, asked "now"
-    graph = retrieval.pop("_graph", False)  # the turns ingested first: the graph has facts
     total, per, latencies = RecallTable(), [], []
     with tempfile.TemporaryDirectory(prefix="locomo-ablation-") as path:
-        client = MemorySystemClient(
-            MemoryConfig(backend="faiss", faiss={"path": path}, retrieval=retrieval)
-        )
+        client, flags = _client(path, retrieval)
         try:
             for conv in conversations:
-                session = f"locomo-{conv.name}"
-                vectors = embed_cached([t.content for t in conv.turns])
-                items = conv.stored_items()
-                if graph:
-                    await ingest_turns(client, conv, items)
-                for item, vector in zip(items, vectors, strict=True):
-                    item["vector"] = vector
-                    if plain:
-                        item.pop("event_at")
-                await client.store_many(items, session_id=session)
+                session, as_of = await load(client, conv, flags)
                 table = RecallTable()
-                as_of = None if plain else conv.last_session_time
                 for q in conv.questions:
                     started = time.perf_counter()
                     hits = await client.retrieve(
@@ -93,6 +122,32 @@ async def run_variant(
         finally:
             await client.close()
     return total, per, latencies
+
+
+async def paired_latency(conversations: list[Conversation], names: list[str]
+                         ) -> dict[str, list[float]]:
+    """Retrieve latency of several variants, each question asked of every variant in turn
+    (the order rotating per question), so the machine's load falls on all alike."""
+    out: dict[str, list[float]] = {n: [] for n in names}
+    with tempfile.TemporaryDirectory(prefix="locomo-paired-") as root:
+        clients = [_client(f"{root}/{i}", VARIANTS[n]) for i, n in enumerate(names)]
+        try:
+            k = 0
+            for conv in conversations:
+                loaded = [await load(c, conv, f) for c, f in clients]
+                for q in conv.questions:
+                    for j in range(len(names)):
+                        i = (j + k) % len(names)
+                        session, as_of = loaded[i]
+                        started = time.perf_counter()
+                        await clients[i][0].retrieve(q.question, top_k=TOP_K,
+                                                     session_id=session, as_of=as_of)
+                        out[names[i]].append(time.perf_counter() - started)
+                    k += 1
+        finally:
+            for c, _ in clients:
+                await c.close()
+    return out
 
 
 async def ingest_turns(client: Any, conv: Conversation, items: list[dict]) -> None:
@@ -112,16 +167,26 @@ async def ingest_turns(client: Any, conv: Conversation, items: list[dict]) -> No
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default="", help="variants whose name contains this")
+    parser.add_argument("--only", default="",
+                        help="variants whose name contains this (or one of a|b|...)")
+    parser.add_argument("--paired", default="",
+                        help="A|B: only the retrieve latency of these variants, paired")
     args = parser.parse_args()
     conversations = load_conversations()
+    if args.paired:
+        names = args.paired.split("|")
+        times = asyncio.run(paired_latency(conversations, names))
+        for name in names:
+            p50, p95 = (1000 * float(np.percentile(times[name], q)) for q in (50, 95))
+            print(f"{name}: p50 {p50:.1f} ms, p95 {p95:.1f} ms")
+        return
     names = [c.name for c in conversations]
     cats = [f"c{c} R@10" for c in SCORED_CATEGORIES]
     print("| variant | R@1 | R@5 | R@10 | R@20 | " + " | ".join(cats) + " | sessions@10 | p50 ms | p95 ms | "
           + " | ".join(f"{n} R@5/R@10" for n in names) + " |")
     print("|---|" + "---:|" * (7 + len(cats) + len(names)))
     for name, retrieval in VARIANTS.items():
-        if args.only not in name:
+        if not any(part in name for part in args.only.split("|")):
             continue
         total, per, latencies = asyncio.run(run_variant(conversations, retrieval))
         m = total.mean()

@@ -200,7 +200,7 @@ def test_the_cycle_check_sees_a_type_checking_import() -> None:
 LAYERS = [
     ("foundation", ["errors", "text", "config_base", "config", "config_service", "models",
                     "compression", "blas_threads", "facts.model",
-                    "config_consolidation"]),
+                    "config_consolidation", "config_summaries"]),
     ("embedding", ["embeddings", "faiss_pool", "onnx_bert"]),
     ("storage contract", ["backends.record", "backends.base", "backends.decoding",
                           "facts.store", "facts.rules", "facts.forgetting"]),
@@ -209,7 +209,7 @@ LAYERS = [
     ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "archive", "access",
                 "hot_tier", "health", "inputs", "records_io", "sync"]),
     ("facts", ["facts"]),
-    ("maintenance jobs", ["consolidation"]),
+    ("maintenance jobs", ["consolidation", "summaries"]),
     ("agent", ["agent", "toolset"]),
     ("service and CLI", ["service", "cli", "cli_transfer", "cli_consolidate"]),
 ]

@@ -4,9 +4,9 @@
     e.g. deepresearch-memory search "rna-seq aligner" --top-k 3 memory.faiss.path=outputs/memory
 
 Commands: search, list, show ID, stats, health, export FILE, import FILE, forget, expire,
-archive ID..., restore ID..., pin ID..., unpin ID..., consolidate (cli_consolidate.py),
+archive ID..., restore ID..., pin ID..., unpin ID..., consolidate (cli_consolidate.py), summarize,
 rebuild, `facts ...` (entities and time-aware facts: facts/cli.py); serve (the HTTP + MCP
-service, docs/service.md) and mcp (the MCP server on stdio). Only `search`, and
+service, docs/service.md) and mcp (the MCP server on stdio). Only `search`, `summarize`, and
 `import`/`rebuild` when vectors must be computed, load the
 embedding model (torch); the others start fast.
 
@@ -190,6 +190,13 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
         from DeepResearch.src.memory.cli_consolidate import run_consolidate
 
         return await run_consolidate(args, client)
+    if cmd == "summarize":
+        from DeepResearch.src.memory.summaries import summarize
+
+        report = await summarize(client, session=args.session, dry_run=args.dry_run)
+        print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False) if args.json
+              else report.summary())
+        return 0
     raise MemoryInputError(f"unknown command {cmd!r}")
 
 
@@ -313,6 +320,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("unpin", help="remove the pin of memories")
     s.add_argument("ids", nargs="+")
     add_consolidate_parser(sub)
+    s = sub.add_parser("summarize", help="per-entity observation memories (memory.summaries; "
+                       "retrieval.observations follows them)")
+    s.add_argument("--dry-run", action="store_true", help="report what would be written")
+    s.add_argument("--session", default=None, help="only this session's memories")
+    s.add_argument("--json", action="store_true", help="print the report as JSON")
     sub.add_parser("facts", help="entities and time-aware facts (deepresearch-memory facts -h)")
     sub.add_parser("serve", help="the memory service: HTTP API (/docs) and MCP (/mcp); "
                    "memory.service.host=... port=... workers=...")

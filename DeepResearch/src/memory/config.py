@@ -38,6 +38,7 @@ from DeepResearch.src.memory.config_service import (  # noqa: F401  (re-exported
     ServiceConfig,
     check_api_keys,
 )
+from DeepResearch.src.memory.config_summaries import ObservationsConfig, SummariesConfig
 from DeepResearch.src.memory.errors import MemoryConfigError
 from DeepResearch.src.memory.facts.model import ENTITY_TYPES, PREDICATES, SINGLE_VALUED
 
@@ -145,6 +146,7 @@ class RetrievalConfig(Section):
     time_query: TimeQueryConfig = Field(default_factory=TimeQueryConfig)
     feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
     graph: GraphRetrievalConfig = Field(default_factory=GraphRetrievalConfig)
+    observations: ObservationsConfig = Field(default_factory=ObservationsConfig)
 
 
 class StorageConfig(Section):
@@ -361,6 +363,7 @@ class MemoryConfig(Section):
     service: ServiceConfig = Field(default_factory=ServiceConfig)
     consolidation: ConsolidationConfig = Field(default_factory=ConsolidationConfig)
     pruning: PruningConfig = Field(default_factory=PruningConfig)
+    summaries: SummariesConfig = Field(default_factory=SummariesConfig)
 
     @model_validator(mode="after")
     def _one_worker_on_embedded(self) -> MemoryConfig:

@@ -19,6 +19,7 @@ from DeepResearch.src.memory.ranking.diversity import (
 from DeepResearch.src.memory.ranking.feedback import PseudoRelevanceFeedback
 from DeepResearch.src.memory.ranking.graph import GraphPath
 from DeepResearch.src.memory.ranking.neighbours import CrossReferenceExpansion, NeighbourSmoothing
+from DeepResearch.src.memory.ranking.observations import ObservationPath
 from DeepResearch.src.memory.ranking.thresholds import MaxAge, MinSimilarity
 from DeepResearch.src.memory.ranking.time_query import TimeMatch
 from DeepResearch.src.memory.ranking.types import RankingContext, RankingStep, ScoredMemory
@@ -34,7 +35,7 @@ from DeepResearch.src.memory.ranking.weighting import (
 def default_steps() -> list[RankingStep]:
     """The pipeline, in order. Filters first, then pseudo-relevance feedback (more
     candidates, found from the best ones), the graph path (the evidence of the facts of the
-    entities the query names), neighbour smoothing (on the fused
+    entities the query names), the observations' evidence, neighbour smoothing (on the fused
     relevance scores, adding session neighbours), score adjustments (the query's time range
     first), expansion, and the steps that shape the final list (de-duplication, then the
     coverage of distinct episodes, MMR, the cut)."""
@@ -43,6 +44,7 @@ def default_steps() -> list[RankingStep]:
         MaxAge(),
         PseudoRelevanceFeedback(),
         GraphPath(),
+        ObservationPath(),
         NeighbourSmoothing(),
         TimeMatch(),
         TemporalDecay(),
