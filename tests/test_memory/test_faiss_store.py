@@ -4,6 +4,7 @@ rebuild, exact results for selective filters, an unusable folder."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -150,7 +151,9 @@ async def test_other_model_dimension_or_metric_is_refused(tmp_path: Path) -> Non
     await switched.close()
 
 
-async def test_auto_index_kind_turns_hnsw_when_the_store_opens_past_hnsw_above(tmp_path: Path) -> None:
+async def test_auto_index_kind_turns_hnsw_when_the_store_opens_past_hnsw_above(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     records = _records(12)
     small = await _backend(tmp_path, hnsw_above=10)
     await small.upsert(records[:6])
@@ -158,8 +161,12 @@ async def test_auto_index_kind_turns_hnsw_when_the_store_opens_past_hnsw_above(t
     await small.upsert(records[6:])  # past the size: the kind holds until the next open
     assert "(flat FAISS index" in (await small.health()).detail
     await small.close()
-    large = await _backend(tmp_path, hnsw_above=10)
+    with caplog.at_level(logging.INFO):
+        large = await _backend(tmp_path, hnsw_above=10)
     assert "(hnsw FAISS index" in (await large.health()).detail
+    switched = [r for r in caplog.records if "index.faiss" in r.getMessage()]
+    assert [r.levelno for r in switched] == [logging.INFO], switched  # planned: no warning
+    assert "a flat index, the store now uses hnsw" in switched[0].getMessage()
     found = await large.vector_search(records[9].vector, 3, MemoryFilter())
     assert found[0].record.id == "r9" and len(found) == 3  # the index rebuilt with every record
     await large.close()

@@ -24,6 +24,7 @@ from DeepResearch.src.memory.backends.embedded.database import backend_error
 from DeepResearch.src.memory.backends.embedded.records import Records, stack
 from DeepResearch.src.memory.backends.embedded.vectors import (
     IndexSettings,
+    OtherIndexKind,
     UnusableIndexFile,
     VectorIndex,
 )
@@ -55,6 +56,11 @@ class IndexCache:
                         f"reflects changes up to record {self.index.seq} / deletion "
                         f"{self.index.deleted_pos}, the records end at {last_seq} / {last_pos}"
                     )
+            except OtherIndexKind as exc:  # index_kind changed, or auto passed hnsw_above
+                log.info("memory index %s is %s: building it from the records", self.path, exc)
+                self.rebuild(records)
+                self.save()
+                return
             except (UnusableIndexFile, RuntimeError, OSError) as exc:
                 log.warning("memory index %s is unusable (%s); rebuilding it from the records",
                             self.path, exc)

@@ -41,6 +41,10 @@ class UnusableIndexFile(Exception):
     """The index file cannot be used (damaged, built for other settings or another store)."""
 
 
+class OtherIndexKind(UnusableIndexFile):
+    """The index file is sound but of another kind (flat / hnsw) than the store now uses."""
+
+
 class VectorIndex:
     """The index, where it stands in the records' history (`seq`: every record up to it has
     been added; `deleted_pos`: every deletion up to it applied), and the HNSW kind's deleted
@@ -145,6 +149,8 @@ class VectorIndex:
             )
         want = {"kind": self.settings.kind, "dimension": self.settings.dimension}
         got = {key: header.get(key) for key in want}
+        if got == {**want, "kind": got["kind"]} and got["kind"] != want["kind"]:
+            raise OtherIndexKind(f"a {got['kind']} index, the store now uses {want['kind']}")
         if got != want:
             raise UnusableIndexFile(f"built as {got}, configured {want}")
         if header.get("store_id") != self.store_id:
