@@ -13,7 +13,10 @@ import pytest
 from DeepResearch.src.memory import MemoryConfig
 from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord, create_backend
 from DeepResearch.src.memory.backends.embedded import EmbeddedBackend
+from DeepResearch.src.memory.backends.embedded.database import DB_FILE, Database
+from DeepResearch.src.memory.backends.embedded.index_cache import IndexCache, vectors_of_rows
 from DeepResearch.src.memory.backends.embedded.records import Records
+from DeepResearch.src.memory.backends.embedded.vectors import INDEX_FILE, IndexSettings
 
 pytestmark = pytest.mark.integration
 WORDS = [f"w{i}" for i in range(40)]
@@ -67,28 +70,35 @@ async def test_a_scoped_vector_search_reads_no_vector_from_the_database(
 
 
 async def test_rows_committed_after_the_index_caught_up_are_read_from_the_database(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     """Another process commits between this one's catch-up and its read of the scope's rows:
-    the new row is not in the index yet, and is searched all the same."""
+    the new row is not in the index yet, and its vector is read from SQLite all the same."""
     backend = await _backend(tmp_path)
     records = _records(300, sessions=4)
     await backend.upsert(records)
+    await backend.close()  # the index file now reflects the 300 rows
+    db = Database(tmp_path / DB_FILE, synchronous="full", busy_timeout=5.0)
+    rows = Records(db, 8)
+    cache = IndexCache(IndexSettings("flat", 8), tmp_path / INDEX_FILE, db.store_id())
+    cache.load(rows)  # this process's index, caught up
     query = np.ones(8, np.float32) / np.sqrt(8)
-    await backend.vector_search(query, 1, MemoryFilter())  # the index catches up
-    other = await _backend(tmp_path)
-    late = MemoryRecord(id="late", session_id="s3", memory_type="note", content="late row",
-                        created_at=5000.0, vector=query)
-    await other.upsert([late])
+    other = await _backend(tmp_path)  # another writer commits after that catch-up
+    await other.upsert([MemoryRecord(id="late", session_id="s3", memory_type="note",
+                                     content="late row", created_at=5000.0, vector=query)])
     await other.close()
-    monkeypatch.setattr(backend, "_catch_up", lambda: None)  # the race: not caught up
-    got = await backend.vector_search(query, 3, MemoryFilter(session_ids=("s3",)))
-    assert got[0].record.id == "late" and got[0].score == pytest.approx(1.0)
-    assert [c.record.id for c in got[1:]] == [
-        r.id for r in sorted((r for r in records if r.session_id == "s3"),
-                             key=lambda r: -float(r.vector @ query))[:2]
-    ]
-    await backend.close()
+    scope = rows.matching_seqs(MemoryFilter(session_ids=("s3",)), 10_000)
+    seqs, vectors = vectors_of_rows(cache.index, rows, scope)
+    assert len(seqs) == len(scope) == sum(r.session_id == "s3" for r in records) + 1
+    late = int(seqs[np.argmax(vectors @ query)])
+    assert late > cache.index.seq  # not in the index: read from the database
+    assert rows.by_seqs([late], MemoryFilter())[late].id == "late"
+    by_id = {r.id: r.vector for r in records}
+    found = rows.by_seqs(seqs.tolist(), MemoryFilter())
+    for seq, vector in zip(seqs.tolist(), vectors, strict=True):  # the others from the index
+        if seq != late:
+            np.testing.assert_allclose(vector, by_id[found[seq].id], atol=1e-6)
+    db.close()
 
 
 @pytest.mark.parametrize("query", ["w1", "w2 w3", "w4 w5 w6 w7", "w8 w1 w30 w39 w0"])

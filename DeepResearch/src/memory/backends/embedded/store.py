@@ -40,7 +40,7 @@ from DeepResearch.src.memory.backends.embedded.database import (
 )
 from DeepResearch.src.memory.backends.embedded.facts import ensure_schema as ensure_fact_schema
 from DeepResearch.src.memory.backends.embedded.graph import walk
-from DeepResearch.src.memory.backends.embedded.index_cache import IndexCache
+from DeepResearch.src.memory.backends.embedded.index_cache import IndexCache, vectors_of_rows
 from DeepResearch.src.memory.backends.embedded.maintenance import (
     Reembed,
     check_meta,
@@ -309,19 +309,8 @@ class EmbeddedBackend(MemoryBackend):
             fetch *= 4
 
     def _vectors_of(self, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(seqs ascending, their vectors) of live rows: from the index's memory, which holds
-        every row up to its seq (re-reading them from SQLite cost ~5 us a row); rows another
-        process committed since the index caught up from SQLite."""
         assert self._index is not None
-        seqs = np.sort(seqs)
-        if self._index.unindexed:  # a damaged stored vector: not in the index
-            seqs = seqs[~np.isin(seqs, np.fromiter(self._index.unindexed, np.int64))]
-        known = int(np.searchsorted(seqs, self._index.seq, side="right"))
-        vectors = self._index.vectors(seqs[:known])
-        if known == len(seqs):
-            return seqs, vectors
-        later, rest = self.require().vectors_of(seqs[known:].tolist())
-        return np.concatenate([seqs[:known], later]), np.concatenate([vectors, rest])
+        return vectors_of_rows(self._index, self.require(), seqs)
 
     def _selective_rows(self) -> int:
         """Filters matching at most this many rows are searched over just those rows."""
