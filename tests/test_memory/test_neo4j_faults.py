@@ -212,6 +212,7 @@ async def test_a_server_killed_mid_run_costs_seconds_and_one_warning(
         client = MemorySystemClient(config, session_id="killed", embedder=embedder)
         kept = await client.store(content="STAR aligns RNA-seq reads")
         assert [m.id for m in await client.retrieve(query="reads")] == [kept]
+        await client.flush()  # the retrieve's access statistics too: nothing in flight at the kill
         private.stop(kill=True)
         caplog.clear()
         caplog.set_level(logging.INFO)

@@ -320,7 +320,11 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
         return self.writes.held()
 
     async def flush(self) -> int:
-        """Write everything pending and retry the outbox; returns how many were written."""
+        """Write everything pending (memories, and the retrieves' access statistics) and retry
+        the outbox; returns how many memories were written."""
         if not self._opened:
             return 0
-        return await self.writes.flush()
+        written = await self.writes.flush()
+        if self.available:
+            await self.accesses.flush()
+        return written
