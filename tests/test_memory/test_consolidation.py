@@ -21,18 +21,13 @@ from DeepResearch.src.memory.consolidation import (
     signature,
     value,
 )
-from DeepResearch.src.memory.embeddings import Embedder, get_embedder
+from DeepResearch.src.memory.embeddings import Embedder
 from DeepResearch.src.memory.errors import MemoryConfigError
 
 DAY = 86_400.0
 OLD = time.time() - 30 * DAY  # older than every grace period
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    model = get_embedder()
-    model.embed(["warm up"])
-    return model
 
 
 # -- the pure parts ---------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 from DeepResearch.src.memory.consolidation import PART_OF, consolidate
-from DeepResearch.src.memory.embeddings import Embedder, get_embedder
+from DeepResearch.src.memory.embeddings import Embedder
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.facts.graph import FactGraph
 
@@ -24,11 +24,6 @@ DAY = 86_400.0
 OLD = time.time() - 30 * DAY  # older than every grace period
 
 
-@pytest.fixture(scope="module")
-def embedder() -> Embedder:
-    model = get_embedder()
-    model.embed(["warm up"])
-    return model
 
 
 # -- on a store ------------------------------------------------------------------------------

@@ -421,8 +421,10 @@ class ConsolidationReport:
 
 
 # -- reading and applying ---------------------------------------------------------------------
-async def _live(client: MemorySystemClient, session: str | None, now: float,
-                progress: Progress | None) -> list[MemoryRecord]:
+async def live_records(client: MemorySystemClient, session: str | None, now: float,
+                       progress: Progress | None = None) -> list[MemoryRecord]:
+    """The namespace's live (not expired) memories, of one session if given, with their
+    vectors, read in pages."""
     flt = MemoryFilter(namespaces=(client.namespace,), live_at=now,
                        session_ids=None if session is None else (session,))
     total = await client.backend.count(flt)
@@ -490,7 +492,7 @@ async def consolidate(
         raise MemoryBackendError(f"memory backend unavailable: {client.writes.cause()}")
     await client.flush()
     report = ConsolidationReport(client.namespace, session, dry_run)
-    records = await _live(client, session, now, progress)
+    records = await live_records(client, session, now, progress)
     protected = await _protected(client, now)
     report.memories_before = len(records)
     report.bytes_before = sum(record_bytes(r) for r in records)

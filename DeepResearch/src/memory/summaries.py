@@ -25,14 +25,15 @@ import hashlib
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from DeepResearch.src.memory.backends.record import MemoryFilter, MemoryRecord
+from DeepResearch.src.memory.backends.record import MemoryRecord
 from DeepResearch.src.memory.compression import full_content
 from DeepResearch.src.memory.config_summaries import OBSERVATION
+from DeepResearch.src.memory.consolidation import live_records
 from DeepResearch.src.memory.errors import MemoryBackendError
 
 if TYPE_CHECKING:
@@ -129,25 +130,6 @@ def observation_id(session: str, entity: str, member_ids: Sequence[str]) -> str:
     return f"obs-{digest.hexdigest()[:24]}"
 
 
-async def _live(client: MemorySystemClient, session: str | None, now: float) -> list[MemoryRecord]:
-    flt = MemoryFilter(namespaces=(client.namespace,), live_at=now,
-                       session_ids=None if session is None else (session,))
-    out: list[MemoryRecord] = []
-    while True:
-        batch = await client.backend.scan(flt, limit=PAGE, offset=len(out))
-        out += batch
-        if len(batch) < PAGE:
-            break
-    missing = [r.id for r in out if r.vector is None]
-    if missing:  # a backend whose scan leaves vectors out
-        found: dict[str, Any] = {}
-        for start in range(0, len(missing), PAGE):
-            for r in await client.backend.get(missing[start:start + PAGE], client.namespace):
-                found[r.id] = r.vector
-        out = [r if r.vector is not None else replace(r, vector=found.get(r.id)) for r in out]
-    return out
-
-
 def plan(records: Sequence[MemoryRecord], cfg: SummariesConfig) -> list[dict[str, Any]]:
     """The observation items (without vectors) for `records`: see the module doc."""
     by_entity: dict[tuple[str, str], list[MemoryRecord]] = defaultdict(list)
@@ -194,7 +176,7 @@ async def summarize(client: MemorySystemClient, *, session: str | None = None,
     if not client.available:
         raise MemoryBackendError(f"memory backend unavailable: {client.writes.cause()}")
     await client.flush()
-    records = await _live(client, session, now)
+    records = await live_records(client, session, now)
     old = [r.id for r in records if r.memory_type == OBSERVATION]
     items = plan(records, client.config.summaries)
     report = SummaryReport(client.namespace, session, replaced=len(old),
