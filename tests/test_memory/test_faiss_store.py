@@ -342,3 +342,24 @@ def test_a_client_left_open_writes_its_pending_memories_at_exit(tmp_path: Path) 
             return (await client.stats()).total or 0
 
     assert asyncio.run(count()) == 5
+
+
+async def test_an_index_rebuild_uses_every_core_and_leaves_searches_on_one(tmp_path: Path) -> None:
+    import faiss
+
+    from DeepResearch.src.memory.faiss_pool import all_openmp_threads, run_faiss
+
+    def during_and_after() -> tuple[int, int]:
+        with all_openmp_threads():
+            during = faiss.omp_get_max_threads()
+        return during, faiss.omp_get_max_threads()
+
+    assert await run_faiss(during_and_after) == (os.cpu_count() or 1, 1)
+    backend = await _backend(tmp_path)
+    await backend.upsert(_records(50))
+    await backend.close()
+    (tmp_path / "index.faiss").write_bytes(b"damaged")  # the next open rebuilds it
+    again = await _backend(tmp_path)
+    assert (await again.vector_search(_records(50)[7].vector, 1, MemoryFilter()))[0].record.id == "r7"
+    assert await run_faiss(faiss.omp_get_max_threads) == 1  # searches: one thread each
+    await again.close()

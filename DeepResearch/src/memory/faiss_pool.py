@@ -11,10 +11,12 @@ on that worker. So FAISS work goes to this pool and embeddings keep the default 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -54,3 +56,19 @@ async def run_faiss(fn: Callable[..., T], *args: Any) -> T:
     return await loop.run_in_executor(
         faiss_pool(), functools.partial(_on_one_openmp_thread, fn, *args)
     )
+
+
+@contextlib.contextmanager
+def all_openmp_threads() -> Iterator[None]:
+    """FAISS on every core for the calling pool thread, then back to one: for a bulk index
+    build (an HNSW index of 60k vectors built in 30-38 s on 2 threads against 38-50 s on
+    one, measured with another job on the machine), which no search is waiting behind."""
+    faiss = _loaded_faiss()
+    if faiss is None:
+        yield
+        return
+    faiss.omp_set_num_threads(os.cpu_count() or 1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(1)

@@ -28,6 +28,7 @@ from DeepResearch.src.memory.backends.embedded.vectors import (
     UnusableIndexFile,
     VectorIndex,
 )
+from DeepResearch.src.memory.faiss_pool import all_openmp_threads
 
 CATCH_UP_BATCH = 10_000
 SAVE_MIN_CHANGES = 64
@@ -82,7 +83,8 @@ class IndexCache:
     def rebuild(self, records: Records) -> None:
         self.index = VectorIndex(self.settings, self.store_id)
         self._seen = None
-        self.catch_up(records)
+        with all_openmp_threads():  # the store waits for it: use every core
+            self.catch_up(records)
         self.index.changes = max(self.index.changes, 1)  # saved at close even when empty
 
     def catch_up(self, records: Records) -> None:
