@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import math
 import re
 import time
@@ -51,6 +52,7 @@ from DeepResearch.src.memory.text import STOP_WORDS, tokenize
 if TYPE_CHECKING:
     from DeepResearch.src.memory.client import MemorySystemClient
 
+log = logging.getLogger("DeepResearch.memory")
 PART_OF = "part_of"  # RelationType.PART_OF: a source is part of its consolidated memory
 CONSOLIDATED = "consolidated"  # archive reasons
 PRUNED = "pruned"
@@ -545,8 +547,12 @@ async def consolidate(
     if not dry_run:
         relinked = relink(kept, redirect)
         await _apply(client, new_records, groups, relinked, [r.id for r, _ in pruned], progress)
-        # health's consolidation lag: a run that failed above records nothing
-        record_consolidation(client.config, client.namespace, time.time())
+        # health's consolidation lag: a run that failed above records nothing; a marker that
+        # cannot be written (a read-only folder) does not undo a consolidation that is done
+        try:
+            record_consolidation(client.config, client.namespace, time.time())
+        except OSError as exc:
+            log.warning("memory: consolidation done, but its end not recorded for health: %s", exc)
     report.seconds = round(time.perf_counter() - started, 3)
     return report
 
