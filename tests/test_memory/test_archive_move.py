@@ -23,6 +23,7 @@ async def _three(client: MemorySystemClient) -> None:
     await client.store("camping trip to the lake planned for june", id="b", session_id="s1",
                        relations=[("references", "a")])
     await client.store("the sourdough starter needs feeding daily", id="c", session_id="s1")
+    await client.flush()  # the backend-level reads below expect the vectors filled
 
 
 def test_the_archive_namespace_is_no_user_namespace() -> None:

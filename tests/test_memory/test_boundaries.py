@@ -116,6 +116,7 @@ async def test_a_bad_stored_record_is_skipped_not_served(
     client: MemorySystemClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     good = await client.store("kallisto quantifies transcripts quickly")
+    await client.flush()  # its vector filled: the template below needs it
     # Written around the client's checks (by hand, or by an older version): importance 5.0
     # and a vector of norm 1e6 that would otherwise rank for anything.
     template = (await client.backend.get([good]))[0]

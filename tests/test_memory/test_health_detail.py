@@ -68,6 +68,7 @@ async def test_an_index_that_disagrees_with_the_records_is_a_problem(
     config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "store")})
     async with MemorySystemClient(config, embedder=embedder) as client:
         ids = await client.store_many([{"content": f"memory number {i}"} for i in range(40)])
+        await client.flush()  # every vector filled and indexed
         assert (await client.health_detail())["index"]["agree"]
         rng = np.random.default_rng(3)
         other = rng.normal(size=(5, embedder.dimension)).astype(np.float32)

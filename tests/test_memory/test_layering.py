@@ -207,7 +207,7 @@ LAYERS = [
     ("backends", ["backends"]),
     ("ranking", ["ranking"]),
     ("client", ["client", "client_parts", "reads", "writes", "sessions", "maintenance", "archive", "access",
-                "hot_tier", "health", "inputs", "records_io", "sync"]),
+                "hot_tier", "health", "inputs", "records_io", "sync", "vector_fill"]),
     ("facts", ["facts"]),
     ("maintenance jobs", ["consolidation", "summaries"]),
     ("agent", ["agent", "toolset"]),

@@ -43,6 +43,7 @@ from DeepResearch.src.memory.ranking import (
 )
 from DeepResearch.src.memory.reads import Reads
 from DeepResearch.src.memory.sessions import NestedContexts, SessionLinks, new_session_id
+from DeepResearch.src.memory.vector_fill import VectorFiller
 from DeepResearch.src.memory.writes import WriteQueue
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
         # Consulted before the stores by get and retrieve (hot_tier.py: its coherence rules).
         self.hot = HotTier(config.hot, clock=self.clock)
         self.writes = WriteQueue(self)
+        self.filler = VectorFiller(self)  # vectors of committed memories, filled behind
         self.accesses = AccessLog(lambda: self.backend, self.namespace)
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -124,6 +126,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
             try:
                 await self.backend.open()
                 self.available = True
+                self.filler.start()
             except MemoryBackendError as exc:
                 if self.config.on_unavailable == "fail":
                     raise
@@ -169,6 +172,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
             self._unavailable_reason = str(exc)
             return False
         self.available = True
+        self.filler.start()
         log.warning("Memory backend %r is available again", self.config.backend)
         return True
 
@@ -183,6 +187,7 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
                 if self.available:
                     await self.accesses.flush()
                 await self.writes.close()
+                await self.filler.close()
         finally:
             if self._opened and self.available:
                 await self.backend.close()
@@ -233,7 +238,8 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
         ]
         if not records:
             return []
-        await self._embed_missing(records)
+        if not self.filler.defers(len(records)):
+            await self._embed_missing(records)
         await self._link_follows(records)
         await self.writes.submit(records)
         return [r.id for r in records]
@@ -320,11 +326,12 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
         return self.writes.held()
 
     async def flush(self) -> int:
-        """Write everything pending (memories, and the retrieves' access statistics) and retry
-        the outbox; returns how many memories were written."""
+        """Write everything pending (memories, their vectors, and the retrieves' access
+        statistics) and retry the outbox; returns how many memories were written."""
         if not self._opened:
             return 0
         written = await self.writes.flush()
         if self.available:
+            await self.filler.settle()
             await self.accesses.flush()
         return written

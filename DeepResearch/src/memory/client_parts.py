@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from DeepResearch.src.memory.hot_tier import HotTier
     from DeepResearch.src.memory.ranking import RankingStep
     from DeepResearch.src.memory.sessions import SessionLinks
+    from DeepResearch.src.memory.vector_fill import VectorFiller
     from DeepResearch.src.memory.writes import WriteQueue
 
 
@@ -26,6 +27,7 @@ class ClientParts:
     available: bool
     steps: list[RankingStep]
     writes: WriteQueue
+    filler: VectorFiller  # vectors of committed memories, filled behind (vector_fill.py)
     hot: HotTier  # consulted before the stores; `hot.changed(ids)` after any change
     clock: Callable[[], float]  # "now" in epoch seconds
     accesses: AccessLog  # the retrieves' access statistics, written in the background

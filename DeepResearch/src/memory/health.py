@@ -133,6 +133,17 @@ async def growth(backend: MemoryBackend, namespaces: tuple[str, ...] | None,
             "last_day": day, "per_hour_last_day": round(day / 24, 2)}
 
 
+VECTOR_LAG_PROBLEM = 300.0  # seconds a memory may wait for its vector before health says so
+
+
+async def vectors(backend: MemoryBackend, now: float) -> dict[str, Any]:
+    """Memories committed whose vectors are still to be filled (vector_fill.py): found by
+    their words now, by meaning once filled. `lag_seconds`: how long the oldest has waited."""
+    waiting, oldest = await backend.pending_figures()
+    return {"awaiting": waiting,
+            "lag_seconds": round(max(0.0, now - oldest), 1) if oldest is not None else 0.0}
+
+
 def outbox(config: MemoryConfig, queues: Iterable[WriteQueue]) -> dict[str, Any]:
     """Writes waiting: pending (write-behind), in the outbox (failed, retried), and the spill
     files no import has loaded yet."""
@@ -147,7 +158,7 @@ async def detail(
     hot_counters: Iterable[Mapping[str, Any]], queues: Iterable[WriteQueue], now: float,
     *, whole_store: bool = False,
 ) -> dict[str, Any]:
-    """The report: `tiers` (hot, warm, graph), `index`, `growth`, `outbox`, `consolidation`,
+    """The report: `tiers` (hot, warm, graph), `index`, `growth`, `vectors`, `outbox`, `consolidation`,
     and the `problems` found in them (none: healthy). Growth counts `namespaces`, or the whole
     store with `whole_store`."""
     warm = await warm_tier(backend)
@@ -162,8 +173,13 @@ async def detail(
         problems += report["index"]["problems"]
         try:
             report["growth"] = await growth(backend, None if whole_store else namespaces, now)
+            report["vectors"] = await vectors(backend, now)
         except MemoryBackendError as exc:
             problems.append(f"counting memories failed: {exc}")
+        lag = report.get("vectors", {}).get("lag_seconds", 0.0)
+        if lag > VECTOR_LAG_PROBLEM:
+            problems.append(f"{report['vectors']['awaiting']} memories have waited {lag:.0f} s "
+                            "for their vectors (found by their words only until filled)")
     report["outbox"] = outbox(config, queues)
     if report["outbox"]["outbox"]:
         problems.append(f"{report['outbox']['outbox']} writes wait in the outbox")

@@ -153,7 +153,7 @@ class Maintenance(ClientParts):
         return MemoryStats(
             backend=self.config.backend, available=self.available, session_id=self.session_id,
             total=total, in_session=in_session, archived=archived, **self.writes.counters(),
-            **self.hot.counters(),
+            **self.hot.counters(), **self.filler.counters(),
         )
 
     async def health_detail(self) -> dict[str, Any]:

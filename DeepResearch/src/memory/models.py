@@ -115,6 +115,11 @@ class MemoryStats:
     hot_hit_ratio: float | None = None  # None before any lookup
     hot_items: int = 0
     hot_bytes: int = 0
+    # vectors filled behind the writes (vector_fill.py): this client's memories still
+    # awaiting theirs, those filled, the fills that failed (retried)
+    awaiting_vectors: int = 0
+    vectors_filled: int = 0
+    vector_fill_failures: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

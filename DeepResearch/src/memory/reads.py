@@ -155,6 +155,7 @@ class Reads(ClientParts):
         """The retrieve; with `hot_key` (the profile's name, whether as_of was given) the hot
         tier answers it when it can and keeps what the stores answered."""
         await self.writes.drain_pending()  # read-your-writes (the hot tier hears of them)
+        await self.filler.settle()  # and the vectors of what this client stored
         if "session_ids" not in kwargs and session_id is not None:
             kwargs["session_ids"] = self._scope(session_id, all_sessions)
         now = self.clock() if now is None else now

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from DeepResearch.src.memory.backends.base import MemoryBackend
     from DeepResearch.src.memory.config import MemoryConfig
     from DeepResearch.src.memory.hot_tier import HotTier
+    from DeepResearch.src.memory.vector_fill import VectorFiller
 
 log = logging.getLogger(__name__)
 _open_queues: weakref.WeakSet[WriteQueue] = weakref.WeakSet()
@@ -82,6 +83,7 @@ class Owner(Protocol):
     available: bool
     _unavailable_reason: str
     hot: HotTier
+    filler: VectorFiller
 
     @property
     def backend(self) -> MemoryBackend: ...
@@ -271,6 +273,7 @@ class WriteQueue:
         except BaseException:
             self.client.hot.changed(r.id for r in records)
             raise
+        self.client.filler.wrote(r.id for r in records if r.vector is None)
         if self.client.hot.enabled:
             self.client.hot.written([to_document(r) for r in records])
         else:

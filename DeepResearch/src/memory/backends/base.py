@@ -44,6 +44,9 @@ class MemoryBackend(ABC):
     # True when text_search computes in this process (it then competes with the query
     # embedding for the GIL; the candidate stage orders the two accordingly).
     lexical_in_process: ClassVar[bool] = True
+    # True when upsert takes records without a vector (committed, found by text search at
+    # once) and pending_vectors/fill_vectors give them theirs later (vector_fill.py).
+    fills_vectors_behind: ClassVar[bool] = False
 
     @property
     def graph_lock(self) -> asyncio.Lock:
@@ -170,6 +173,20 @@ class MemoryBackend(ABC):
         `agree` and the `problems` seen. None for a backend whose vectors are stored with the
         records they belong to (nothing to disagree)."""
         return None
+
+    async def pending_vectors(self, limit: int, skip: Sequence[Any] = ()) -> dict[Any, str | None]:
+        """{key: full content} of up to `limit` records still without a vector, oldest first,
+        but those of `skip`; None for a content that cannot be read (only backends with
+        `fills_vectors_behind`)."""
+        return {}
+
+    async def fill_vectors(self, items: Sequence[tuple[Any, Any]]) -> list[str]:
+        """Give the records `pending_vectors` named (key, vector) theirs; the ids filled."""
+        raise MemoryBackendError(f"backend {self.name!r} stores every vector with its record")
+
+    async def pending_figures(self) -> tuple[int, float | None]:
+        """(records without a vector, the oldest one's created_at)."""
+        return 0, None
 
     async def verify(self) -> list[str]:
         """The full (possibly slow) consistency check of what the backend stores: the

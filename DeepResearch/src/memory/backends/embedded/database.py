@@ -18,8 +18,8 @@ from DeepResearch.src.memory.errors import MemoryBackendError
 DB_FILE = "memory.sqlite3"
 # PRAGMA user_version of a store with the current schema. 1: namespaces; 2: event_at;
 # 3: records_type_scope; 4: ids scoped by namespace (records and relations); 5: the access
-# table.
-SCHEMA_VERSION = 5
+# table; 6: records_pending (rows whose vector is still to be filled: an empty BLOB).
+SCHEMA_VERSION = 6
 MMAP_BYTES = 256 * 1024 * 1024
 RECORDS_TABLE = """
 CREATE TABLE IF NOT EXISTS {name} (
@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS {name} (
     PRIMARY KEY (namespace, src, type, dst)
 ) WITHOUT ROWID;
 """
+PENDING = "length(vector) = 0"  # a row whose vector is still to be filled (vector_fill.py)
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 {RECORDS_TABLE.format(name="records")}
@@ -84,6 +85,8 @@ INDEXES = (
     "CREATE INDEX IF NOT EXISTS records_scope "
     "ON records (namespace, session_id, created_at, expires_at)",
     "CREATE INDEX IF NOT EXISTS records_type_scope ON records (memory_type, namespace, expires_at)",
+    # the rows written before their vector (storage.vectors=behind): the filler's queue
+    f"CREATE INDEX IF NOT EXISTS records_pending ON records (created_at) WHERE {PENDING}",
 )
 SQLITE_BUSY, SQLITE_LOCKED, SQLITE_IOERR, SQLITE_CORRUPT, SQLITE_FULL, SQLITE_NOTADB = 5, 6, 10, 11, 13, 26
 DAMAGED_HINT = (

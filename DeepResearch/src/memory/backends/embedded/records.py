@@ -25,7 +25,7 @@ from DeepResearch.src.memory.backends.decoding import (
     report_skipped,
     stored_problem,
 )
-from DeepResearch.src.memory.backends.embedded.database import Database
+from DeepResearch.src.memory.backends.embedded.database import PENDING, Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
 from DeepResearch.src.memory.compression import content_problem, full_content
 from DeepResearch.src.memory.facts.forgetting import Forgotten
@@ -88,7 +88,8 @@ class Records:
                     record.agent_type, record.content, record.created_at, record.importance,
                     record.temporal_weight, record.expires_at, record.content_codec,
                     record.content_blob, json.dumps(record.metadata),
-                    np.ascontiguousarray(record.vector, dtype=np.float32).tobytes(),
+                    b"" if record.vector is None  # pending: vector_fill.py fills it
+                    else np.ascontiguousarray(record.vector, dtype=np.float32).tobytes(),
                     record.event_at,
                 ),
             )
@@ -192,6 +193,48 @@ class Records:
                 "UPDATE records SET vector = ? WHERE seq = ?",
                 [(np.ascontiguousarray(v, dtype=np.float32).tobytes(), s) for s, v in items],
             )
+
+    def pending_vectors(self, limit: int, skip: Sequence[int] = ()) -> dict[int, str | None]:
+        """{seq: full content} of up to `limit` rows still without a vector, oldest first,
+        but those of `skip`; None for a content that cannot be read (damaged)."""
+        with self.db.lock:
+            seqs = [seq for (seq,) in self.db.conn.execute(
+                f"SELECT seq FROM records WHERE {PENDING} AND seq NOT IN "
+                f"({','.join('?' * len(skip))}) ORDER BY created_at LIMIT ?", (*skip, limit))]
+        texts = self.texts(seqs)
+        return {seq: texts.get(seq) for seq in seqs}
+
+    def pending_figures(self) -> tuple[int, float | None]:
+        """(rows without a vector, the oldest one's created_at)."""
+        with self.db.lock:
+            count, oldest = self.db.conn.execute(
+                f"SELECT count(*), min(created_at) FROM records WHERE {PENDING}").fetchone()
+        return int(count), oldest
+
+    def fill_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> list[str]:
+        """Give rows written without a vector theirs, in one transaction; returns the ids
+        filled (a row replaced or deleted meanwhile, or filled by another process, is left).
+        A filled row gets a new seq (its FTS row follows; the old seq enters the deletion
+        log): every process's FAISS index then catches up with it as with any new row."""
+        filled: list[str] = []
+        with self.db.transaction() as conn:
+            (top,) = conn.execute(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'records'").fetchone()
+            for seq, vector in items:
+                found = conn.execute(
+                    f"UPDATE records SET seq = ?, vector = ? WHERE seq = ? AND {PENDING} "
+                    "RETURNING id",
+                    (top + 1, np.ascontiguousarray(vector, dtype=np.float32).tobytes(), seq),
+                ).fetchone()
+                if found is None:
+                    continue
+                top += 1
+                conn.execute("INSERT INTO fts (rowid, tokens) SELECT ?, tokens FROM fts "
+                             "WHERE rowid = ?", (top, seq))
+                self._forget_seq(seq)
+                filled.append(found[0])
+            conn.execute("UPDATE sqlite_sequence SET seq = ? WHERE name = 'records'", (top,))
+        return filled
 
     def refill_fts(self) -> None:
         """Every FTS5 row rewritten from its record's full content (rebuild)."""
@@ -305,7 +348,8 @@ class Records:
     def stored_dimension(self) -> int | None:
         """The length of the first stored vector (None in an empty store)."""
         with self.db.lock:
-            row = self.db.conn.execute("SELECT length(vector) FROM records LIMIT 1").fetchone()
+            row = self.db.conn.execute(
+                f"SELECT length(vector) FROM records WHERE NOT {PENDING} LIMIT 1").fetchone()
         return None if row is None else int(row[0]) // 4
 
     def damaged(self) -> dict[str, str]:
@@ -452,7 +496,7 @@ def stack(rows: Sequence[tuple[int, bytes]], dimension: int) -> tuple[np.ndarray
 
 
 def _vector_problem(size: int | None, dimension: int) -> str | None:
-    if size == 4 * dimension:
+    if size == 4 * dimension or size == 0:  # 0: pending, not damaged
         return None
     return f"its stored vector has {(size or 0) / 4:g} values, the store's dimension is {dimension}"
 
@@ -471,5 +515,6 @@ def _to_record(
         agent_type=agent_type, content=content, created_at=created_at, importance=importance,
         temporal_weight=temporal_weight, expires_at=expires_at, content_codec=codec,
         content_blob=blob, metadata=decode_json(metadata, "metadata", rid, "{}"), relations=relations,
-        vector=np.frombuffer(vector, dtype=np.float32).copy(), event_at=event_at,
+        vector=np.frombuffer(vector, dtype=np.float32).copy() if vector else None,
+        event_at=event_at,
     )

@@ -77,6 +77,8 @@ class EmbeddedBackend(MemoryBackend):
     # FTS5 ranks inside SQLite, which releases the GIL: the lexical search can overlap the
     # query's embedding instead of waiting for it.
     lexical_in_process: ClassVar[bool] = False
+    # A row can be committed before its vector (an empty BLOB; records.py's fill_vectors).
+    fills_vectors_behind: ClassVar[bool] = True
 
     def __init__(self, config: FaissConfig, *, dimension: int, metric: str, model: str) -> None:
         self.config = config
@@ -225,8 +227,9 @@ class EmbeddedBackend(MemoryBackend):
 
     # -- MemoryBackend --------------------------------------------------------------------
     def check_vectors(self, records: Sequence[MemoryRecord]) -> None:
+        """Each vector has the store's dimension (a missing one is filled behind)."""
         for r in records:
-            if r.vector is None or r.vector.shape != (self.dimension,):
+            if r.vector is not None and r.vector.shape != (self.dimension,):
                 shape = None if r.vector is None else r.vector.shape
                 raise MemoryBackendError(
                     f"record {r.id!r}: vector shape {shape}, expected ({self.dimension},)"
@@ -237,6 +240,21 @@ class EmbeddedBackend(MemoryBackend):
             return
         self.check_vectors(records)
         await self.run("storing memories", self.require().upsert, records)
+
+    async def pending_vectors(self, limit: int, skip: Sequence[int] = ()) -> dict[int, str | None]:
+        return await self.run("reading memories without vectors", self.require().pending_vectors,
+                               limit, list(skip))
+
+    async def fill_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> list[str]:
+        for seq, vector in items:
+            if np.shape(vector) != (self.dimension,):
+                raise MemoryBackendError(f"row {seq}: vector shape {np.shape(vector)}, "
+                                         f"expected ({self.dimension},)")
+        return await self.run("storing vectors", self.require().fill_vectors, list(items))
+
+    async def pending_figures(self) -> tuple[int, float | None]:
+        return await self.run("counting memories without vectors",
+                               self.require().pending_figures)
 
     def fact_store(self) -> EmbeddedFactStore:
         if self._fact_store is None:

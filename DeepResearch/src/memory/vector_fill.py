@@ -1,0 +1,172 @@
+"""Vectors filled behind the writes (`memory.storage.vectors=behind`, the default).
+
+On a backend that `fills_vectors_behind` (faiss), a store is acknowledged once its rows are
+committed (durable, and found by lexical search at once); the embedding of their content runs
+after, here, one filler per client, and gives each row its vector (dense search finds it
+then). The rules:
+
+- The rows are the queue. Whatever is committed without a vector (this client's, another
+  process's, what a crash left) is filled by the next filler that runs, oldest first: at
+  open, and after every write.
+- Read-your-writes: a client's reads first wait for the vectors of the memories it stored
+  (`settle`). Within a process only where the time is spent changes: in a workflow the
+  embedding runs while the model thinks, not on the node's path.
+- Bounded lag: a store embeds inline once more than `storage.max_pending_vectors` of the
+  client's memories are waiting.
+- A failed fill (the backend lost, the disk full) is retried with backoff; the rows stay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from DeepResearch.src.memory.errors import MemoryBackendError
+
+if TYPE_CHECKING:
+    from DeepResearch.src.memory.backends.base import MemoryBackend
+    from DeepResearch.src.memory.config import MemoryConfig
+    from DeepResearch.src.memory.embeddings import Embedder
+    from DeepResearch.src.memory.hot_tier import HotTier
+
+log = logging.getLogger(__name__)
+MAX_BACKOFF = 30.0
+
+
+class Owner(Protocol):
+    """What the filler needs of the client that owns it (client.py)."""
+
+    config: MemoryConfig
+    available: bool
+    hot: HotTier
+
+    @property
+    def backend(self) -> MemoryBackend: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+
+class VectorFiller:
+    def __init__(self, client: Owner) -> None:
+        self.client = client
+        self.owed: set[str] = set()  # ids this client stored whose vectors are not filled yet
+        self.filled = 0
+        self.failures = 0
+        self.last_failure = ""
+        self._skip: set[Any] = set()  # rows whose content cannot be read: never filled
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def _bind(self) -> None:
+        """Lock, event and task belong to the running loop (an exit flush runs on a new one)."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._loop, self._lock, self._wake, self._task = loop, asyncio.Lock(), asyncio.Event(), None
+
+    @property
+    def enabled(self) -> bool:
+        return (self.client.config.storage.vectors == "behind"
+                and self.client.backend.fills_vectors_behind)
+
+    def defers(self, count: int) -> bool:
+        """Whether a store of `count` memories may leave its vectors to the filler."""
+        return (self.enabled and self.client.available
+                and len(self.owed) + count <= self.client.config.storage.max_pending_vectors)
+
+    def counters(self) -> dict[str, Any]:
+        return {"awaiting_vectors": len(self.owed), "vectors_filled": self.filled,
+                "vector_fill_failures": self.failures}
+
+    def start(self) -> None:
+        """Fill what is waiting in the store (a crash's leftovers too), in the background."""
+        if self.enabled:
+            self._poke()
+
+    def wrote(self, ids: Iterable[str]) -> None:
+        """Records committed without vectors (writes.py calls this after the commit)."""
+        new = set(ids)
+        if new:
+            self.owed |= new
+            self._poke()
+
+    def _poke(self) -> None:
+        with contextlib.suppress(RuntimeError):  # no running loop: the next read fills
+            self._bind()
+            self._wake.set()
+            if self._task is None or self._task.done():
+                self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def settle(self) -> None:
+        """Return once the memories this client stored have their vectors (filling them
+        here if the background has not yet); a fill that fails is logged, not raised: the
+        read goes on, finding those memories by their words only."""
+        while self.owed and self.client.available:
+            try:
+                if not await self.fill_once():
+                    return
+            except Exception as exc:  # the read must go on
+                self._failed(exc)
+                return
+
+    async def fill_once(self) -> int:
+        """Embed and store one batch of waiting rows; how many were waiting in it."""
+        self._bind()
+        async with self._lock:
+            backend = self.client.backend
+            waiting = await backend.pending_vectors(
+                self.client.config.storage.batch_size, tuple(self._skip))
+            if not waiting:
+                self.owed.clear()  # nothing waits in the store: nothing of ours either
+                return 0
+            keys = [key for key, text in waiting.items() if text is not None]
+            self._skip |= {key for key, text in waiting.items() if text is None}
+            if keys:
+                vectors = await asyncio.to_thread(self.client.embedder.embed,
+                                                  [waiting[k] for k in keys])
+                ids = await backend.fill_vectors(list(zip(keys, vectors, strict=True)))
+                self.owed.difference_update(ids)
+                self.filled += len(ids)
+                self.client.hot.changed(ids)  # dense results may differ now
+            return len(waiting)
+
+    async def _run(self) -> None:
+        delay = 0.0
+        while True:
+            if not self.client.available:
+                return  # reconnecting writes poke it again
+            try:
+                waited = await self.fill_once()
+                delay = 0.0
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the rows stay; retried
+                self._failed(exc)
+                delay = min(MAX_BACKOFF, max(0.5, 2 * delay))
+                await asyncio.sleep(delay)
+                continue
+            if not waited:
+                self._wake.clear()
+                await self._wake.wait()
+
+    def _failed(self, exc: Exception) -> None:
+        self.failures += 1
+        cause = str(exc) if isinstance(exc, MemoryBackendError) else f"{type(exc).__name__}: {exc}"
+        if cause != self.last_failure:
+            log.warning("memory: filling the vectors of stored memories failed (%s); they are "
+                        "found by their words until a retry succeeds", cause)
+        self.last_failure = cause
+
+    async def close(self) -> None:
+        """Fill what this client owes, then stop the background task."""
+        await self.settle()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None

@@ -1,0 +1,191 @@
+"""Writes acknowledged once committed, their vectors filled behind (vector_fill.py), on the real
+embedded store and the real embedding model.
+
+The embedding is held back by a gate (the real model, called once the gate opens) so a test
+can look at the store between the acknowledgement and the fill."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
+from DeepResearch.src.memory.backends import MemoryFilter
+from DeepResearch.src.memory.backends.embedded import DB_FILE
+from DeepResearch.src.memory.embeddings import Embedder
+from test_memory.fault_support import env_without_keys
+
+CAT = "The cat slept all afternoon on the warm windowsill"
+FELINE_QUERY = "a feline napping in the sun"  # no word in common with CAT
+
+
+class GatedEmbedder(Embedder):
+    """The real model; document embeddings wait until `gate` is set."""
+
+    def __init__(self, real: Embedder) -> None:
+        super().__init__(real.model_name, loaded=real.model)
+        self.gate = threading.Event()
+
+    def embed(self, texts: Any) -> np.ndarray:
+        self.gate.wait(timeout=60)
+        return super().embed(texts)
+
+
+def config(path: Path, **storage: Any) -> MemoryConfig:
+    return MemoryConfig(backend="faiss", faiss={"path": str(path)}, storage=storage)
+
+
+def pending_rows(path: Path) -> int:
+    with contextlib.closing(sqlite3.connect(path / DB_FILE)) as conn:
+        return conn.execute("SELECT count(*) FROM records WHERE length(vector) = 0").fetchone()[0]
+
+
+async def test_a_store_is_acknowledged_committed_and_found_by_its_words_before_its_vector(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    gated = GatedEmbedder(embedder)
+    async with MemorySystemClient(config(tmp_path), embedder=gated) as client:
+        memory_id = await client.store(CAT)
+        assert pending_rows(tmp_path) == 1  # committed, no vector yet
+        found = await client.backend.text_search("windowsill afternoon", 5, MemoryFilter())
+        assert [c.record.id for c in found] == [memory_id]
+        assert (await client.stats()).awaiting_vectors == 1
+        gated.gate.set()
+        await client.flush()
+        assert pending_rows(tmp_path) == 0
+        hits = await client.backend.vector_search(embedder.embed_query(FELINE_QUERY), 5,
+                                                  MemoryFilter())
+        assert [c.record.id for c in hits] == [memory_id]
+        assert (await client.stats()).vectors_filled == 1
+
+
+async def test_a_retrieve_waits_for_the_vectors_of_what_its_client_stored(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    gated = GatedEmbedder(embedder)
+    async with MemorySystemClient(config(tmp_path), embedder=gated) as client:
+        memory_id = await client.store(CAT)
+        await client.store("Quarterly revenue grew by four percent")
+        threading.Timer(0.3, gated.gate.set).start()
+        results = await client.retrieve(FELINE_QUERY)  # found by meaning alone
+        assert results and results[0].id == memory_id
+        assert pending_rows(tmp_path) == 0
+
+
+async def test_another_process_index_catches_up_with_a_fill(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    gated = GatedEmbedder(embedder)
+    writer = MemorySystemClient(config(tmp_path), embedder=gated)
+    reader = MemorySystemClient(config(tmp_path, vectors="inline"), embedder=embedder)
+    async with writer, reader:
+        memory_id = await writer.store(CAT)
+        query = embedder.embed_query(FELINE_QUERY)
+        # the reader's index caught up with the row before it had a vector: not in it
+        assert await reader.backend.vector_search(query, 5, MemoryFilter()) == []
+        gated.gate.set()
+        await writer.flush()
+        hits = await reader.backend.vector_search(query, 5, MemoryFilter())
+        assert [c.record.id for c in hits] == [memory_id]
+        agreement = await reader.backend.index_agreement()
+        assert agreement["agree"], agreement["problems"]
+
+
+async def test_a_row_replaced_before_its_fill_keeps_the_new_content(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    gated = GatedEmbedder(embedder)
+    async with MemorySystemClient(config(tmp_path), embedder=gated) as client:
+        await client.store(CAT, id="m1")
+        stale = await client.backend.pending_vectors(10)
+        await client.store("Bread rises faster in a warm kitchen", id="m1",
+                           vector=embedder.embed(["Bread rises faster in a warm kitchen"])[0])
+        # the old row is gone: a fill computed for it changes nothing
+        assert await client.backend.fill_vectors(
+            [(key, embedder.embed([CAT])[0]) for key in stale]) == []
+        gated.gate.set()
+        await client.flush()
+        records = await client.backend.get(["m1"], client.namespace)
+        assert records[0].content.startswith("Bread")
+        np.testing.assert_allclose(records[0].vector, embedder.embed([records[0].content])[0],
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("storage", [{"vectors": "inline"}, {"max_pending_vectors": 0}],
+                         ids=["inline", "no-backlog-allowed"])
+async def test_inline_vectors_are_committed_with_their_row(
+    tmp_path: Path, embedder: Embedder, storage: dict[str, Any]
+) -> None:
+    async with MemorySystemClient(config(tmp_path, **storage), embedder=embedder) as client:
+        await client.store_many([{"content": f"note {i} about sailing"} for i in range(3)])
+        assert pending_rows(tmp_path) == 0
+
+
+async def test_health_reports_the_memories_awaiting_vectors(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    gated = GatedEmbedder(embedder)
+    async with MemorySystemClient(config(tmp_path), embedder=gated) as client:
+        await client.store_many([{"content": f"note {i} about sailing"} for i in range(3)])
+        report = await client.health_detail()
+        assert report["vectors"]["awaiting"] == 3
+        assert report["vectors"]["lag_seconds"] >= 0
+        gated.gate.set()
+        await client.flush()
+        assert (await client.health_detail())["vectors"] == {"awaiting": 0, "lag_seconds": 0.0}
+
+
+STORE_THEN_WAIT = """
+import asyncio, sys, threading
+from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
+from DeepResearch.src.memory.embeddings import Embedder, get_embedder
+
+class Stuck(Embedder):  # documents never embedded: the process dies first
+    def embed(self, texts):
+        threading.Event().wait()
+
+async def main(path):
+    real = get_embedder()
+    client = MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": path}),
+                                embedder=Stuck(real.model_name, loaded=real.model))
+    await client.store_many([{"id": f"m{i}", "content": f"the ferry to island {i} leaves at dawn"}
+                             for i in range(20)])
+    print("acknowledged", flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+@pytest.mark.integration
+async def test_rows_a_killed_process_left_without_vectors_are_filled_by_the_next_open(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    child = subprocess.Popen([sys.executable, "-c", STORE_THEN_WAIT, str(tmp_path)],
+                             stdout=subprocess.PIPE, text=True, env=env_without_keys())
+    try:
+        assert child.stdout is not None
+        assert await asyncio.to_thread(child.stdout.readline) == "acknowledged\n"
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.communicate()
+    assert pending_rows(tmp_path) == 20  # acknowledged, durable, no vectors
+    async with MemorySystemClient(config(tmp_path), embedder=embedder) as client:
+        for _ in range(200):  # the open's filler runs in the background
+            if pending_rows(tmp_path) == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert pending_rows(tmp_path) == 0
+        hits = await client.backend.vector_search(
+            embedder.embed_query("boat to an island early in the morning"), 20, MemoryFilter())
+        assert len(hits) == 20
