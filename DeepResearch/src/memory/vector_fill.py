@@ -5,9 +5,9 @@ committed (durable, and found by lexical search at once); the embedding of their
 after, here, one filler per client, and gives each row its vector (dense search finds it
 then). The rules:
 
-- The rows are the queue. Whatever is committed without a vector (this client's, another
-  process's, what a crash left) is filled by the next filler that runs, oldest first: at
-  open, and after every write.
+- The rows are the queue. A client's filler fills what the client stored, after each write;
+  at open it also sweeps whatever else waits in the store (another process's, what a crash
+  left), oldest first. Clients sharing one store in a process do not embed each other's rows.
 - Read-your-writes: a client's reads first wait for the vectors of the memories it stored
   (`settle`). Within a process only where the time is spent changes: in a workflow the
   embedding runs while the model thinks, not on the node's path.
@@ -34,12 +34,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 MAX_BACKOFF = 30.0
+MAX_ASKED = 500  # ids of this client's waiting memories per lookup
 
 
 class Owner(Protocol):
     """What the filler needs of the client that owns it (client.py)."""
 
     config: MemoryConfig
+    namespace: str
     available: bool
     hot: HotTier
 
@@ -58,6 +60,7 @@ class VectorFiller:
         self.failures = 0
         self.last_failure = ""
         self._skip: set[Any] = set()  # rows whose content cannot be read: never filled
+        self._sweep = False  # the next background pass fills any waiting row, not just ours
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -84,8 +87,10 @@ class VectorFiller:
                 "vector_fill_failures": self.failures}
 
     def start(self) -> None:
-        """Fill what is waiting in the store (a crash's leftovers too), in the background."""
+        """Fill whatever waits in the store (a crash's leftovers too) once, in the
+        background; after that only what this client stores."""
         if self.enabled:
+            self._sweep = True
             self._poke()
 
     def wrote(self, ids: Iterable[str]) -> None:
@@ -114,25 +119,30 @@ class VectorFiller:
                 self._failed(exc)
                 return
 
-    async def fill_once(self) -> int:
-        """Embed and store one batch of waiting rows; how many were waiting in it."""
+    async def fill_once(self, *, sweep: bool = False) -> int:
+        """Embed and store one batch of the rows this client stored without vectors (with
+        `sweep`: of any rows waiting in the store); how many were waiting in it."""
         self._bind()
         async with self._lock:
-            backend = self.client.backend
-            waiting = await backend.pending_vectors(
-                self.client.config.storage.batch_size, tuple(self._skip))
-            if not waiting:
-                self.owed.clear()  # nothing waits in the store: nothing of ours either
+            limit = self.client.config.storage.batch_size
+            asked = None if sweep else sorted(self.owed)[:MAX_ASKED]
+            if asked == []:
                 return 0
+            owed_before = set(self.owed)  # a write committed during the lookup is not in it
+            waiting = await self.client.backend.pending_vectors(
+                limit, tuple(self._skip),
+                None if asked is None else (self.client.namespace, asked))
             keys = [key for key, text in waiting.items() if text is not None]
             self._skip |= {key for key, text in waiting.items() if text is None}
             if keys:
                 vectors = await asyncio.to_thread(self.client.embedder.embed,
                                                   [waiting[k] for k in keys])
-                ids = await backend.fill_vectors(list(zip(keys, vectors, strict=True)))
+                ids = await self.client.backend.fill_vectors(list(zip(keys, vectors, strict=True)))
                 self.owed.difference_update(ids)
                 self.filled += len(ids)
                 self.client.hot.changed(ids)  # dense results may differ now
+            if len(waiting) < limit:  # every row asked for is filled now, or was not waiting
+                self.owed.difference_update(owed_before if asked is None else asked)
             return len(waiting)
 
     async def _run(self) -> None:
@@ -141,7 +151,10 @@ class VectorFiller:
             if not self.client.available:
                 return  # reconnecting writes poke it again
             try:
-                waited = await self.fill_once()
+                waited = await self.fill_once(sweep=self._sweep)
+                if not waited and self._sweep:
+                    self._sweep = False
+                    continue
                 delay = 0.0
             except asyncio.CancelledError:
                 raise

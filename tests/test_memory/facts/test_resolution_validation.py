@@ -153,6 +153,7 @@ async def test_bad_facts_name_the_value_and_write_nothing(
 
 async def test_a_batch_refused_by_the_backend_writes_nothing(graph: FactGraph) -> None:
     """A failure inside the put (after resolution) leaves no entity, fact or memory behind."""
+    graph.client.config.storage.vectors = "inline"  # embedded in the put, which then fails
     await graph.add_fact("Zoe", "WORKS_AT", "Acme", confidence=0.9, evidence="m0")
     store = await graph.store()
     before_facts = await store.find_facts(FactQuery(graph.namespace, include_history=True))

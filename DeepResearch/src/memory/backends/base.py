@@ -174,10 +174,12 @@ class MemoryBackend(ABC):
         records they belong to (nothing to disagree)."""
         return None
 
-    async def pending_vectors(self, limit: int, skip: Sequence[Any] = ()) -> dict[Any, str | None]:
+    async def pending_vectors(
+        self, limit: int, skip: Sequence[Any] = (), among: tuple[str, Sequence[str]] | None = None,
+    ) -> dict[Any, str | None]:
         """{key: full content} of up to `limit` records still without a vector, oldest first,
-        but those of `skip`; None for a content that cannot be read (only backends with
-        `fills_vectors_behind`)."""
+        but those of `skip`; with `among` (namespace, ids), only those records. None for a
+        content that cannot be read (only backends with `fills_vectors_behind`)."""
         return {}
 
     async def fill_vectors(self, items: Sequence[tuple[Any, Any]]) -> list[str]:

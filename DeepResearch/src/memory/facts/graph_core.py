@@ -224,6 +224,7 @@ class GraphCore:
             records = await self.fact_records(list(changed.values()), names)
             await store.put(entities=list(resolver.pending.values()),
                             facts=list(changed.values()), memories=[*memories, *records])
+            self.client.filler.wrote(r.id for r in [*memories, *records] if r.vector is None)
             return [fact_out(f, names, now) for f in results]
 
     async def add_entity(
@@ -304,14 +305,17 @@ class GraphCore:
 
     async def fact_records(self, facts: list[Fact], names: dict[str, str]) -> list[MemoryRecord]:
         """The memories carrying `facts`' sentences; a sentence already stored keeps its
-        vector, the others are embedded (in one batch, in a worker thread)."""
+        vector, the others are embedded (in one batch, in a worker thread) or, where the
+        store fills vectors behind, left to the filler."""
         texts = [sentence(f, names) for f in facts]
         stored = {r.id: r for r in await self.client.backend.get([f.id for f in facts],
                                                                 self.namespace)}
         todo = [t for f, t in zip(facts, texts, strict=True)
                 if f.id not in stored or stored[f.id].content != t]
-        vectors = dict(zip(todo, await asyncio.to_thread(self.client.embedder.embed, todo),
-                           strict=True)) if todo else {}
+        vectors = {}  # left to the filler (vector_fill.py) when it takes them
+        if todo and not self.client.filler.defers(len(todo)):
+            vectors = dict(zip(todo, await asyncio.to_thread(self.client.embedder.embed, todo),
+                               strict=True))
         return [
             MemoryRecord(
                 id=f.id, session_id=FACT_SESSION, memory_type=FACT_MEMORY_TYPE, content=text,
@@ -319,7 +323,7 @@ class GraphCore:
                 metadata={"subject_id": f.subject_id, "predicate": f.predicate,
                           "object_id": f.object_id, "subject": names.get(f.subject_id, ""),
                           "object": names.get(f.object_id or "", f.object_value)},
-                vector=vectors[text] if text in vectors else stored[f.id].vector,
+                vector=vectors.get(text) if text in todo else stored[f.id].vector,
             )
             for f, text in zip(facts, texts, strict=True)
         ]

@@ -100,7 +100,9 @@ def _participation(graph: GraphCore, messages: list[Message]) -> list[FactSpec]:
 
 async def _episodes(graph: GraphCore, messages: list[Message]) -> list[MemoryRecord]:
     texts = [f"{m.author_name}: {m.content}" for m in messages]
-    vectors = await asyncio.to_thread(graph.client.embedder.embed, texts)
+    vectors: Any = [None] * len(texts)  # filled behind the write where the store can
+    if not graph.client.filler.defers(len(texts)):
+        vectors = await asyncio.to_thread(graph.client.embedder.embed, texts)
     return [
         MemoryRecord(
             id=m.message_id, session_id=f"channel:{m.channel_id}" if m.channel_id else EPISODE_SESSION,

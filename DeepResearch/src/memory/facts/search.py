@@ -58,6 +58,7 @@ async def search_facts(
     store = await graph.store()
     client = graph.client
     await client.writes.drain_pending()  # read-your-writes, as retrieve
+    await client.filler.settle()
     retrieval = client.config.retrieval
     lexical = lexical_query(query, graph.config.predicates) or query
     flt = MemoryFilter(namespaces=(graph.namespace,), memory_types=(FACT_MEMORY_TYPE,),

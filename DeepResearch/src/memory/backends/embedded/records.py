@@ -194,13 +194,23 @@ class Records:
                 [(np.ascontiguousarray(v, dtype=np.float32).tobytes(), s) for s, v in items],
             )
 
-    def pending_vectors(self, limit: int, skip: Sequence[int] = ()) -> dict[int, str | None]:
+    def pending_vectors(
+        self, limit: int, skip: Sequence[int] = (), among: tuple[str, Sequence[str]] | None = None,
+    ) -> dict[int, str | None]:
         """{seq: full content} of up to `limit` rows still without a vector, oldest first,
-        but those of `skip`; None for a content that cannot be read (damaged)."""
+        but those of `skip`; with `among` (namespace, ids) only those records. None for a
+        content that cannot be read (damaged)."""
+        where, params = PENDING, [*skip]
+        where += f" AND seq NOT IN ({','.join('?' * len(skip))})"
+        if among is not None:
+            namespace, ids = among
+            ids = list(ids)[:CHUNK]
+            where += f" AND namespace = ? AND id IN ({','.join('?' * len(ids))})"
+            params += [namespace, *ids]
         with self.db.lock:
             seqs = [seq for (seq,) in self.db.conn.execute(
-                f"SELECT seq FROM records WHERE {PENDING} AND seq NOT IN "
-                f"({','.join('?' * len(skip))}) ORDER BY created_at LIMIT ?", (*skip, limit))]
+                f"SELECT seq FROM records WHERE {where} ORDER BY created_at LIMIT ?",
+                (*params, limit))]
         texts = self.texts(seqs)
         return {seq: texts.get(seq) for seq in seqs}
 

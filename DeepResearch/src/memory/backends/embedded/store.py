@@ -241,9 +241,11 @@ class EmbeddedBackend(MemoryBackend):
         self.check_vectors(records)
         await self.run("storing memories", self.require().upsert, records)
 
-    async def pending_vectors(self, limit: int, skip: Sequence[int] = ()) -> dict[int, str | None]:
+    async def pending_vectors(
+        self, limit: int, skip: Sequence[int] = (), among: tuple[str, Sequence[str]] | None = None,
+    ) -> dict[int, str | None]:
         return await self.run("reading memories without vectors", self.require().pending_vectors,
-                               limit, list(skip))
+                               limit, list(skip), among)
 
     async def fill_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> list[str]:
         for seq, vector in items:
