@@ -301,10 +301,13 @@ async def time_ingest(graph: FactGraph, n: int, n_people: int, batch: int) -> di
     try:
         for i in range(0, n, batch):
             facts += len((await graph.ingest(msgs[i : i + batch])).facts)
+        acknowledged = time.perf_counter() - started
+        await graph.client.flush()  # sustained: every vector filled (storage.vectors=behind)
     finally:
         del graph.client.embedder.embed
     total = time.perf_counter() - started
     return {"messages": n, "batch": batch, "seconds": total, "messages_per_s": n / total,
+            "acknowledged_per_s": n / acknowledged,
             "embedding_seconds": embed_seconds, "facts": facts,
             "messages_per_s_without_embedding": n / max(1e-9, total - embed_seconds)}
 
@@ -349,7 +352,8 @@ async def run(args: argparse.Namespace, uri: str | None = None) -> dict[str, Any
         ingest = await time_ingest(graph, args.messages, args.people, args.batch) \
             if args.messages else {"messages_per_s": float("nan"),
                                    "messages_per_s_without_embedding": float("nan")}
-        print(f"  ingest: {ingest['messages_per_s']:.1f} messages/s "
+        print(f"  ingest: {ingest['messages_per_s']:.1f} messages/s with every vector filled, "
+              f"{ingest['acknowledged_per_s']:.1f}/s acknowledged "
               f"({ingest['messages_per_s_without_embedding']:.1f}/s without the embedding)")
     finally:
         await client.close()
@@ -376,7 +380,10 @@ def report(result: dict[str, Any], argv: list[str]) -> str:
         "",
         f"Ingest ({ingest.get('messages', 0)} messages in batches of {ingest.get('batch', 0)}, "
         "offline extractor, real embedder, into the graph above): "
-        f"**{ingest['messages_per_s']:.1f} messages/s** (goal >= {GOAL_INGEST:.0f}); "
+        f"**{ingest['messages_per_s']:.1f} messages/s** with every vector filled (goal >= "
+        f"{GOAL_INGEST:.0f}); acknowledged at "
+        f"{ingest.get('acknowledged_per_s', ingest['messages_per_s']):.1f}/s (vectors filled "
+        "behind on faiss); "
         f"{ingest['messages_per_s_without_embedding']:.1f}/s counting everything but the "
         "embedding of episodes and sentences.",
     ]
