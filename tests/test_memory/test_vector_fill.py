@@ -189,3 +189,27 @@ async def test_rows_a_killed_process_left_without_vectors_are_filled_by_the_next
         hits = await client.backend.vector_search(
             embedder.embed_query("boat to an island early in the morning"), 20, MemoryFilter())
         assert len(hits) == 20
+
+
+async def test_clients_sharing_one_backend_fill_vectors_behind_too(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """The service's clients (one per namespace over one SharedBackend) defer as well."""
+    from DeepResearch.src.memory.backends import create_backend
+    from DeepResearch.src.memory.backends.shared import SharedBackend
+
+    gated = GatedEmbedder(embedder)
+    shared = SharedBackend(create_backend(config(tmp_path), embedder.dimension))
+    clients = [MemorySystemClient(config(tmp_path), namespace=ns, embedder=gated, backend=shared)
+               for ns in ("alice", "bob")]
+    try:
+        stored = [await client.store(CAT) for client in clients]
+        assert pending_rows(tmp_path) == 2
+        gated.gate.set()
+        for client, memory_id in zip(clients, stored, strict=True):
+            assert [r.id for r in await client.retrieve(FELINE_QUERY)] == [memory_id]
+        assert pending_rows(tmp_path) == 0
+    finally:
+        for client in clients:
+            await client.close()
+        await shared.close_shared()

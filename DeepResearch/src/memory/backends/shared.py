@@ -30,6 +30,7 @@ class SharedBackend(MemoryBackend):
     def __init__(self, inner: MemoryBackend) -> None:
         self.inner = inner
         self.lexical_in_process = inner.lexical_in_process  # type: ignore[misc]
+        self.fills_vectors_behind = inner.fills_vectors_behind  # type: ignore[misc]
         self._open = False
         self._lock = asyncio.Lock()
 
@@ -121,6 +122,17 @@ class SharedBackend(MemoryBackend):
 
     async def verify(self) -> list[str]:
         return await self.inner.verify()
+
+    async def pending_vectors(
+        self, limit: int, skip: Sequence[Any] = (), among: tuple[str, Sequence[str]] | None = None,
+    ) -> dict[Any, str | None]:
+        return await self.inner.pending_vectors(limit, skip, among)
+
+    async def fill_vectors(self, items: Sequence[tuple[Any, Any]]) -> list[str]:
+        return await self.inner.fill_vectors(items)
+
+    async def pending_figures(self) -> tuple[int, float | None]:
+        return await self.inner.pending_figures()
 
     async def index_agreement(self) -> dict[str, Any] | None:
         return await self.inner.index_agreement()
