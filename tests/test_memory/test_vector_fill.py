@@ -139,6 +139,10 @@ async def test_health_reports_the_memories_awaiting_vectors(
         await client.store_many([{"content": f"note {i} about sailing"} for i in range(3)])
         report = await client.health_detail()
         assert report["vectors"]["awaiting"] == 3
+        # the index agrees: the three are records, awaiting their vectors, not missing
+        assert report["index"]["agree"] and report["problems"] == []
+        assert (report["index"]["records"], report["index"]["vectors"],
+                report["index"]["awaiting_vectors"]) == (3, 0, 3)
         assert report["vectors"]["lag_seconds"] >= 0
         gated.gate.set()
         await client.flush()

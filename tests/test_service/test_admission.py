@@ -25,8 +25,10 @@ ITEMS = 150  # memories per slow store: seconds of embedding on 2 cores
 
 @pytest.fixture
 def http_settings() -> dict[str, Any]:
-    return {"service": {"tool_timeout_seconds": TIMEOUT, "admission": {
-        "max_in_flight": IN_FLIGHT, "max_queued": QUEUED, "max_wait_seconds": TIMEOUT / 2}}}
+    # stores embed inline: their embedding is the slow work that holds the slots
+    return {"storage": {"vectors": "inline"},
+            "service": {"tool_timeout_seconds": TIMEOUT, "admission": {
+                "max_in_flight": IN_FLIGHT, "max_queued": QUEUED, "max_wait_seconds": TIMEOUT / 2}}}
 
 
 def slow_store(n: int) -> dict[str, Any]:

@@ -56,18 +56,22 @@ HEALTH_SAMPLE = 1000  # index vectors `health` compares with the records'
 
 
 def index_agreement(records: Records, index: VectorIndex) -> tuple[dict[str, int], list[str]]:
-    """The index against the records: every record in it once and nothing else (counts), and
-    a sample of its vectors equal to theirs. The figures, and the problems they show."""
+    """The index against the records: every record with a vector in it once and nothing else
+    (counts; `records` includes those awaiting their vector, `awaiting_vectors`), and a
+    sample of its vectors equal to theirs. The figures, and the problems they show."""
     problems: list[str] = []
-    live = np.setdiff1d(records.all_seqs(), np.fromiter(index.unindexed, np.int64))
+    pending = records.pending_seqs()  # awaiting their vectors (vector_fill.py): not indexed yet
+    damaged = np.setdiff1d(np.fromiter(index.unindexed, np.int64), pending)
+    live = np.setdiff1d(records.all_seqs(), damaged)
+    indexable = np.setdiff1d(live, pending)
     ids = index.ids()
     if index.stale:
         ids = ids[~np.isin(ids, np.fromiter(index.stale, np.int64, len(index.stale)))]
-    missing = np.setdiff1d(live, ids)
-    extra = np.setdiff1d(ids, live)
-    if len(missing) or len(extra) or len(ids) != len(live):
+    missing = np.setdiff1d(indexable, ids)
+    extra = np.setdiff1d(ids, indexable)
+    if len(missing) or len(extra) or len(ids) != len(indexable):
         problems.append(
-            f"the vector index holds {len(ids)} vectors for {len(live)} records "
+            f"the vector index holds {len(ids)} vectors for {len(indexable)} records "
             f"({len(missing)} missing, {len(extra)} not in the records): reopening rebuilds it"
         )
     differ, compared = mismatched_vectors(records, index, HEALTH_SAMPLE)
@@ -76,7 +80,8 @@ def index_agreement(records: Records, index: VectorIndex) -> tuple[dict[str, int
             f"{differ} of {compared} sampled vectors of the index differ from the records' "
             "stored vectors (the index was built from other records): reopening rebuilds it"
         )
-    figures = {"records": len(live), "vectors": len(ids), "missing": len(missing),
+    figures = {"records": len(live), "vectors": len(ids), "awaiting_vectors": len(pending),
+               "missing": len(missing),
                "extra": len(extra), "sampled": compared, "sampled_differ": differ}
     return figures, problems
 

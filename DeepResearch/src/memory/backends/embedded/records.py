@@ -214,6 +214,12 @@ class Records:
         texts = self.texts(seqs)
         return {seq: texts.get(seq) for seq in seqs}
 
+    def pending_seqs(self) -> np.ndarray:
+        """The seqs of the rows still without a vector."""
+        with self.db.lock:
+            return np.array([seq for (seq,) in self.db.conn.execute(
+                f"SELECT seq FROM records WHERE {PENDING}")], dtype=np.int64)
+
     def pending_figures(self) -> tuple[int, float | None]:
         """(rows without a vector, the oldest one's created_at)."""
         with self.db.lock:
