@@ -10,19 +10,17 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
-import uvicorn
 
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.embeddings import Embedder
 from DeepResearch.src.memory.service import create_app
-from tests.test_service.conftest import ALICE, KEYS, free_port, h
+from tests.test_service.conftest import ALICE, KEYS, h, serving
 
 pytestmark = pytest.mark.unit
 HELD_QUERY = "which aligner held the slot"
@@ -51,19 +49,11 @@ def held_service(tmp_path: Path, embedder: Embedder) -> Iterator[tuple[str, Held
     config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "store")}, service={
         "log_requests": False, "tool_timeout_seconds": WAIT * 2,
         "admission": {"max_in_flight": 1, "max_queued": 0, "max_wait_seconds": WAIT}})
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(config, keys=KEYS, embedder=held),
-                                           host="127.0.0.1", port=port, log_config=None))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + WAIT
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "the service did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", held
-    held.release.set()
-    server.should_exit = True
-    thread.join(30)
+    with serving(create_app(config, keys=KEYS, embedder=held)) as url:
+        try:
+            yield url, held
+        finally:
+            held.release.set()  # a failed test does not leave the server's work loop stuck
 
 
 def test_a_refusal_is_answered_while_the_admitted_work_runs(

@@ -52,6 +52,7 @@ class ServiceState:
         admission = self.admission
         self.metrics.in_flight.set_function(lambda: admission.in_flight)
         self.metrics.queued.set_function(lambda: admission.queued)
+        self.metrics.watch_query_embedding(self.namespaces.embedder.query_stats)
         self.metrics.watch_hot_tiers(
             lambda: [client.hot.counters() for client in self.namespaces.clients()])
 
