@@ -176,7 +176,11 @@ class Namespaces:
         """Start the work loop, load the model and open the backend; a backend down at start
         is logged and the service starts all the same (health says 503 until it is back)."""
         self.work.start()
-        await self.run(self._start())
+        try:
+            await self.run(self._start())
+        except BaseException:  # no start, no stop: the loop's thread ends here
+            await self.work.stop()
+            raise
 
     async def _start(self) -> None:
         threads = self.config.service.blas_threads
