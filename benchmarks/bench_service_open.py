@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -120,11 +121,13 @@ async def open_loop(url: str, rate: float, seconds: float, queries: Queries,
     ok_ms: list[float] = []
     ok_at: list[float] = []
     refusal_ms: list[float] = []
+    refusal_sent_ms: list[float] = []  # from the moment the client sent it
     errors: dict[str, int] = {}
     reasons: dict[str, int] = {}
     lag = 0.0
 
     async def one(http: httpx.AsyncClient, due: float, body: dict[str, Any]) -> None:
+        sent = time.perf_counter()
         try:
             r = await http.post(f"{url}{SEARCH}", json=body)
         except httpx.HTTPError as exc:
@@ -136,6 +139,7 @@ async def open_loop(url: str, rate: float, seconds: float, queries: Queries,
             ok_at.append(now)
         elif refused(r):
             refusal_ms.append((now - due) * 1000)
+            refusal_sent_ms.append((now - sent) * 1000)
             reason = r.json().get("reason", "rate_limited")
             reasons[reason] = reasons.get(reason, 0) + 1
         else:
@@ -169,6 +173,9 @@ async def open_loop(url: str, rate: float, seconds: float, queries: Queries,
             "refusal_p50": percentile(refusal_ms, .5), "refusal_p95": percentile(refusal_ms, .95),
             "refusal_max": max(refusal_ms, default=float("nan")),
             "refusals_over_goal": sum(ms > GOAL_REFUSAL_MS for ms in refusal_ms),
+            "refusal_sent_p95": percentile(refusal_sent_ms, .95),
+            "refusal_sent_max": max(refusal_sent_ms, default=float("nan")),
+            "refusals_sent_over_goal": sum(ms > GOAL_REFUSAL_MS for ms in refusal_sent_ms),
             "generator_lag_ms": lag * 1000}
 
 
@@ -195,6 +202,20 @@ async def sessions(url: str, n: int, rec: Recorder) -> float:
         start.set()
         await bounded(work, 240)
         return time.perf_counter() - started
+
+
+def query_embedding(url: str) -> dict[str, float] | None:
+    """The service's query embeddings and the forward passes they took (/metrics; None from
+    a service that does not count them)."""
+    text = httpx.get(f"{url}/metrics", timeout=30).text
+    found = {}
+    for key, name in (("queries", "memory_query_embeddings_total"),
+                      ("passes", "memory_query_embedding_passes_total")):
+        match = re.search(rf"^{name} (\S+)$", text, re.M)
+        if match is None:
+            return None
+        found[key] = float(match.group(1))
+    return found
 
 
 def timeouts(rec: Recorder) -> int:
@@ -250,6 +271,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                        "endpoints": rec.summary(), "acked": len(rec.acked)}
     print(f"  {seconds:.1f} s, refused {rec.refused} (retried), errors {dict(rec.errors)}",
           flush=True)
+    out["query_embedding"] = query_embedding(service.url)
     out["load_average_after"] = os.getloadavg()[0]
     out["stop_exit_code"] = service.stop()
     out["lost"] = missing_ids(store / DB_FILE, rec.acked)

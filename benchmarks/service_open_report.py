@@ -29,7 +29,9 @@ def report(out: dict[str, Any]) -> str:
         f"wait, {svc.tool_timeout_seconds:g} s time limit) in its own process; searches over "
         f"{out['seeded']} memories sent from one asyncio + httpx process on the same machine at "
         "a fixed rate whatever the answers (open loop). Latency counts from each request's "
-        "scheduled send time, in milliseconds.",
+        "scheduled send time, in milliseconds. Machine load (1-minute load average): "
+        f"{out['load_average_before']:.1f} at the start, {out['load_average_after']:.1f} at "
+        "the end.",
         "",
         f"- **unloaded** (one search at a time): p50 {base:.1f}.",
         f"- **saturation**: {sat:.1f} searches/s, the median goodput of the steps below that "
@@ -43,13 +45,20 @@ def report(out: dict[str, Any]) -> str:
         f"{b['refused']} refusals (503 overloaded), p50 {b['refusal_p50']:.1f}, p95 "
         f"{b['refusal_p95']:.1f}, max {b['refusal_max']:.1f}; {b['refusals_over_goal']} over "
         f"{goals['refusal_ms']:g} ms (goal 0: {_met(b['refusals_over_goal'] == 0)}); admitted "
-        f"searches p95 {b['p95']:.0f}; other errors {sum(b['errors'].values())}.",
+        f"searches p95 {b['p95']:.0f}; other errors {sum(b['errors'].values())}. The same "
+        f"refusals from the moment the client sent them: p95 {b['refusal_sent_p95']:.1f}, max "
+        f"{b['refusal_sent_max']:.1f}, {b['refusals_sent_over_goal']} over "
+        f"{goals['refusal_ms']:g} ms; the load generator ran up to "
+        f"{b['generator_lag_ms']:.0f} ms behind its schedule.",
         f"- **{s['n']:,} sessions at once** (each stores a memory, then searches; a refused "
         "request is sent again after Retry-After plus jitter): done in "
         f"{s['seconds']:.0f} s; {s['refused']} refusals (p95 {s['refusal_p95']:.1f}, max "
         f"{s['refusal_max']:.1f}), timeouts {s['timeouts']} (goal 0: {_met(s['timeouts'] == 0)}), "
         f"other errors {sum(other.values())}; **lost** {out['lost']} of {s['acked']} "
         f"acknowledged memories after SIGTERM (goal 0: {_met(out['lost'] == 0)}).",
+        *([f"- **query embedding**: {q['queries']:.0f} queries embedded in {q['passes']:.0f} "
+           "forward passes over the run (concurrent searches share one)."]
+          if (q := out.get("query_embedding")) else []),
         "- **steps** (offered/s: goodput/s, p95, refusals): " + "; ".join(
             f"{st['rate']:.1f}: {st['goodput']:.1f}, {st['p95']:.0f}, {st['refused']}"
             for st in out["steps"]) + ".",

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,24 +76,32 @@ def http_settings() -> dict[str, Any]:
 @pytest.fixture
 def http_service(tmp_path: Path, embedder: Embedder, http_settings: dict[str, Any]) -> Iterator[str]:
     """A real uvicorn server on 127.0.0.1 (in a thread); yields its base URL."""
-    import uvicorn
-
     settings = dict(http_settings)
     config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "http-store")},
                           service={"log_requests": False, **settings.pop("service", {})},
                           **settings)
+    with serving(create_app(config, keys=KEYS, embedder=embedder)) as url:
+        yield url
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """`app` served by a real uvicorn server on 127.0.0.1 (in a thread); yields its URL."""
+    import uvicorn
+
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(config, keys=KEYS, embedder=embedder),
-                                           host="127.0.0.1", port=port, log_config=None))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
     while not server.started:
         assert time.monotonic() < deadline and thread.is_alive(), "the service did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(30)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(30)
 
 
 def http_client(base: str, key: str | None) -> Any:

@@ -24,7 +24,8 @@ import os
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, Literal, Protocol
 
@@ -131,8 +132,91 @@ def load_runtime(model: str, runtime: Runtime = "auto", device: str = "cpu") -> 
     return SentenceTransformersRuntime(path, device)
 
 
+QUERY_BATCH = 32  # query texts per forward pass at most (EmbedBatcher)
+
+
+class _Call:
+    __slots__ = ("done", "error", "lead", "texts", "vectors", "wake")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.done = self.lead = False
+        self.vectors: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.wake = threading.Event()
+
+
+class EmbedBatcher:
+    """Concurrent callers' texts in one forward pass: a caller that finds no pass running
+    runs one on its own texts; callers that arrive meanwhile queue, and when the pass ends
+    the first of them runs the next one on every queued text (up to `max_batch`, a caller's
+    texts never split). No waiting window: a lone caller runs at once, and a crowd is served
+    in as many passes as the model takes to get through it. Each caller gets exactly the
+    vectors `encode` gives its texts; a failed pass raises in each of its callers.
+    `calls`, `texts` and `passes` count what was asked and the forward passes it took."""
+
+    def __init__(self, encode: Callable[[list[str]], np.ndarray], max_batch: int) -> None:
+        self._encode = encode
+        self.max_batch = max(1, max_batch)
+        self._lock = threading.Lock()
+        self._waiting: deque[_Call] = deque()
+        self._busy = False
+        self.calls = self.texts = self.passes = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        call = _Call(list(texts))
+        with self._lock:
+            self.calls += 1
+            self.texts += len(call.texts)
+            self._waiting.append(call)
+            if not self._busy:
+                self._busy = call.lead = True
+        while not call.lead:
+            call.wake.wait()
+            call.wake.clear()
+            if call.done:
+                break
+        if not call.done:
+            self._run_pass()
+        if call.error is not None:
+            raise call.error
+        assert call.vectors is not None
+        return call.vectors
+
+    def _run_pass(self) -> None:
+        """Embed the queued calls (this caller's first), then hand the next pass to the
+        first caller still waiting."""
+        with self._lock:
+            batch, size = [], 0
+            while self._waiting and (not batch or size + len(self._waiting[0].texts) <= self.max_batch):
+                batch.append(self._waiting.popleft())
+                size += len(batch[-1].texts)
+            self.passes += 1
+        try:
+            unique = list(dict.fromkeys(t for c in batch for t in c.texts))  # a text once
+            vectors = self._encode(unique)
+            row = {t: i for i, t in enumerate(unique)}
+            for c in batch:
+                c.vectors = vectors[[row[t] for t in c.texts]]
+        except BaseException as exc:  # every caller of the pass hears of it
+            for c in batch:
+                c.error = exc
+        finally:
+            for c in batch:
+                c.done = True
+                c.wake.set()
+            with self._lock:
+                if self._waiting:
+                    following = self._waiting[0]
+                    following.lead = True
+                    following.wake.set()
+                else:
+                    self._busy = False
+
+
 class Embedder:
-    """Batched, normalised float32 embeddings with a small LRU cache of query vectors."""
+    """Batched, normalised float32 embeddings with a small LRU cache of query vectors;
+    concurrent queries (from several threads) are embedded together (EmbedBatcher)."""
 
     def __init__(
         self,
@@ -158,6 +242,7 @@ class Embedder:
         self._load_error: EmbeddingModelError | None = None
         self._cache: LRUCache[str, np.ndarray] = LRUCache(max(1, query_cache_size))
         self._cache_lock = threading.Lock()
+        self._queries = EmbedBatcher(self.embed, QUERY_BATCH)
 
     @property
     def model(self) -> EmbeddingRuntime:
@@ -214,12 +299,16 @@ class Embedder:
             return self._cache.get(text)
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One query vector (dimension,), served from the LRU cache when seen before."""
-        with self._cache_lock:
-            cached = self._cache.get(text)
-            if cached is not None:
-                return cached
-        return self.prime(text, self.embed([text])[0])
+        """One query vector (dimension,), served from the LRU cache when seen before; the
+        queries other threads ask meanwhile share its forward pass (EmbedBatcher)."""
+        cached = self.cached(text)
+        if cached is not None:
+            return cached
+        return self.prime(text, self._queries.embed([text])[0])
+
+    def query_stats(self) -> dict[str, int]:
+        """Queries the model embedded (cache misses) and the forward passes they took."""
+        return {"queries": self._queries.calls, "passes": self._queries.passes}
 
     def prime(self, text: str, vector: np.ndarray) -> np.ndarray:
         """Put `text`'s vector, computed by this model, in the query cache; returns the

@@ -9,6 +9,7 @@ mcp`, and /mcp on the HTTP service). Thin: every endpoint and tool calls the nam
     namespaces.py  API keys -> namespaces; one client (and FactGraph) per namespace over one
                    shared backend and embedder
     state.py       what one running service holds; the time limit of each call
+    work_loop.py   the event loop (own thread) the memory work runs on, apart from HTTP
     batching.py    concurrent requests' texts embedded in one encode
     coalesce.py    group commit of one namespace's concurrent store requests
     ratelimit.py   the token buckets

@@ -57,7 +57,8 @@ class PeriodicConsolidation:
         reports: dict[str, ConsolidationReport] = {}
         for namespace in self.targets():
             try:
-                report = await consolidate(self.namespaces.client(namespace), prune=prune)
+                report = await self.namespaces.run(
+                    consolidate(self.namespaces.client(namespace), prune=prune))
             except Exception:  # logged; the next pass comes all the same
                 log.exception("periodic consolidation of namespace %r failed", namespace)
                 continue

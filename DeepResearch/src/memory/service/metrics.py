@@ -58,6 +58,11 @@ class Metrics:
         `counters()` gives each tier's `HotTier.counters()`."""
         self.registry.register(_HotTierCollector(counters))
 
+    def watch_query_embedding(self, stats: Callable[[], Mapping[str, int]]) -> None:
+        """Export the query embedder's figures at each scrape: `stats()` gives
+        `Embedder.query_stats()` (queries embedded, forward passes)."""
+        self.registry.register(_QueryEmbeddingCollector(stats))
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
@@ -77,6 +82,19 @@ class _HotTierCollector(Collector):
                                 value=total["hot_items"])
         yield GaugeMetricFamily("memory_hot_bytes", "estimated bytes held by the hot tiers",
                                 value=total["hot_bytes"])
+
+
+class _QueryEmbeddingCollector(Collector):
+    def __init__(self, stats: Callable[[], Mapping[str, int]]) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterator[Any]:
+        found = self.stats()
+        yield CounterMetricFamily("memory_query_embeddings", "queries the model embedded "
+                                  "(query-cache misses)", value=found["queries"])
+        yield CounterMetricFamily("memory_query_embedding_passes", "forward passes those "
+                                  "queries took (concurrent queries share one)",
+                                  value=found["passes"])
 
 
 @dataclass

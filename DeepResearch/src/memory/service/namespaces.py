@@ -15,7 +15,9 @@ import json
 import logging
 import os
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from DeepResearch.src.memory.backends import create_backend
 from DeepResearch.src.memory.backends.shared import SharedBackend
@@ -26,9 +28,11 @@ from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
 from DeepResearch.src.memory.facts.graph import FactGraph
 from DeepResearch.src.memory.service.batching import BatchingEmbedder
 from DeepResearch.src.memory.service.coalesce import StoreCoalescer
+from DeepResearch.src.memory.service.work_loop import WorkLoop
 
 log = logging.getLogger("DeepResearch.memory.service")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+T = TypeVar("T")
 SERVICE_SESSION = "default"  # the session of a memory stored without a session_id
 
 
@@ -118,6 +122,12 @@ class Namespaces:
         self._coalescers: dict[str, StoreCoalescer] = {}
         self._lock = asyncio.Lock()
         self._blas: object | None = None
+        self.work = WorkLoop()  # every call into the clients runs there (work_loop.py)
+
+    async def run(self, call: Coroutine[Any, Any, T]) -> T:
+        """`await call` on the work loop (work_loop.py): the memory's own calls never hold
+        up the loop that serves HTTP."""
+        return await self.work.run(call)
 
     def namespace_for(self, key: str | None) -> str:
         if self.local:
@@ -163,8 +173,16 @@ class Namespaces:
         return getattr(self.embedder, "_model", None) is not None
 
     async def start(self) -> None:
-        """Load the model and open the backend; a backend down at start is logged and the
-        service starts all the same (health says 503 until it is back)."""
+        """Start the work loop, load the model and open the backend; a backend down at start
+        is logged and the service starts all the same (health says 503 until it is back)."""
+        self.work.start()
+        try:
+            await self.run(self._start())
+        except BaseException:  # no start, no stop: the loop's thread ends here
+            await self.work.stop()
+            raise
+
+    async def _start(self) -> None:
         threads = self.config.service.blas_threads
         if threads:
             from DeepResearch.src.memory.blas_threads import BlasThreadLimit
@@ -183,6 +201,9 @@ class Namespaces:
 
     async def flush(self) -> int:
         """Retry every client's outbox now; the number written."""
+        return await self.run(self._flush())
+
+    async def _flush(self) -> int:
         written = 0
         for client in list(self._clients.values()):
             written += await client.writes.flush(force=True)
@@ -194,7 +215,14 @@ class Namespaces:
 
     async def stop(self) -> None:
         """Flush and close every client, then the shared backend (graceful shutdown: every
-        acknowledged write is committed already; anything in an outbox is written or spilled)."""
+        acknowledged write is committed already; anything in an outbox is written or
+        spilled), then stop the work loop."""
+        try:
+            await self.run(self._stop())
+        finally:
+            await self.work.stop()
+
+    async def _stop(self) -> None:
         errors: list[str] = []
         for coalescer in list(self._coalescers.values()):
             await coalescer.drain()

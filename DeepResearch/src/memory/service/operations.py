@@ -100,7 +100,8 @@ async def health(state: ServiceState, *, detail: bool = False) -> HealthResponse
     connected = ns.backend.is_open
     if connected:
         try:  # a backend that cannot answer a health check in seconds is not healthy
-            backend = await asyncio.wait_for(ns.backend.health(), HEALTH_BACKEND_TIMEOUT)
+            backend = await asyncio.wait_for(ns.run(ns.backend.health()),
+                                             HEALTH_BACKEND_TIMEOUT)
             connected, detail = backend.ok, backend.detail
         except TimeoutError:
             connected = False

@@ -93,6 +93,7 @@ def serve(config: MemoryConfig) -> int:
                                   limit_concurrency=None, backlog=4096,
                                   # longer than clients keep idle connections: no reuse race
                                   timeout_keep_alive=75)
+    set_switch_interval(svc.switch_interval_ms)
     if svc.workers == 1:
         uvicorn.run(create_app(config, keys=keys, settle=True), **common)
     else:  # neo4j only (MemoryConfig refuses more workers on the embedded store)
@@ -102,12 +103,19 @@ def serve(config: MemoryConfig) -> int:
     return 0
 
 
+def set_switch_interval(ms: float) -> None:
+    """memory.service.switch_interval_ms for this process (0: Python's default)."""
+    if ms > 0:
+        sys.setswitchinterval(ms / 1000)
+
+
 def app_from_env() -> Any:
     """The app of one uvicorn worker process (several workers: neo4j)."""
     from DeepResearch.src.memory.service.app import create_app
 
     configure_logging()
     config = MemoryConfig(**json.loads(os.environ[CONFIG_ENV]))
+    set_switch_interval(config.service.switch_interval_ms)
     return create_app(config, keys=load_api_keys(config), settle=True)
 
 

@@ -4,10 +4,10 @@ metrics, traces, the rate limiter and admission control."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from DeepResearch.src.memory.config import MemoryConfig
 from DeepResearch.src.memory.service.admission import Admission
@@ -52,14 +52,16 @@ class ServiceState:
         admission = self.admission
         self.metrics.in_flight.set_function(lambda: admission.in_flight)
         self.metrics.queued.set_function(lambda: admission.queued)
+        self.metrics.watch_query_embedding(self.namespaces.embedder.query_stats)
         self.metrics.watch_hot_tiers(
             lambda: [client.hot.counters() for client in self.namespaces.clients()])
 
-    async def bounded(self, call: Awaitable[T], what: str) -> T:
-        """`call` within tool_timeout_seconds; ServiceTimeout naming `what` otherwise."""
+    async def bounded(self, call: Coroutine[Any, Any, T], what: str) -> T:
+        """`call`, run on the work loop (work_loop.py), within tool_timeout_seconds;
+        ServiceTimeout naming `what` otherwise."""
         seconds = self.config.service.tool_timeout_seconds
         try:
-            return await asyncio.wait_for(call, seconds)
+            return await asyncio.wait_for(self.namespaces.run(call), seconds)
         except TimeoutError:
             raise ServiceTimeout(
                 f"{what} took longer than memory.service.tool_timeout_seconds={seconds:g} s"
