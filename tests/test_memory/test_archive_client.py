@@ -4,14 +4,20 @@ every backend: an archived memory is out of every read of its namespace, comes b
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from DeepResearch.src.memory import MemoryConfig, MemoryConfigError, MemorySystemClient
-from DeepResearch.src.memory.errors import MemoryInputError
+from DeepResearch.src.memory.backends.embedded.database import DB_FILE
+from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.facts.graph import FactGraph
 from DeepResearch.src.memory.facts.model import FactQuery
 
@@ -152,3 +158,125 @@ async def test_pin_and_unpin_set_and_clear_the_pinned_flag(make_client: MakeClie
     assert await client.pin(["b"]) == 0  # an archived memory is restored first
     with pytest.raises(MemoryInputError, match="list of memory ids"):
         await client.pin("a")
+
+
+def _db_path(client: MemorySystemClient) -> Path:
+    return Path(client.config.faiss.path) / DB_FILE
+
+
+async def _live(client: MemorySystemClient) -> dict[str, dict]:
+    """{id: metadata} of the live memories "a" and "b"."""
+    return {i: m.metadata for i in ("a", "b") if (m := await client.get(i)) is not None}
+
+
+async def _archivable(client: MemorySystemClient) -> dict[str, dict]:
+    await client.store("Cy repairs bicycles in the garage", id="a", session_id="s1",
+                       metadata={"topic": "bikes"})
+    await client.store("Cy grows tomatoes on the balcony", id="b", session_id="s1")
+    await client.flush()
+    return await _live(client)
+
+
+async def _unchanged(client: MemorySystemClient, before: dict[str, dict]) -> None:
+    """Nothing moved, nothing patched: both live, as before, found by their own vector."""
+    assert await _live(client) == before and len(before) == 2
+    assert await client.archived() == [] and (await client.stats()).archived == 0
+    (record,) = await client.backend.get(["a"], "alice")
+    assert "a" in await _ids(client, "anything", query_vector=record.vector)
+
+
+@pytest.mark.parametrize("backend_name", ["faiss"])
+async def test_archive_fails_whole_while_another_process_holds_the_write_lock(
+    make_client: MakeClient,
+) -> None:
+    """Another process holds SQLite's write lock (BEGIN IMMEDIATE): the archive's one
+    transaction cannot start, so nothing is moved and nothing patched; once the lock is
+    released the same archive moves and marks both."""
+    client = make_client(namespace="alice", faiss={"busy_timeout": 0.2})
+    before = await _archivable(client)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys\n"
+         "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+         "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); sys.stdin.read()",
+         str(_db_path(client))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(MemoryBackendError, match="locked"):
+            await client.archive(["a", "b"], reason="old")
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    await _unchanged(client, before)
+    assert await client.archive(["a", "b"], reason="old") == 2
+    docs = {d.id: d.metadata for d in await client.archived()}
+    assert {i: (m["archive_reason"], "archived_at" in m) for i, m in docs.items()} == {
+        "a": ("old", True), "b": ("old", True)}
+
+
+# Real SQLite triggers, installed by another connection, that refuse a write of the records
+# table: an archived row without "archived_at", or a live row still carrying it.
+REFUSE = """
+CREATE TRIGGER refuse_{event} BEFORE {event} ON records WHEN {when}
+BEGIN SELECT RAISE(ABORT, 'refused by the test'); END;
+"""
+HALF = {
+    "archive": "NEW.namespace = 'alice~archive' AND json_extract(NEW.metadata, '$.archived_at') "
+               "IS NOT NULL",
+    "restore": "NEW.namespace = 'alice' AND json_extract(NEW.metadata, '$.archived_at') IS NULL",
+}
+
+
+@pytest.mark.parametrize("backend_name", ["faiss"])
+@pytest.mark.parametrize("step", ["archive", "restore"])
+async def test_a_write_refused_mid_archive_leaves_the_old_state_whole(
+    make_client: MakeClient, step: str
+) -> None:
+    """The database refuses to write the end state of the step (an archived memory with
+    "archived_at"; a restored one without it): the move and the metadata are one
+    transaction, so the memories stay where and as they were, never moved but unmarked."""
+    client = make_client(namespace="alice")
+    before = await _archivable(client)
+    if step == "restore":
+        assert await client.archive(["a", "b"], reason="old") == 2
+        before = {d.id: d.metadata for d in await client.archived()}
+    with closing(sqlite3.connect(_db_path(client), isolation_level=None)) as db:
+        db.executescript("".join(REFUSE.format(event=e, when=HALF[step])
+                                 for e in ("INSERT", "UPDATE")))
+        with pytest.raises(MemoryBackendError, match="refused by the test"):
+            if step == "archive":
+                await client.archive(["a", "b"], reason="old")
+            else:
+                await client.restore(["a", "b"])
+        db.executescript("DROP TRIGGER refuse_INSERT; DROP TRIGGER refuse_UPDATE;")
+    if step == "archive":
+        await _unchanged(client, before)
+    else:
+        assert {d.id: d.metadata for d in await client.archived()} == before
+        assert await _live(client) == {}
+    assert await (client.archive(["a", "b"], reason="old") if step == "archive"
+                  else client.restore(["a", "b"])) == 2
+
+
+@pytest.mark.parametrize("backend_name", [pytest.param("neo4j", marks=pytest.mark.neo4j)])
+async def test_a_constraint_refusing_the_mark_leaves_the_neo4j_archive_untouched(
+    make_client: MakeClient,
+) -> None:
+    """A uniqueness constraint (created by another driver) on the filter property of
+    "archive_reason" refuses two memories archived with one reason: the move and the
+    metadata are one transaction, so both stay live and unmarked."""
+    from neo4j import GraphDatabase
+
+    client = make_client(namespace="alice")
+    before = await _archivable(client)
+    label = client.config.neo4j.node_label
+    with GraphDatabase.driver(client.config.neo4j.uri, auth=None) as driver:
+        driver.execute_query(f"CREATE CONSTRAINT refuse_one_reason FOR (m:{label}) "
+                             "REQUIRE m.`md.archive_reason` IS UNIQUE")
+        try:
+            with pytest.raises(MemoryInputError, match="ConstraintValidationFailed"):
+                await client.archive(["a", "b"], reason="old")  # the server refuses the data
+        finally:
+            driver.execute_query("DROP CONSTRAINT refuse_one_reason")
+    await _unchanged(client, before)
+    assert await client.archive(["a", "b"], reason="old") == 2

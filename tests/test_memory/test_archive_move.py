@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from DeepResearch.src.memory import MemorySystemClient
-from DeepResearch.src.memory.backends import MemoryFilter
+from DeepResearch.src.memory.backends import MemoryFilter, MemoryRecord
 from DeepResearch.src.memory.backends.record import archive_namespace, is_archive_namespace
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 
@@ -131,4 +131,98 @@ async def test_a_relation_written_to_an_archived_id_reaches_it_once_restored(
     assert [r.record.id for r in walk["d"]] == ["a"]
     walk = await backend.related_many(["a"], ["references"], 1, live)
     assert sorted(r.record.id for r in walk["a"]) == ["b", "d"]
+    assert await backend.verify() == []
+
+
+async def test_a_move_patches_the_metadata_of_the_moved_records_only(
+    make_client: MakeClient,
+) -> None:
+    """The patch is applied by the move itself: set keys, removed keys (None), a nested
+    value; the records not moved keep theirs; filters, vectors and lexical search see the
+    moved records under their new namespace at once (the same vector: no re-embedding)."""
+    client = make_client(namespace=NS)
+    await client.store("the pottery class meets on tuesday evenings", id="a", session_id="s1",
+                       metadata={"topic": "pottery", "stale": 1})
+    await client.store("camping trip to the lake planned for june", id="b", session_id="s1",
+                       metadata={"topic": "camping"})
+    await client.store("the sourdough starter needs feeding daily", id="c", session_id="s1",
+                       metadata={"topic": "bread", "stale": 1})
+    await client.flush()
+    backend = client.backend
+    before = {r.id: r for r in await backend.get(["a", "b", "c"], NS)}
+    patch = {"archived_at": 12.5, "archive_reason": "old", "stale": None, "tags": ["x", "y"]}
+
+    assert await backend.move(["a", "b", "missing"], NS, ARCHIVE, patch) == 2
+    moved = {r.id: r for r in await backend.get(["a", "b"], ARCHIVE)}
+    mark = {"archived_at": 12.5, "archive_reason": "old", "tags": ["x", "y"]}
+    assert moved["a"].metadata == {"topic": "pottery", **mark}
+    assert moved["b"].metadata == {"topic": "camping", **mark}
+    (c,) = await backend.get(["c"], NS)
+    assert c.metadata == {"topic": "bread", "stale": 1}
+    for rid, record in moved.items():
+        assert record.vector.tobytes() == before[rid].vector.tobytes()
+        assert record.relations == before[rid].relations
+    in_archive = MemoryFilter(namespaces=(ARCHIVE,))
+    old = MemoryFilter(namespaces=(ARCHIVE,), metadata={"archive_reason": ("old",)})
+    assert await backend.count(old) == 2
+    assert await backend.count(MemoryFilter(namespaces=(ARCHIVE,), metadata={"stale": (1,)})) == 0
+    assert await backend.count(MemoryFilter(namespaces=(NS,), metadata={"stale": (1,)})) == 1
+    query = before["a"].vector
+    assert [x.record.id for x in await backend.vector_search(query, 1, old)] == ["a"]
+    assert [x.record.id for x in await backend.text_search("pottery", 5, in_archive)] == ["a"]
+
+    back = {"archived_at": None, "archive_reason": None, "tags": None}
+    assert await backend.move(["a"], ARCHIVE, NS, back) == 1
+    (a,) = await backend.get(["a"], NS)
+    assert a.metadata == {"topic": "pottery"}
+    assert (await backend.get(["b"], ARCHIVE))[0].metadata == {"topic": "camping", **mark}
+    live = MemoryFilter(namespaces=(NS,))
+    assert [x.record.id for x in await backend.vector_search(query, 1, live)] == ["a"]
+    assert await backend.count(MemoryFilter(namespaces=(NS,), metadata={"topic": ("pottery",)})) == 1
+    assert await backend.verify() == []
+
+
+async def test_a_bad_metadata_patch_is_refused_before_anything_moves(
+    make_client: MakeClient,
+) -> None:
+    client = make_client(namespace=NS)
+    await _three(client)
+    backend = client.backend
+    (before,) = await backend.get(["a"], NS)
+    with pytest.raises(MemoryInputError, match="'when'"):
+        await backend.move(["a"], NS, ARCHIVE, {"archived_at": 1.0, "when": float("nan")})
+    with pytest.raises(MemoryInputError, match="key 1"):
+        await backend.move(["a"], NS, ARCHIVE, {1: "x"})
+    with pytest.raises(MemoryInputError, match="mapping"):
+        await backend.move(["a"], NS, ARCHIVE, ["archived_at"])
+    (a,) = await backend.get(["a"], NS)
+    assert a.metadata == before.metadata
+    assert await backend.count(MemoryFilter(namespaces=(ARCHIVE,))) == 0
+
+
+@pytest.mark.parametrize("backend_name", ["faiss"])
+async def test_a_row_waiting_for_its_vector_moves_with_its_seq_and_is_filled_there(
+    make_client: MakeClient,
+) -> None:
+    """A row whose vector is still to be filled (vector_fill.py) keeps its seq and its
+    empty vector through the move: the filler finds it in the new namespace, and once
+    filled vector search finds it there, without a rebuild."""
+    client = make_client(namespace=NS)
+    await _three(client)
+    backend = client.backend
+    await backend.upsert([MemoryRecord(
+        id="p", session_id="s1", memory_type="episodic", content="a kiln firing schedule",
+        created_at=1.0, namespace=NS, vector=None)])
+    waiting = await backend.pending_vectors(10, among=(NS, ["p"]))
+    assert list(waiting.values()) == ["a kiln firing schedule"]
+
+    assert await backend.move(["p"], NS, ARCHIVE, {"archived_at": 5.0}) == 1
+    assert await backend.pending_vectors(10, among=(NS, ["p"])) == {}
+    assert await backend.pending_vectors(10, among=(ARCHIVE, ["p"])) == waiting  # same seq
+    (p,) = await backend.get(["p"], ARCHIVE)
+    assert p.vector is None and p.metadata == {"archived_at": 5.0}
+    vector = client.embedder.embed(["a kiln firing schedule"])[0]
+    assert await backend.fill_vectors([(seq, vector) for seq in waiting]) == ["p"]
+    in_archive = MemoryFilter(namespaces=(ARCHIVE,))
+    assert [x.record.id for x in await backend.vector_search(vector, 1, in_archive)] == ["p"]
     assert await backend.verify() == []

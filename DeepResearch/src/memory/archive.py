@@ -5,14 +5,15 @@ client).
 The archive of namespace N is the namespace `N~archive` of the same store
 (backends/record.py): no read, search, count or walk of N sees it, and a memory moves there
 and back whole (`MemoryBackend.move`: same vector, relations, times; facts keep citing it).
-An archived memory carries metadata "archived_at" (epoch seconds) and "archive_reason".
+An archived memory carries metadata "archived_at" (epoch seconds) and "archive_reason",
+set (and on restore removed) by that move, in its one transaction.
 A pinned memory has metadata "pinned" = True: pruning and consolidation leave it alone.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from DeepResearch.src.memory.backends.record import MemoryFilter, MemoryRecord, archive_namespace
@@ -55,50 +56,37 @@ class Archive(ClientParts):
             raise MemoryBackendError(f"memory backend unavailable: {self._unavailable_reason}")
 
     async def _refile(
-        self, ids: list[str], source: str, target: str, edit: Callable[[dict[str, Any]], None]
+        self, ids: list[str], source: str, target: str, metadata: dict[str, Any]
     ) -> int:
-        """Move the records `ids` of `source` that exist to `target`, then write their
-        metadata as `edit` changes it (the moved records read back: same vectors)."""
-        present = [r.id for r in await self.backend.get(ids, source)]
-        if not present:
-            return 0
+        """Move the records `ids` of `source` that exist to `target`, their metadata patched
+        by `metadata` (None removes a key) in the same transaction: a failure leaves them
+        where and as they were."""
         try:
-            moved = await self.backend.move(present, source, target)
-            records = await self.backend.get(present, target)
-            for record in records:
-                edit(record.metadata)
-            await self.backend.upsert(records)
+            moved = await self.backend.move(ids, source, target, metadata)
         finally:  # a retrieve cached before the move must not serve a memory it moved
-            self.hot.changed(present)
+            self.hot.changed(ids)
         self._forget_session_tails()  # the last memory of a session may have moved
         return moved
 
     async def archive(self, ids: Sequence[str], *, reason: str) -> int:
         """Move memories of this namespace to its archive: retrieval, get, list and walks no
         longer see them; `restore` brings them back unchanged. Sets metadata "archived_at"
-        (now, epoch seconds) and "archive_reason". A memory already archived under an id
-        is replaced by the one archived now. Returns how many moved (missing ids skipped)."""
+        (now, epoch seconds) and "archive_reason" in the move's transaction. A memory
+        already archived under an id is replaced by the one archived now. Returns how many
+        moved (missing ids skipped)."""
         wanted = clean_ids(ids)
         reason = clean_name(reason, "reason")
         await self._writable()
-        now = time.time()
-
-        def mark(metadata: dict[str, Any]) -> None:
-            metadata[ARCHIVED_AT] = now
-            metadata[ARCHIVE_REASON] = reason
-
+        mark = {ARCHIVED_AT: time.time(), ARCHIVE_REASON: reason}
         return await self._refile(wanted, self.namespace, self.archive_namespace, mark)
 
     async def restore(self, ids: Sequence[str]) -> int:
         """Move archived memories back to this namespace (a live memory with the same id is
-        replaced), without "archived_at" and "archive_reason". Returns how many moved."""
+        replaced), without "archived_at" and "archive_reason" (removed in the move's
+        transaction). Returns how many moved."""
         wanted = clean_ids(ids)
         await self._writable()
-
-        def unmark(metadata: dict[str, Any]) -> None:
-            metadata.pop(ARCHIVED_AT, None)
-            metadata.pop(ARCHIVE_REASON, None)
-
+        unmark = {ARCHIVED_AT: None, ARCHIVE_REASON: None}
         return await self._refile(wanted, self.archive_namespace, self.namespace, unmark)
 
     async def archived(self, limit: int | None = None, offset: int = 0) -> list[MemoryDocument]:

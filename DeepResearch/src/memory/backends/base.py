@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -84,13 +84,20 @@ class MemoryBackend(ABC):
         facts/forgetting.py), and counts the facts' sentence memories deleted with them."""
 
     @abstractmethod
-    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
+    async def move(
+        self, ids: Sequence[str], from_namespace: str, to_namespace: str,
+        metadata: Mapping[str, Any | None] | None = None,
+    ) -> int:
         """Re-file the records `ids` of `from_namespace` under `to_namespace` (the archive and
         back), in one transaction, keeping everything they hold: vectors, relations (their
         own, and the edges between the moved ones), times, metadata, access statistics.
-        Unlike `delete` it forgets no fact: facts keep citing the moved ids. A record of
-        `to_namespace` with a moved id is replaced, as `upsert` replaces it. Missing ids are
-        skipped; returns how many records moved."""
+        `metadata` patches the metadata of the moved records in that same transaction (a
+        key with value None removed, the others set; record.metadata_patch checks it before
+        anything is written): the moved records are either all moved and patched or, on a
+        failure, left as they were. Unlike `delete` it forgets no fact: facts keep citing
+        the moved ids. A record of `to_namespace` with a moved id is replaced, as `upsert`
+        replaces it. Missing ids (and records whose stored metadata cannot be read, when a
+        patch is given) are skipped; returns how many records moved."""
 
     @abstractmethod
     async def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:

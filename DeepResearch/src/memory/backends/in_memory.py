@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import copy
 import sqlite3
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from DeepResearch.src.memory.backends.base import (
     indexed_text,
     walk_namespace,
 )
-from DeepResearch.src.memory.backends.record import record_matches
+from DeepResearch.src.memory.backends.record import metadata_patch, patched, record_matches
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.facts.forgetting import Forgotten
 from DeepResearch.src.memory.text import fts_query
@@ -113,10 +113,19 @@ class InMemoryBackend(MemoryBackend):
             self._matrix = None
         return len(doomed)
 
-    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
-        """Re-keys the records (their FTS rows follow the key); no fact is touched."""
+    async def move(
+        self, ids: Sequence[str], from_namespace: str, to_namespace: str,
+        metadata: Mapping[str, Any | None] | None = None,
+    ) -> int:
+        """Re-keys the records (their FTS rows follow the key) and patches their metadata;
+        no fact is touched. The patch is checked first: nothing in between can fail."""
         self.check_open()
+        patch = metadata_patch(metadata)
         moving = [k for k in dict.fromkeys((from_namespace, i) for i in ids) if k in self._records]
+        if patch:
+            for key in moving:
+                record = self._records[key]
+                record.metadata = patched(record.metadata, patch)
         if from_namespace == to_namespace:
             return len(moving)
         for key in moving:

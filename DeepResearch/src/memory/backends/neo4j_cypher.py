@@ -235,12 +235,18 @@ class Queries:
         )
 
     # -- move (the archive): $ids of $from re-filed under $to --------------------------------
-    def move_statements(self) -> list[str]:
-        """One transaction, in order: a node of $to with a moved id (a memory, or a
-        placeholder of one that other memories point at) hands its incoming edges to the
-        moved node and is deleted, as `upsert` replaces a memory and keeps what points at
-        it; then the moved nodes take $to as namespace (their edges, to each other and to
-        the rest, stay). The last statement returns `n`, how many moved."""
+    def move_metadata(self) -> str:
+        """The stored metadata of the memories $ids of $from (what a move's patch edits)."""
+        return (f"UNWIND $ids AS id MATCH (m:{self._label_sql} {{namespace: $from, id: id}}) "
+                "RETURN m.id AS id, m.metadata_json AS metadata")
+
+    def move_statements(self, replace: bool = True) -> list[str]:
+        """One transaction, in order: (with `replace`) a node of $to with a moved id (a
+        memory, or a placeholder of one that other memories point at) hands its incoming
+        edges to the moved node and is deleted, as `upsert` replaces a memory and keeps what
+        points at it; then each moved node ($rows: {id, props}) takes $to as namespace and
+        `props` (its metadata patch; a null removes a property), its edges, to each other
+        and to the rest, staying. The last statement returns `n`, how many moved."""
         L, P = self._label_sql, self._pending_sql
 
         def pair(label: str) -> str:
@@ -253,8 +259,10 @@ class Queries:
             for label in (L, P) for rel in ALL_REL_TYPES
         ]
         out += [pair(label) + "DETACH DELETE d" for label in (L, P)]
-        out.append(f"UNWIND $ids AS id MATCH (m:{L} {{namespace: $from, id: id}}) "
-                   "SET m.namespace = $to RETURN count(m) AS n")
+        if not replace:
+            out = []
+        out.append(f"UNWIND $rows AS r MATCH (m:{L} {{namespace: $from, id: r.id}}) "
+                   "SET m += r.props, m.namespace = $to RETURN count(m) AS n")
         return out
 
     def _filtered_hits(self, where: str) -> str:

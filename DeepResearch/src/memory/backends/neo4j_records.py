@@ -23,6 +23,7 @@ import numpy as np
 from DeepResearch.src.memory.backends.base import DEFAULT_NAMESPACE, MemoryRecord
 from DeepResearch.src.memory.backends.decoding import DamagedRecord, decode_json
 from DeepResearch.src.memory.backends.neo4j_cypher import META_PREFIX, rel_type
+from DeepResearch.src.memory.backends.record import patched
 from DeepResearch.src.memory.compression import content_problem
 from DeepResearch.src.memory.errors import MemoryInputError
 from DeepResearch.src.memory.text import token_string
@@ -64,22 +65,22 @@ def _number(record: MemoryRecord, name: str) -> float | None:
     return float(value)
 
 
-def _flat_metadata(record: MemoryRecord) -> tuple[dict[str, Any], list[str]]:
+def _flat_metadata(metadata: Mapping[Any, Any], rid: object) -> tuple[dict[str, Any], list[str]]:
     """`md.<key>` properties for scalar values; the keys whose values cannot be filtered on."""
     flat: dict[str, Any] = {}
     complex_keys: list[str] = []
-    for key, value in record.metadata.items():
+    for key, value in metadata.items():
         if not isinstance(key, str):
             raise MemoryInputError(
-                f"record {record.id!r}: metadata key {key!r} is a {type(key).__name__}; keys "
+                f"record {rid!r}: metadata key {key!r} is a {type(key).__name__}; keys "
                 "must be strings"
             )
         if "\x00" in key:
             raise MemoryInputError(
-                f"record {record.id!r}: metadata key {key!r} contains NUL (\\x00); Neo4j "
+                f"record {rid!r}: metadata key {key!r} contains NUL (\\x00); Neo4j "
                 "cannot store a property name with NUL: rename the key"
             )
-        _utf8(key, f"metadata key {key!r}", record.id)
+        _utf8(key, f"metadata key {key!r}", rid)
         if value is None:
             continue
         if isinstance(value, bool | str | float) or (
@@ -89,6 +90,35 @@ def _flat_metadata(record: MemoryRecord) -> tuple[dict[str, Any], list[str]]:
         else:
             complex_keys.append(key)
     return flat, complex_keys
+
+
+def metadata_props(metadata: Mapping[Any, Any], rid: object) -> dict[str, Any]:
+    """The node properties holding `metadata`: `metadata_json`, `md_complex` and the
+    `md.<key>` of each scalar value; MemoryInputError naming the record when Neo4j could not
+    store them."""
+    flat, complex_keys = _flat_metadata(metadata, rid)
+    try:
+        metadata_json = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise MemoryInputError(f"record {rid!r}: metadata is not JSON-serialisable ({exc})") from None
+    _utf8(metadata_json, "metadata (a nested key or value)", rid)
+    return {**flat, "metadata_json": metadata_json, "md_complex": complex_keys or None}
+
+
+def patch_props(stored: Any, patch: Mapping[str, Any], rid: str) -> dict[str, Any] | None:
+    """The properties `SET m += ...` writes to apply `patch` (record.metadata_patch) to the
+    node whose `metadata_json` is `stored`: the new metadata_json and md_complex, and the
+    `md.<key>` of each patched key (null, which removes it, for a removed or non-scalar
+    value). None when `stored` is no JSON object (a damaged node)."""
+    try:
+        metadata = json.loads(stored or "{}")
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if not isinstance(metadata, dict):
+        return None
+    props = metadata_props(patched(metadata, patch), rid)
+    return {**{k: v for k, v in props.items() if not k.startswith(META_PREFIX)},
+            **{META_PREFIX + key: props.get(META_PREFIX + key) for key in patch}}
 
 
 def _vector(record: MemoryRecord, dimension: int) -> list[float] | None:
@@ -111,14 +141,7 @@ def record_row(record: MemoryRecord, dimension: int) -> dict[str, Any]:
     texts = {name: _text(record, name, False) for name in _TEXT_FIELDS}
     texts |= {name: _text(record, name, True) for name in _OPTIONAL_TEXT_FIELDS}
     numbers = {name: _number(record, name) for name in _NUMBER_FIELDS}
-    flat, complex_keys = _flat_metadata(record)
-    try:
-        metadata_json = json.dumps(record.metadata, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise MemoryInputError(
-            f"record {record.id!r}: metadata is not JSON-serialisable ({exc})"
-        ) from None
-    _utf8(metadata_json, "metadata (a nested key or value)", record.id)
+    metadata = metadata_props(record.metadata, record.id)
     for rel, target in record.relations:
         rel_type(rel)
         if not isinstance(target, str):
@@ -126,14 +149,12 @@ def record_row(record: MemoryRecord, dimension: int) -> dict[str, Any]:
         _utf8(target, f"relation target {target!r}", record.id)
     blob = record.content_blob
     props: dict[str, Any] = {
-        **flat,
+        **metadata,
         **texts,
         **numbers,
         "search_text": token_string(record.content),  # what the full-text index matches
         "content_blob": None if blob is None else bytes(blob),
-        "metadata_json": metadata_json,
         "relations_json": json.dumps([[t, target] for t, target in record.relations]),
-        "md_complex": complex_keys or None,
     }
     return {
         "id": record.id,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -44,6 +44,7 @@ from DeepResearch.src.memory.backends.neo4j_connection import (
     Neo4jConnection,
     Neo4jSettings,
     Run,
+    run_statements,
 )
 from DeepResearch.src.memory.backends.neo4j_cypher import (
     ALL_REL_TYPES,
@@ -54,13 +55,21 @@ from DeepResearch.src.memory.backends.neo4j_cypher import (
     is_selective,
     rel_type,
 )
-from DeepResearch.src.memory.backends.neo4j_records import record_from_props
+from DeepResearch.src.memory.backends.neo4j_records import (
+    metadata_props,
+    patch_props,
+    record_from_props,
+)
 from DeepResearch.src.memory.backends.neo4j_writes import (
     memory_rows,
     memory_statements,
     similar_to_statement,
 )
-from DeepResearch.src.memory.backends.record import live_namespace, record_matches
+from DeepResearch.src.memory.backends.record import (
+    live_namespace,
+    metadata_patch,
+    record_matches,
+)
 from DeepResearch.src.memory.errors import (
     MemoryBackendError,
     MemoryConfigError,
@@ -221,19 +230,35 @@ class Neo4jBackend(MemoryBackend):
             await self.conn.write("dropping placeholders", [(self.q.drop_orphan_pending(), {})])
         return total
 
-    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
-        """The nodes re-filed in one transaction (Queries.move_statements); no fact is
-        touched (facts cite ids, not nodes)."""
+    async def move(
+        self, ids: Sequence[str], from_namespace: str, to_namespace: str,
+        metadata: Mapping[str, Any | None] | None = None,
+    ) -> int:
+        """The nodes re-filed and their metadata patched in one transaction
+        (Queries.move_statements; with a patch the stored metadata is read in that
+        transaction and written back edited, neo4j_records.patch_props); no fact is touched
+        (facts cite ids, not nodes)."""
         ids = list(dict.fromkeys(ids))
+        patch = metadata_patch(metadata)
         if not ids:
             return 0
-        params = {"ids": ids, "from": from_namespace, "to": to_namespace}
-        if from_namespace == to_namespace:
-            return len(await self.get(ids, from_namespace))
-        rows = await self.conn.write(
-            f"moving {len(ids)} memories to {to_namespace!r}",
-            [(q, params) for q in self.q.move_statements()])
-        return int(rows[0]["n"]) if rows else 0
+        metadata_props({k: v for k, v in patch.items() if v is not None}, "(metadata patch)")
+        params: dict[str, Any] = {"ids": ids, "from": from_namespace, "to": to_namespace}
+        statements = self.q.move_statements(replace=from_namespace != to_namespace)
+
+        async def work(run: Run) -> int:
+            rows = [{"id": i, "props": {}} for i in ids]
+            if patch:
+                found = await run(self.q.move_metadata(), params)
+                rows = [{"id": r["id"], "props": props} for r in found
+                        if (props := patch_props(r["metadata"], patch, r["id"])) is not None]
+                if not rows:
+                    return 0
+            moving = {**params, "ids": [r["id"] for r in rows], "rows": rows}
+            found = await run_statements(run, [(q, moving) for q in statements])
+            return int(found[0]["n"]) if found else 0
+
+        return await self.conn.write_work(f"moving {len(ids)} memories to {to_namespace!r}", work)
 
     async def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:
         counts = Counter(ids)

@@ -4,6 +4,7 @@ The contract that uses them is base.py; this module imports nothing of the backe
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from DeepResearch.src.memory.compression import full_content
-from DeepResearch.src.memory.errors import MemoryBackendError
+from DeepResearch.src.memory.errors import MemoryBackendError, MemoryInputError
 from DeepResearch.src.memory.text import token_string
 
 JSONScalar = str | int | float | bool | None
@@ -71,6 +72,39 @@ class MemoryRecord:
     # When what the memory tells of happened (e.g. the date of a conversation's session), if
     # the caller knows it; `created_at` is when it was stored. Time-aware ranking reads it.
     event_at: float | None = None
+
+
+def metadata_patch(patch: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`patch` checked (what `MemoryBackend.move` applies to the metadata of the records it
+    moves: a key with value None is removed, the others set): string keys, JSON values.
+    MemoryInputError naming the bad key or value; {} for None. The values come back as JSON
+    reads them (a copy: every backend stores the same thing)."""
+    if patch is None:
+        return {}
+    if not isinstance(patch, Mapping):
+        raise MemoryInputError(f"metadata patch must be a mapping, got {patch!r:.80}")
+    out: dict[str, Any] = {}
+    for key, value in patch.items():
+        if not isinstance(key, str):
+            raise MemoryInputError(f"metadata patch key {key!r} must be a string")
+        try:
+            out[key] = json.loads(json.dumps(value, allow_nan=False))
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise MemoryInputError(
+                f"metadata patch value of {key!r} is not JSON-serialisable ({exc})") from None
+    return out
+
+
+def patched(metadata: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """`metadata` with `patch` (checked by `metadata_patch`) applied: keys whose patch value
+    is None removed, the others set."""
+    out = dict(metadata)
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = value
+    return out
 
 
 def by_namespace(keys: Iterable[tuple[str, str]]) -> list[tuple[str, list[str]]]:

@@ -6,7 +6,7 @@ once every client is closed. Everything else is passed through unchanged."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -78,8 +78,11 @@ class SharedBackend(MemoryBackend):
     async def delete(self, flt: MemoryFilter) -> int:
         return await self.inner.delete(flt)
 
-    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
-        return await self.inner.move(ids, from_namespace, to_namespace)
+    async def move(
+        self, ids: Sequence[str], from_namespace: str, to_namespace: str,
+        metadata: Mapping[str, Any | None] | None = None,
+    ) -> int:
+        return await self.inner.move(ids, from_namespace, to_namespace, metadata)
 
     async def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:
         await self.inner.record_access(ids, namespace, at)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from DeepResearch.src.memory.backends.decoding import (
 )
 from DeepResearch.src.memory.backends.embedded.database import PENDING, Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
+from DeepResearch.src.memory.backends.record import patched
 from DeepResearch.src.memory.compression import content_problem, full_content
 from DeepResearch.src.memory.facts.forgetting import Forgotten
 from DeepResearch.src.memory.text import fts_query, token_string, tokenize
@@ -156,35 +157,49 @@ class Records:
                     out[rid] = (int(count), last)
         return out
 
-    def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
-        """Re-file the records `ids` of `from_namespace` under `to_namespace` in one
-        transaction: each row keeps its seq, so its FTS row and its FAISS vector stay as
-        they are (every search filters the namespace in SQL); its outgoing relations go with
-        it, as do its access statistics. A record of `to_namespace` with a moved id is
-        replaced (deleted as `write` deletes it). Returns how many moved."""
-        if from_namespace == to_namespace:
-            return len(self.get(list(dict.fromkeys(ids)), from_namespace))
+    def move(
+        self, ids: Sequence[str], from_namespace: str, to_namespace: str,
+        patch: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Re-file the records `ids` of `from_namespace` under `to_namespace` and apply
+        `patch` (record.metadata_patch, checked) to their metadata, in one transaction: each
+        row is updated in place, keeping its seq and its vector BLOB (empty while it waits
+        for vector_fill.py), so its FTS row and its FAISS vector stay as they are (every
+        search filters the namespace in SQL); its outgoing relations go with it, as do its
+        access statistics. A record of `to_namespace` with a moved id is replaced (deleted
+        as `write` deletes it). With a patch, a row whose stored metadata is no JSON object
+        is not moved (reads skip it too). Returns how many moved."""
         moved = 0
         with self.db.transaction() as conn:
             for chunk in chunks(list(dict.fromkeys(ids))):
-                present = [row[0] for row in conn.execute(
-                    "SELECT id FROM records WHERE namespace = ? AND id IN "
-                    f"({','.join('?' * len(chunk))})", [from_namespace, *chunk])]
-                if not present:
+                rows = conn.execute(
+                    "SELECT seq, id, metadata FROM records WHERE namespace = ? AND id IN "
+                    f"({','.join('?' * len(chunk))})", [from_namespace, *chunk]).fetchall()
+                if patch:
+                    rows = [(seq, rid, json.dumps(patched(found, patch))) for seq, rid, found
+                            in ((seq, rid, _metadata_object(text)) for seq, rid, text in rows)
+                            if found is not None]
+                if not rows:
                     continue
+                present = [rid for _, rid, _ in rows]
                 marks = ",".join("?" * len(present))
-                for (seq,) in conn.execute(
-                    f"DELETE FROM records WHERE namespace = ? AND id IN ({marks}) RETURNING seq",
-                    [to_namespace, *present],
-                ).fetchall():
-                    self._forget_seq(seq)
-                for table, key in (("relations", "src"), ("access", "id")):
-                    conn.execute(f"DELETE FROM {table} WHERE namespace = ? AND {key} IN ({marks})",
-                                 [to_namespace, *present])
-                for table, key in (("records", "id"), ("relations", "src"), ("access", "id")):
-                    conn.execute(f"UPDATE {table} SET namespace = ? WHERE namespace = ? AND "
-                                 f"{key} IN ({marks})", [to_namespace, from_namespace, *present])
-                moved += len(present)
+                if from_namespace != to_namespace:
+                    for (seq,) in conn.execute(
+                        f"DELETE FROM records WHERE namespace = ? AND id IN ({marks}) "
+                        "RETURNING seq", [to_namespace, *present],
+                    ).fetchall():
+                        self._forget_seq(seq)
+                    for table, key in (("relations", "src"), ("access", "id")):
+                        conn.execute(f"DELETE FROM {table} WHERE namespace = ? AND {key} IN "
+                                     f"({marks})", [to_namespace, *present])
+                    for table, key in (("relations", "src"), ("access", "id")):
+                        conn.execute(f"UPDATE {table} SET namespace = ? WHERE namespace = ? AND "
+                                     f"{key} IN ({marks})", [to_namespace, from_namespace, *present])
+                conn.executemany(
+                    "UPDATE records SET namespace = ?, metadata = coalesce(?, metadata) "
+                    "WHERE seq = ?",
+                    [(to_namespace, text if patch else None, seq) for seq, _, text in rows])
+                moved += len(rows)
         return moved
 
     def set_vectors(self, items: Sequence[tuple[int, np.ndarray]]) -> None:
@@ -494,6 +509,15 @@ class Records:
                 [namespace, *nodes, *type_params],
             ).fetchall()
         return out, back
+
+
+def _metadata_object(text: str | None) -> dict[str, Any] | None:
+    """A row's stored metadata as a dict; None when it is no JSON object (damaged)."""
+    try:
+        found = json.loads(text or "{}")
+    except (TypeError, ValueError, RecursionError):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 def _seqs(text: str | None) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -54,6 +54,7 @@ from DeepResearch.src.memory.backends.embedded.vectors import (
     IndexSettings,
     VectorIndex,
 )
+from DeepResearch.src.memory.backends.record import metadata_patch
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
 from DeepResearch.src.memory.faiss_pool import run_faiss
@@ -275,11 +276,16 @@ class EmbeddedBackend(MemoryBackend):
         return await self.run("deleting memories", self.require().delete, flt,
                                self.fact_store().forget)
 
-    async def move(self, ids: Sequence[str], from_namespace: str, to_namespace: str) -> int:
-        """Records re-filed in SQLite (records.py); the FAISS index is unchanged (a row keeps
-        its seq), no fact is touched."""
+    async def move(
+        self, ids: Sequence[str], from_namespace: str, to_namespace: str,
+        metadata: Mapping[str, Any | None] | None = None,
+    ) -> int:
+        """Records re-filed and their metadata patched in one SQLite transaction
+        (records.py); the FAISS index is unchanged (a row keeps its seq), no fact is
+        touched."""
+        patch = metadata_patch(metadata)
         return await self.run("moving memories", self.require().move, list(ids),
-                               from_namespace, to_namespace)
+                               from_namespace, to_namespace, patch)
 
     async def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:
         if ids:
