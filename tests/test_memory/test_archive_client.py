@@ -144,6 +144,7 @@ async def test_pin_and_unpin_set_and_clear_the_pinned_flag(make_client: MakeClie
     await client.store("the lab's door code is 4711", id="a", session_id="s1",
                        metadata={"source": "wiki"})
     await client.store("lunch is at noon", id="b", session_id="s1")
+    await client.flush()  # the vectors filled: `before` holds a's
     (before,) = await client.backend.get(["a"], "alice")
     assert await client.pin(["a", "missing"]) == 1
     pinned = await client.get("a")

@@ -54,6 +54,7 @@ class Archive(ClientParts):
         await self.writes.drain_pending()
         if not self.available:
             raise MemoryBackendError(f"memory backend unavailable: {self._unavailable_reason}")
+        await self.filler.settle()  # a memory moves with its vector, not for a later sweep
 
     async def _refile(
         self, ids: list[str], source: str, target: str, metadata: dict[str, Any]
