@@ -97,7 +97,9 @@ def test_concurrent_searches_share_query_passes_shown_in_metrics(
         tmp_path: Path, embedder: Embedder) -> None:
     held = FirstQueryPassHeld(embedder)
     n = 4  # fewer than the work loop's worker threads (each query embeds in one)
-    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "store")}, service={
+    # the store embeds inline: the held pass is the first query's, not its vector's fill
+    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "store")},
+                          storage={"vectors": "inline"}, service={
         "log_requests": False, "admission": {"max_in_flight": n, "max_queued": 0}})
 
     async def run(base: str) -> tuple[list[int], dict[str, float]]:
