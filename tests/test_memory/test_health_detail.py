@@ -54,9 +54,9 @@ async def test_tiers_growth_outbox_and_consolidation_lag(
         assert report["outbox"] == {"pending": 0, "outbox": 0, "spill_files": 0}
         assert report["consolidation"] == {"last_run": None, "lag_seconds": None, "state": "never"}
 
-        record_consolidation(config, client.namespace, now - 600)
-        assert last_consolidation(config, client.namespace) == now - 600
-        assert last_consolidation(config, "another") is None
+        await record_consolidation(client.backend, client.namespace, now - 600)
+        assert await last_consolidation(client.backend, config, client.namespace) == now - 600
+        assert await last_consolidation(client.backend, config, "another") is None
         lag = (await client.health_detail())["consolidation"]
         assert lag["state"] == "ran" and lag["lag_seconds"] == 600.0
 
@@ -93,7 +93,7 @@ async def test_a_consolidate_run_records_its_end_and_a_dry_run_does_not(
         assert (await client.health_detail())["consolidation"]["state"] == "never"
         before = time.time()
         await consolidate(client)
-        ran = last_consolidation(config, client.namespace)
+        ran = await last_consolidation(client.backend, config, client.namespace)
         assert ran is not None and ran >= before
         assert (await client.health_detail())["consolidation"]["state"] == "ran"
 
@@ -101,21 +101,62 @@ async def test_a_consolidate_run_records_its_end_and_a_dry_run_does_not(
 async def test_a_consolidation_whose_marker_cannot_be_written_is_still_done(
     tmp_path: Path, embedder: Embedder, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The marker goes beside the store; one that cannot be written (its name taken by a
-    folder: a real failure of the rename, whoever runs it) costs one warning, never the
-    consolidation that is already applied."""
+    """The marker is written in the store after the consolidation is applied; one that cannot
+    be written (another process holds the database's write lock from then on: the marker's
+    transaction gives up after busy_timeout) costs one warning, never the consolidation that
+    is already applied."""
     import logging
 
     from DeepResearch.src.memory.consolidation import consolidate
-    from DeepResearch.src.memory.health import consolidation_file
 
-    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "store")})
+    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "store"),
+                                                  "busy_timeout": 0.2})
     async with MemorySystemClient(config, embedder=embedder) as client:
         old = 1.0e9
         await client.store_many([{"content": "The STAR index needs 32 GB.", "created_at": old},
                                  {"content": "The STAR index needs 32 GB.", "created_at": old + 1}])
-        consolidation_file(config).mkdir(parents=True)
-        with caplog.at_level(logging.WARNING):
-            report = await consolidate(client)
+        other = sqlite3.connect(tmp_path / "store" / DB_FILE, isolation_level=None)
+
+        def lock_when_written(stage: str, done: int, total: int) -> None:
+            if stage == "writing" and done == total:  # the consolidated memories are written
+                other.execute("BEGIN IMMEDIATE")
+
+        try:
+            with caplog.at_level(logging.WARNING):
+                report = await consolidate(client, progress=lock_when_written)
+            assert other.in_transaction
+        finally:
+            other.close()  # the lock released
         assert report.consolidated == 2 and (await client.stats()).total == 1
-        assert any("not recorded for health" in r.getMessage() for r in caplog.records)
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert [w for w in warnings if "not recorded for health" in w] == warnings
+        assert len(warnings) == 1 and "database is locked" in warnings[0]
+        assert (await client.health_detail())["consolidation"]["state"] == "never"
+
+
+async def test_a_marker_file_of_the_folder_is_read_until_the_store_has_one(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """consolidation.json in the store's folder (where runs were once recorded) answers for
+    a namespace whose store holds no marker; a run records in the store, never in the file."""
+    import json
+
+    from DeepResearch.src.memory.consolidation import consolidate
+    from DeepResearch.src.memory.health import CONSOLIDATION_FILE
+
+    clock = Clock()
+    folder = tmp_path / "store"
+    folder.mkdir()
+    old_file = json.dumps({"default": {"finished_at": clock.now - 600}})
+    (folder / CONSOLIDATION_FILE).write_text(old_file, encoding="utf-8")
+    config = MemoryConfig(backend="faiss", faiss={"path": str(folder)})
+    async with MemorySystemClient(config, embedder=embedder, clock=clock) as client:
+        lag = (await client.health_detail())["consolidation"]
+        assert lag["state"] == "ran" and lag["lag_seconds"] == 600.0
+        await client.store_many([{"content": "The STAR index needs 32 GB.", "created_at": 1.0e9}])
+        before = time.time()
+        await consolidate(client)
+        clock.now = time.time()
+        lag = (await client.health_detail())["consolidation"]
+        assert lag["state"] == "ran" and lag["lag_seconds"] <= clock.now - before + 0.1
+    assert (folder / CONSOLIDATION_FILE).read_text(encoding="utf-8") == old_file

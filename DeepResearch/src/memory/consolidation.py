@@ -548,10 +548,10 @@ async def consolidate(
         relinked = relink(kept, redirect)
         await _apply(client, new_records, groups, relinked, [r.id for r, _ in pruned], progress)
         # health's consolidation lag: a run that failed above records nothing; a marker that
-        # cannot be written (a read-only folder) does not undo a consolidation that is done
+        # cannot be written (the store locked, or gone) does not undo a consolidation that is done
         try:
-            record_consolidation(client.config, client.namespace, time.time())
-        except OSError as exc:
+            await record_consolidation(client.backend, client.namespace, time.time())
+        except MemoryBackendError as exc:
             log.warning("memory: consolidation done, but its end not recorded for health: %s", exc)
     report.seconds = round(time.perf_counter() - started, 3)
     return report

@@ -2,18 +2,15 @@
 `/health?detail=true`): each tier reachable, the vector index against the records, growth,
 the outbox, consolidation lag. Written once for the client and the service.
 
-Consolidation records each finished run with `record_consolidation(config, namespace)`: a
-small JSON file, CONSOLIDATION_FILE in the store's folder (memory.faiss.path, the local folder
-of every backend), mapping each namespace to the end of its last run; `last_consolidation`
+Consolidation records each finished run with `record_consolidation(backend, namespace, at)`:
+the store marker CONSOLIDATION_MARKER of the namespace (MemoryBackend.set_marker), kept in the
+store itself, so every machine using the store reports the same lag; `last_consolidation`
 reads it (None: never ran).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,51 +22,41 @@ from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.facts.model import FactQuery
 from DeepResearch.src.memory.writes import WriteQueue, spill_files
 
+CONSOLIDATION_MARKER = "consolidation_finished_at"
+# Where runs were recorded before the store kept them: read (never written) for a namespace
+# whose store has no marker yet, so an upgraded store does not report "never".
 CONSOLIDATION_FILE = "consolidation.json"
 HOUR, DAY = 3600.0, 86400.0
 
 
 # -- consolidation runs ------------------------------------------------------------------
-def consolidation_file(config: MemoryConfig) -> Path:
-    return Path(config.faiss.path) / CONSOLIDATION_FILE
+async def record_consolidation(backend: MemoryBackend, namespace: str, finished_at: float) -> None:
+    """Note in the store that a consolidation run of `namespace` ended at `finished_at`
+    (epoch seconds)."""
+    await backend.set_marker(namespace, CONSOLIDATION_MARKER, float(finished_at))
 
 
-def _runs(config: MemoryConfig) -> dict[str, Any]:
+def _file_run(config: MemoryConfig, namespace: str) -> float | None:
     try:
-        data = json.loads(consolidation_file(config).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def record_consolidation(config: MemoryConfig, namespace: str, finished_at: float) -> None:
-    """Note that a consolidation run of `namespace` ended at `finished_at` (epoch seconds);
-    written whole (a temporary file renamed over the old one)."""
-    path = consolidation_file(config)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    runs = {**_runs(config), namespace: {"finished_at": float(finished_at)}}
-    fd, tmp = tempfile.mkstemp(prefix=".consolidation-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(runs, fh, indent=2, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def last_consolidation(config: MemoryConfig, namespace: str) -> float | None:
-    """When the last consolidation run of `namespace` ended (epoch seconds); None: never."""
-    run = _runs(config).get(namespace)
-    when = run.get("finished_at") if isinstance(run, dict) else None
+        runs = json.loads((Path(config.faiss.path) / CONSOLIDATION_FILE).read_text("utf-8"))
+        when = runs[namespace]["finished_at"]
+    except (OSError, ValueError, LookupError, TypeError):
+        return None
     return float(when) if isinstance(when, int | float) else None
 
 
-def consolidation_lag(config: MemoryConfig, namespaces: Iterable[str], now: float) -> dict[str, Any]:
+async def last_consolidation(backend: MemoryBackend, config: MemoryConfig,
+                             namespace: str) -> float | None:
+    """When the last consolidation run of `namespace` ended (epoch seconds); None: never."""
+    found = await backend.get_marker(namespace, CONSOLIDATION_MARKER)
+    return found if found is not None else _file_run(config, namespace)
+
+
+async def consolidation_lag(backend: MemoryBackend, config: MemoryConfig,
+                            namespaces: Iterable[str], now: float) -> dict[str, Any]:
     """The oldest last run among `namespaces` and how long ago it ended (None / "never" when
     one of them never ran)."""
-    runs = [last_consolidation(config, ns) for ns in namespaces]
+    runs = [await last_consolidation(backend, config, ns) for ns in namespaces]
     if not runs or any(r is None for r in runs):
         return {"last_run": None, "lag_seconds": None, "state": "never"}
     oldest = min(r for r in runs if r is not None)
@@ -183,6 +170,11 @@ async def detail(
     report["outbox"] = outbox(config, queues)
     if report["outbox"]["outbox"]:
         problems.append(f"{report['outbox']['outbox']} writes wait in the outbox")
-    report["consolidation"] = consolidation_lag(config, namespaces, now)
+    report["consolidation"] = {"last_run": None, "lag_seconds": None, "state": "unknown"}
+    if warm["reachable"]:
+        try:
+            report["consolidation"] = await consolidation_lag(backend, config, namespaces, now)
+        except MemoryBackendError as exc:
+            problems.append(f"reading the consolidation marker failed: {exc}")
     report["problems"] = problems
     return report

@@ -166,6 +166,17 @@ class MemoryBackend(ABC):
     @abstractmethod
     async def health(self) -> BackendHealth: ...
 
+    # Store markers: numbers kept in the store itself under (namespace, name), e.g. when the
+    # namespace was last consolidated (health.py); every client of the store reads the same.
+    @abstractmethod
+    async def get_marker(self, namespace: str, name: str) -> float | None:
+        """The marker `name` of `namespace`; None when none was set."""
+
+    @abstractmethod
+    async def set_marker(self, namespace: str, name: str, value: float) -> None:
+        """Set the marker `name` of `namespace` to `value` (replacing it), durably, in one
+        transaction."""
+
     def fact_store(self) -> FactStore:
         """This backend's store of entities and facts (facts/), kept beside its memories and
         written in the same transactions. Backends without one raise MemoryBackendError."""

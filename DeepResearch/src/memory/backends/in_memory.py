@@ -49,6 +49,7 @@ class InMemoryBackend(MemoryBackend):
         self._open = False
         self._fact_store: InMemoryFactStore | None = None
         self._access: dict[Key, AccessStats] = {}  # kept when a record is replaced
+        self._markers: dict[tuple[str, str], float] = {}  # (namespace, name) -> value
 
     def fact_store(self) -> InMemoryFactStore:
         if self._fact_store is None:
@@ -259,3 +260,11 @@ class InMemoryBackend(MemoryBackend):
         return BackendHealth(
             ok=self._open, backend=self.name, detail=f"{len(self._records)} records in memory"
         )
+
+    async def get_marker(self, namespace: str, name: str) -> float | None:
+        self.check_open()
+        return self._markers.get((namespace, name))
+
+    async def set_marker(self, namespace: str, name: str, value: float) -> None:
+        self.check_open()
+        self._markers[(namespace, name)] = float(value)

@@ -14,6 +14,7 @@ its target; a target not written yet is a placeholder node labelled `<Label>Pend
 memory arrives. Namespaces: a node is known by (namespace, id) (a composite uniqueness
 constraint; two namespaces may each have a memory "1"); every filtered query tests
 `m.namespace IN $f_namespaces`, and a relation walk only steps on memories of its namespace.
+Store markers (MemoryBackend.get_marker) are `(:<Label>Marker {namespace, name, value})`.
 """
 
 from __future__ import annotations
@@ -134,9 +135,10 @@ class Queries:
     def __init__(self, label: str, vector_index: str, fulltext_index: str) -> None:
         self.label = check_name(label, "node_label")
         self.pending = check_name(label + "Pending", "node_label")
+        self.marker = check_name(label + "Marker", "node_label")
         self.vector_index = check_name(vector_index, "index_name")
         self.fulltext_index = check_name(fulltext_index, "fulltext_index_name")
-        L, P = f"`{self.label}`", f"`{self.pending}`"
+        L, P, K = f"`{self.label}`", f"`{self.pending}`", f"`{self.marker}`"
         self.namespace_index = f"{self.label}_namespace"
         self.schema = [
             # Ids are scoped by namespace: the id-only constraints of older versions go, and
@@ -149,6 +151,9 @@ class Queries:
             f"FOR (m:{L}) REQUIRE (m.namespace, m.id) IS UNIQUE",
             f"CREATE CONSTRAINT `{self.pending}_namespace_id_unique` IF NOT EXISTS "
             f"FOR (m:{P}) REQUIRE (m.namespace, m.id) IS UNIQUE",
+            # one marker node per (namespace, name): two first MERGEs at once make one node
+            f"CREATE CONSTRAINT `{self.marker}_namespace_name_unique` IF NOT EXISTS "
+            f"FOR (k:{K}) REQUIRE (k.namespace, k.name) IS UNIQUE",
             f"CREATE INDEX `{self.label}_session_id` IF NOT EXISTS FOR (m:{L}) ON (m.session_id)",
             f"CREATE INDEX `{self.namespace_index}` IF NOT EXISTS FOR (m:{L}) ON (m.namespace)",
             f"CREATE INDEX `{self.label}_created_at` IF NOT EXISTS FOR (m:{L}) ON (m.created_at)",
@@ -203,6 +208,13 @@ class Queries:
             "MERGE (m)-[s:SIMILAR_TO]->(node) SET s.score = score"
         )
         self.total = f"MATCH (m:{L}) RETURN count(m) AS n"
+        # Store markers (MemoryBackend.get_marker): a number per (namespace, name).
+        self.get_marker = (
+            f"MATCH (k:{K} {{namespace: $namespace, name: $name}}) RETURN k.value AS value"
+        )
+        self.set_marker = (
+            f"MERGE (k:{K} {{namespace: $namespace, name: $name}}) SET k.value = $value"
+        )
         # Access statistics: properties of the memory node ($rows: {id, n} with n accesses).
         self.record_access = (
             f"UNWIND $rows AS r MATCH (m:{L} {{namespace: $namespace, id: r.id}}) "

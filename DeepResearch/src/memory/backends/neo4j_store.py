@@ -402,6 +402,17 @@ class Neo4jBackend(MemoryBackend):
                 out.setdefault(r["start"], []).append(found)
         return out
 
+    async def get_marker(self, namespace: str, name: str) -> float | None:
+        # routed to the leader: a marker another machine just set is seen
+        rows = await self.conn.read("reading a store marker", self.q.get_marker,
+                                    {"namespace": namespace, "name": name}, leader=True)
+        value = rows[0]["value"] if rows else None
+        return float(value) if isinstance(value, int | float) else None
+
+    async def set_marker(self, namespace: str, name: str, value: float) -> None:
+        await self.conn.write("recording a store marker", [(self.q.set_marker, {
+            "namespace": namespace, "name": name, "value": float(value)})])
+
     async def verify(self) -> list[str]:
         """The full check: the memories whose stored properties a read cannot decode
         (decoding.py; reads skip them)."""

@@ -120,6 +120,12 @@ class SharedBackend(MemoryBackend):
             return BackendHealth(ok=False, backend=self.inner.name, detail="not open")
         return await self.inner.health()
 
+    async def get_marker(self, namespace: str, name: str) -> float | None:
+        return await self.inner.get_marker(namespace, name)
+
+    async def set_marker(self, namespace: str, name: str, value: float) -> None:
+        await self.inner.set_marker(namespace, name, value)
+
     def fact_store(self) -> Any:
         return self.inner.fact_store()
 

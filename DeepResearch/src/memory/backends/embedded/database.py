@@ -243,6 +243,11 @@ class Database:
         with self.lock:
             return dict(self.conn.execute("SELECT key, value FROM meta").fetchall())
 
+    def meta_value(self, key: str) -> str | None:
+        with self.lock:
+            row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
     def set_meta(self, values: dict[str, str]) -> None:
         with self.transaction() as conn:
             conn.executemany("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", values.items())

@@ -13,6 +13,7 @@ Layout of `memory.faiss.path`: `memory.sqlite3` (+ its WAL files) and `index.fai
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -385,6 +386,24 @@ class EmbeddedBackend(MemoryBackend):
             ok=True, backend=self.name,
             detail=f"{n} records in {self.root} ({self.settings.kind} FAISS index, {self.metric})",
         )
+
+    @staticmethod
+    def _marker_key(namespace: str, name: str) -> str:
+        """A marker's row of the meta table (JSON: any namespace and name, unambiguous)."""
+        return "marker:" + json.dumps([namespace, name])
+
+    async def get_marker(self, namespace: str, name: str) -> float | None:
+        key = self._marker_key(namespace, name)
+        value = await self.run("reading a store marker", self.require().db.meta_value, key)
+        try:
+            return None if value is None else float(value)
+        except ValueError:
+            raise MemoryBackendError(
+                f"memory store {self.root}: meta {key} holds {value!r}, not a number") from None
+
+    async def set_marker(self, namespace: str, name: str, value: float) -> None:
+        await self.run("recording a store marker", self.require().db.set_meta,
+                       {self._marker_key(namespace, name): repr(float(value))})
 
     async def index_agreement(self) -> dict[str, Any]:
         def check() -> dict[str, Any]:
