@@ -7,7 +7,9 @@ recall@5/@10 per conversation. The "graph" variants first ingest each conversati
 through `FactGraph.ingest` (the offline extractor builds the knowledge graph, each turn's id
 its facts' evidence), then store the turns under those ids. The "summaries" variants store each
 turn with its speaker as `author_name` metadata (what `graph.ingest` writes on a message) and
-run `summaries.summarize` on the conversation's session before its questions.
+run `summaries.summarize` on the conversation's session before its questions. The "static"
+and "thesaurus" variants add a step of static_list.py (a model2vec model distilled from the
+same MiniLM weights: a third candidate list, or a vocabulary expansion of the query).
 
 Run: .venv/bin/python benchmarks/locomo/ablation.py [--only NAME[|NAME...]] [--paired "A|B"]
 (--paired: only the retrieve latency of variants A and B, each question asked of both in turn)
@@ -61,6 +63,33 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "summaries, weight 0.2, top 1": {"_summaries": {},
                                      "observations": {"enabled": True, "weight": 0.2, "top": 1}},
     "summaries built, path off": {"_summaries": {}},
+    # combinations of the options that each gained
+    "combo: feedback + graph 0.1": {"feedback": {"enabled": True}, "_graph": True,
+                                    "graph": {"enabled": True, "weight": 0.1}},
+    "combo: feedback + summaries": {"feedback": {"enabled": True}, "_summaries": {},
+                                    "observations": {"enabled": True}},
+    "combo: graph 0.1 + summaries": {"_graph": True, "graph": {"enabled": True, "weight": 0.1},
+                                     "_summaries": {}, "observations": {"enabled": True}},
+    "combo: feedback + graph 0.1 + summaries": {
+        "feedback": {"enabled": True}, "_graph": True, "graph": {"enabled": True, "weight": 0.1},
+        "_summaries": {}, "observations": {"enabled": True}},
+    # a second, static embedding (model2vec distilled from the same MiniLM weights) as a
+    # third candidate list, min-max fused (ranking/static_path.py)
+    "static list, weight 0.5": {"_static": {"weight": 0.5}},
+    "static list, weight 1.0": {"_static": {"weight": 1.0}},
+    "static list, weight 0.25": {"_static": {"weight": 0.25}},
+    "combo: feedback + graph 0.1 + summaries + static 1.0": {
+        "feedback": {"enabled": True}, "_graph": True, "graph": {"enabled": True, "weight": 0.1},
+        "_summaries": {}, "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "combo: feedback + graph 0.1 + static 1.0": {
+        "feedback": {"enabled": True}, "_graph": True, "graph": {"enabled": True, "weight": 0.1},
+        "_static": {"weight": 1.0}},
+    # the static model's vocabulary as a thesaurus: a lexical search for the words nearest
+    # to the query's (static_list.ExpansionPath)
+    "thesaurus, weight 0.2": {"_expansion": {"weight": 0.2}},
+    "thesaurus, weight 0.4": {"_expansion": {"weight": 0.4}},
+    "thesaurus 0.2, 4 per word, floor 0.6": {"_expansion": {"weight": 0.2, "per_word": 4,
+                                                             "floor": 0.6}},
 }
 
 
@@ -71,10 +100,33 @@ def _client(path: str, retrieval: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     settings = dict(retrieval)
     flags = {"plain": settings.pop("_plain", False),  # the turns without dates, asked "now"
              "graph": settings.pop("_graph", False),  # the turns ingested first: facts
-             "summaries": settings.pop("_summaries", None)}  # per-speaker observations
+             "summaries": settings.pop("_summaries", None),  # per-speaker observations
+             "static": None}  # the static-embedding vectors of the stored turns
+    static = settings.pop("_static", None)  # the static list's StaticPath arguments
+    expansion = settings.pop("_expansion", None)  # ExpansionPath's arguments
     config = MemoryConfig(backend="faiss", faiss={"path": path}, retrieval=settings,
                           summaries=flags["summaries"] or {})
-    return MemorySystemClient(config), flags
+    steps = None
+    if static is not None or expansion is not None:
+        from benchmarks.locomo.static_list import (
+            ExpansionPath,
+            StaticEncoder,
+            StaticPath,
+            StaticVectors,
+            TermNeighbours,
+            distill_static,
+        )
+        from DeepResearch.src.memory.ranking import default_steps
+
+        encoder = StaticEncoder(distill_static()[0])
+        steps = default_steps()
+        at = next(i for i, s in enumerate(steps) if s.name == "feedback")
+        if expansion is not None:
+            steps.insert(at, ExpansionPath(TermNeighbours(encoder), **expansion))
+        if static is not None:
+            flags["static"] = StaticVectors(encoder)
+            steps.insert(at, StaticPath(flags["static"], **static))
+    return MemorySystemClient(config, steps=steps), flags
 
 
 async def load(client: Any, conv: Conversation, flags: dict[str, Any]) -> tuple[str, Any]:
@@ -92,7 +144,9 @@ async def load(client: Any, conv: Conversation, flags: dict[str, Any]) -> tuple[
             item.pop("event_at")
         if flags["summaries"] is not None:  # who said it, as graph.ingest writes it
             item["metadata"]["author_name"] = turn.speaker
-    await client.store_many(items, session_id=session)
+    ids = await client.store_many(items, session_id=session)
+    if flags["static"] is not None:
+        flags["static"].add(ids, [t.content for t in conv.turns])
     if flags["summaries"] is not None:
         await summarize(client, session=session)
     return session, None if flags["plain"] else conv.last_session_time
