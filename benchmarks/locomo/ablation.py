@@ -84,6 +84,33 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "combo: feedback + graph 0.1 + static 1.0": {
         "feedback": {"enabled": True}, "_graph": True, "graph": {"enabled": True, "weight": 0.1},
         "_static": {"weight": 1.0}},
+    # the dense search embeds the query without the names it holds (retrieval.dense_query)
+    "dense query without names": {"dense_query": "without_names"},
+    "dense query without names + feedback": {"dense_query": "without_names",
+                                             "feedback": {"enabled": True}},
+    "dense query without names + graph 0.1 + summaries": {
+        "dense_query": "without_names", "_graph": True, "graph": {"enabled": True, "weight": 0.1},
+        "_summaries": {}, "observations": {"enabled": True}},
+    "dense query without names + static 1.0": {"dense_query": "without_names",
+                                              "_static": {"weight": 1.0}},
+    "dense query without names + feedback + graph 0.1 + summaries": {
+        "dense_query": "without_names", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
+        "observations": {"enabled": True}},
+    "dense query both, weight 0.5": {"dense_query": "both"},
+    "dense query both, weight 1.0": {"dense_query": "both", "dense_query_weight": 1.0},
+    "dense query both, weight 0.25": {"dense_query": "both", "dense_query_weight": 0.25},
+    "combo: both 0.5 + feedback + graph 0.1 + summaries": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
+        "observations": {"enabled": True}},
+    "combo: both 0.5 + graph 0.1 + summaries": {
+        "dense_query": "both", "_graph": True, "graph": {"enabled": True, "weight": 0.1},
+        "_summaries": {}, "observations": {"enabled": True}},
+    "combo: both 0.5 + feedback + graph 0.1 + summaries + static 1.0": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.0}},
     # the static model's vocabulary as a thesaurus: a lexical search for the words nearest
     # to the query's (static_list.ExpansionPath)
     "thesaurus, weight 0.2": {"_expansion": {"weight": 0.2}},
