@@ -111,6 +111,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
         "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
         "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "combo: both 0.25 + feedback + graph 0.1 + summaries + static 1.0": {
+        "dense_query": "both", "dense_query_weight": 0.25, "feedback": {"enabled": True},
+        "_graph": True, "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "combo: both 0.5 + feedback + graph 0.2 + summaries + static 1.0": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.2}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.0}},
     # the static model's vocabulary as a thesaurus: a lexical search for the words nearest
     # to the query's (static_list.ExpansionPath)
     "thesaurus, weight 0.2": {"_expansion": {"weight": 0.2}},
