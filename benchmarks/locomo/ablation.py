@@ -119,6 +119,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
         "graph": {"enabled": True, "weight": 0.2}, "_summaries": {},
         "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "static list 1.0, name-free query": {"_static": {"weight": 1.0, "query": "without_names"}},
+    "static list 0.5, name-free query": {"_static": {"weight": 0.5, "query": "without_names"}},
+    "combo: both 0.5 + feedback + graph 0.1 + summaries + name-free static 1.0": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
+        "observations": {"enabled": True},
+        "_static": {"weight": 1.0, "query": "without_names"}},
     # the static model's vocabulary as a thesaurus: a lexical search for the words nearest
     # to the query's (static_list.ExpansionPath)
     "thesaurus, weight 0.2": {"_expansion": {"weight": 0.2}},
@@ -257,7 +264,8 @@ async def ingest_turns(client: Any, conv: Conversation, items: list[dict]) -> No
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", default="",
-                        help="variants whose name contains this (or one of a|b|...)")
+                        help="the variant of this name, else those whose name contains "
+                        "it (or one of a|b|...)")
     parser.add_argument("--paired", default="",
                         help="A|B: only the retrieve latency of these variants, paired")
     args = parser.parse_args()
@@ -275,7 +283,8 @@ def main() -> None:
           + " | ".join(f"{n} R@5/R@10" for n in names) + " |")
     print("|---|" + "---:|" * (7 + len(cats) + len(names)))
     for name, retrieval in VARIANTS.items():
-        if not any(part in name for part in args.only.split("|")):
+        if not any(part in name if part not in VARIANTS else part == name
+                   for part in args.only.split("|")):
             continue
         total, per, latencies = asyncio.run(run_variant(conversations, retrieval))
         m = total.mean()

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from DeepResearch.src.memory.backends.base import Candidate
+from DeepResearch.src.memory.ranking.candidates import dense_query_text
 from DeepResearch.src.memory.ranking.feedback import PseudoRelevanceFeedback
 from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory
 
@@ -126,17 +127,19 @@ class StaticVectors:
 class StaticPath(BaseStep):
     name = "static"
 
-    def __init__(self, vectors: StaticVectors, weight: float = 0.5, depth: int = 0) -> None:
+    def __init__(self, vectors: StaticVectors, weight: float = 0.5, depth: int = 0,
+                 query: str = "as_written") -> None:
         self.vectors = vectors
         self.weight = weight
         self.depth = depth  # 0: the retrieval's candidate_pool
+        self.query = query  # what it encodes: a dense_query mode (ranking/candidates.py)
 
     def enabled(self, ctx: RankingContext) -> bool:
         return self.weight > 0 and len(self.vectors) > 0 and ctx.fetch_records is not None
 
     async def __call__(self, items: list[ScoredMemory], ctx: RankingContext) -> list[ScoredMemory]:
         depth = self.depth or ctx.retrieval.candidate_pool
-        scores = self.vectors.scores(ctx.query)
+        scores = self.vectors.scores(dense_query_text(ctx.query, self.query))
         order = np.argsort(-scores)
         pool = {m.record.id: m for m in items}
         found: list[str] = []  # the static list: the best `depth` the filter passes
