@@ -65,6 +65,8 @@ async def test_both_brings_in_what_only_the_name_free_query_finds(make_client: M
         ])
         hits = await client.retrieve(QUERY, top_k=1)
         results[mode] = (hits[0].content, hits[0].signals.get("topic"))
+        given = await client.retrieve(QUERY, top_k=1, query_vector=written.tolist())
+        assert given[0].content == hits[0].content  # a given vector: the topic one still added
     assert results["as_written"] == ("as written", None)
     assert results["both"][0] == "name free" and results["both"][1] == pytest.approx(1.0)
 
