@@ -126,6 +126,26 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
         "observations": {"enabled": True},
         "_static": {"weight": 1.0, "query": "without_names"}},
+    "combo: both 0.5 + feedback + graph 0.3 + summaries + static 1.0": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.3}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "combo: both 0.5 + feedback + graph 0.2 + summaries": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.2}, "_summaries": {},
+        "observations": {"enabled": True}},
+    "combo: both 0.5 + feedback + graph 0.3 + summaries": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.3}, "_summaries": {},
+        "observations": {"enabled": True}},
+    "combo: both 0.5 + feedback + graph 0.2 + summaries + static 1.5": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.2}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.5}},
+    "combo: both 0.5 + feedback + graph 0.15 + summaries + static 1.0": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.15}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.0}},
     # the static model's vocabulary as a thesaurus: a lexical search for the words nearest
     # to the query's (static_list.ExpansionPath)
     "thesaurus, weight 0.2": {"_expansion": {"weight": 0.2}},
