@@ -146,6 +146,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
         "graph": {"enabled": True, "weight": 0.15}, "_summaries": {},
         "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "combo: both 0.5 + feedback + graph 0.15 + summaries": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.15}, "_summaries": {},
+        "observations": {"enabled": True}},
     # the static model's vocabulary as a thesaurus: a lexical search for the words nearest
     # to the query's (static_list.ExpansionPath)
     "thesaurus, weight 0.2": {"_expansion": {"weight": 0.2}},
