@@ -7,7 +7,9 @@ recall@5/@10 per conversation. The "graph" variants first ingest each conversati
 through `FactGraph.ingest` (the offline extractor builds the knowledge graph, each turn's id
 its facts' evidence), then store the turns under those ids. The "summaries" variants store each
 turn with its speaker as `author_name` metadata (what `graph.ingest` writes on a message) and
-run `summaries.summarize` on the conversation's session before its questions.
+run `summaries.summarize` on the conversation's session before its questions. The "static"
+and "thesaurus" variants add a step of static_list.py (a model2vec model distilled from the
+same MiniLM weights: a third candidate list, or a vocabulary expansion of the query).
 
 Run: .venv/bin/python benchmarks/locomo/ablation.py [--only NAME[|NAME...]] [--paired "A|B"]
 (--paired: only the retrieve latency of variants A and B, each question asked of both in turn)
@@ -61,6 +63,99 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "summaries, weight 0.2, top 1": {"_summaries": {},
                                      "observations": {"enabled": True, "weight": 0.2, "top": 1}},
     "summaries built, path off": {"_summaries": {}},
+    # combinations of the options that each gained
+    "combo: feedback + graph 0.1": {"feedback": {"enabled": True}, "_graph": True,
+                                    "graph": {"enabled": True, "weight": 0.1}},
+    "combo: feedback + summaries": {"feedback": {"enabled": True}, "_summaries": {},
+                                    "observations": {"enabled": True}},
+    "combo: graph 0.1 + summaries": {"_graph": True, "graph": {"enabled": True, "weight": 0.1},
+                                     "_summaries": {}, "observations": {"enabled": True}},
+    "combo: feedback + graph 0.1 + summaries": {
+        "feedback": {"enabled": True}, "_graph": True, "graph": {"enabled": True, "weight": 0.1},
+        "_summaries": {}, "observations": {"enabled": True}},
+    # a second, static embedding (model2vec distilled from the same MiniLM weights) as a
+    # third candidate list, min-max fused (ranking/static_path.py)
+    "static list, weight 0.5": {"_static": {"weight": 0.5}},
+    "static list, weight 1.0": {"_static": {"weight": 1.0}},
+    "static list, weight 0.25": {"_static": {"weight": 0.25}},
+    "combo: feedback + graph 0.1 + summaries + static 1.0": {
+        "feedback": {"enabled": True}, "_graph": True, "graph": {"enabled": True, "weight": 0.1},
+        "_summaries": {}, "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "combo: feedback + graph 0.1 + static 1.0": {
+        "feedback": {"enabled": True}, "_graph": True, "graph": {"enabled": True, "weight": 0.1},
+        "_static": {"weight": 1.0}},
+    # the dense search embeds the query without the names it holds (retrieval.dense_query)
+    "dense query without names": {"dense_query": "without_names"},
+    "dense query without names + feedback": {"dense_query": "without_names",
+                                             "feedback": {"enabled": True}},
+    "dense query without names + graph 0.1 + summaries": {
+        "dense_query": "without_names", "_graph": True, "graph": {"enabled": True, "weight": 0.1},
+        "_summaries": {}, "observations": {"enabled": True}},
+    "dense query without names + static 1.0": {"dense_query": "without_names",
+                                              "_static": {"weight": 1.0}},
+    "dense query without names + feedback + graph 0.1 + summaries": {
+        "dense_query": "without_names", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
+        "observations": {"enabled": True}},
+    "dense query both, weight 0.5": {"dense_query": "both"},
+    "dense query both, weight 1.0": {"dense_query": "both", "dense_query_weight": 1.0},
+    "dense query both, weight 0.25": {"dense_query": "both", "dense_query_weight": 0.25},
+    "combo: both 0.5 + feedback + graph 0.1 + summaries": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
+        "observations": {"enabled": True}},
+    "combo: both 0.5 + graph 0.1 + summaries": {
+        "dense_query": "both", "_graph": True, "graph": {"enabled": True, "weight": 0.1},
+        "_summaries": {}, "observations": {"enabled": True}},
+    "combo: both 0.5 + feedback + graph 0.1 + summaries + static 1.0": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "combo: both 0.25 + feedback + graph 0.1 + summaries + static 1.0": {
+        "dense_query": "both", "dense_query_weight": 0.25, "feedback": {"enabled": True},
+        "_graph": True, "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "combo: both 0.5 + feedback + graph 0.2 + summaries + static 1.0": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.2}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "static list 1.0, name-free query": {"_static": {"weight": 1.0, "query": "without_names"}},
+    "static list 0.5, name-free query": {"_static": {"weight": 0.5, "query": "without_names"}},
+    "combo: both 0.5 + feedback + graph 0.1 + summaries + name-free static 1.0": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.1}, "_summaries": {},
+        "observations": {"enabled": True},
+        "_static": {"weight": 1.0, "query": "without_names"}},
+    "combo: both 0.5 + feedback + graph 0.3 + summaries + static 1.0": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.3}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "combo: both 0.5 + feedback + graph 0.2 + summaries": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.2}, "_summaries": {},
+        "observations": {"enabled": True}},
+    "combo: both 0.5 + feedback + graph 0.3 + summaries": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.3}, "_summaries": {},
+        "observations": {"enabled": True}},
+    "combo: both 0.5 + feedback + graph 0.2 + summaries + static 1.5": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.2}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.5}},
+    "combo: both 0.5 + feedback + graph 0.15 + summaries + static 1.0": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.15}, "_summaries": {},
+        "observations": {"enabled": True}, "_static": {"weight": 1.0}},
+    "combo: both 0.5 + feedback + graph 0.15 + summaries": {
+        "dense_query": "both", "feedback": {"enabled": True}, "_graph": True,
+        "graph": {"enabled": True, "weight": 0.15}, "_summaries": {},
+        "observations": {"enabled": True}},
+    # the static model's vocabulary as a thesaurus: a lexical search for the words nearest
+    # to the query's (static_list.ExpansionPath)
+    "thesaurus, weight 0.2": {"_expansion": {"weight": 0.2}},
+    "thesaurus, weight 0.4": {"_expansion": {"weight": 0.4}},
+    "thesaurus 0.2, 4 per word, floor 0.6": {"_expansion": {"weight": 0.2, "per_word": 4,
+                                                             "floor": 0.6}},
 }
 
 
@@ -71,10 +166,33 @@ def _client(path: str, retrieval: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     settings = dict(retrieval)
     flags = {"plain": settings.pop("_plain", False),  # the turns without dates, asked "now"
              "graph": settings.pop("_graph", False),  # the turns ingested first: facts
-             "summaries": settings.pop("_summaries", None)}  # per-speaker observations
+             "summaries": settings.pop("_summaries", None),  # per-speaker observations
+             "static": None}  # the static-embedding vectors of the stored turns
+    static = settings.pop("_static", None)  # the static list's StaticPath arguments
+    expansion = settings.pop("_expansion", None)  # ExpansionPath's arguments
     config = MemoryConfig(backend="faiss", faiss={"path": path}, retrieval=settings,
                           summaries=flags["summaries"] or {})
-    return MemorySystemClient(config), flags
+    steps = None
+    if static is not None or expansion is not None:
+        from benchmarks.locomo.static_list import (
+            ExpansionPath,
+            StaticEncoder,
+            StaticPath,
+            StaticVectors,
+            TermNeighbours,
+            distill_static,
+        )
+        from DeepResearch.src.memory.ranking import default_steps
+
+        encoder = StaticEncoder(distill_static()[0])
+        steps = default_steps()
+        at = next(i for i, s in enumerate(steps) if s.name == "feedback")
+        if expansion is not None:
+            steps.insert(at, ExpansionPath(TermNeighbours(encoder), **expansion))
+        if static is not None:
+            flags["static"] = StaticVectors(encoder)
+            steps.insert(at, StaticPath(flags["static"], **static))
+    return MemorySystemClient(config, steps=steps), flags
 
 
 async def load(client: Any, conv: Conversation, flags: dict[str, Any]) -> tuple[str, Any]:
@@ -92,7 +210,9 @@ async def load(client: Any, conv: Conversation, flags: dict[str, Any]) -> tuple[
             item.pop("event_at")
         if flags["summaries"] is not None:  # who said it, as graph.ingest writes it
             item["metadata"]["author_name"] = turn.speaker
-    await client.store_many(items, session_id=session)
+    ids = await client.store_many(items, session_id=session)
+    if flags["static"] is not None:
+        flags["static"].add(ids, [t.content for t in conv.turns])
     if flags["summaries"] is not None:
         await summarize(client, session=session)
     return session, None if flags["plain"] else conv.last_session_time
@@ -168,7 +288,8 @@ async def ingest_turns(client: Any, conv: Conversation, items: list[dict]) -> No
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--only", default="",
-                        help="variants whose name contains this (or one of a|b|...)")
+                        help="the variant of this name, else those whose name contains "
+                        "it (or one of a|b|...)")
     parser.add_argument("--paired", default="",
                         help="A|B: only the retrieve latency of these variants, paired")
     args = parser.parse_args()
@@ -186,7 +307,8 @@ def main() -> None:
           + " | ".join(f"{n} R@5/R@10" for n in names) + " |")
     print("|---|" + "---:|" * (7 + len(cats) + len(names)))
     for name, retrieval in VARIANTS.items():
-        if not any(part in name for part in args.only.split("|")):
+        if not any(part in name if part not in VARIANTS else part == name
+                   for part in args.only.split("|")):
             continue
         total, per, latencies = asyncio.run(run_variant(conversations, retrieval))
         m = total.mean()

@@ -132,6 +132,12 @@ class RetrievalConfig(Section):
     fusion: Literal["rrf", "minmax"] = "minmax"
     lexical_weight: float = Field(default=1.0, ge=0.0, le=100.0)
     query_rewrite: bool = False
+    # what the dense search embeds: the query as written, or without the names it holds
+    # (capitalised words not starting a sentence; ranking/candidates.dense_query_text)
+    # ("both": the query as written, plus a second vector search for the name-free one,
+    # whose cosine, min-max normalised over the candidates, adds dense_query_weight x it)
+    dense_query: Literal["as_written", "without_names", "both"] = "as_written"
+    dense_query_weight: float = Field(default=0.5, ge=0.0, le=10.0)
     rrf_k: int = Field(default=60, ge=1)
     # candidates per list (dense, lexical), whatever top_k (a larger top_k fetches top_k):
     # retrieve(top_k=10) is then the first 10 of retrieve(top_k=50) for any top_k <= this

@@ -33,6 +33,7 @@ from DeepResearch.src.memory.inputs import (
 )
 from DeepResearch.src.memory.models import RelatedMemory, RelationType, RetrievedMemory
 from DeepResearch.src.memory.ranking import RankingContext, gather_candidates, narrow_filter, rank
+from DeepResearch.src.memory.ranking.candidates import dense_query_text
 from DeepResearch.src.memory.ranking.graph import evidence_paths
 from DeepResearch.src.memory.records_io import to_document
 from DeepResearch.src.memory.text import tokenize
@@ -52,6 +53,10 @@ def readable(record: MemoryRecord) -> bool:
 
 async def _given(vector: np.ndarray) -> np.ndarray:
     return vector
+
+
+async def _part(pair: asyncio.Future, i: int) -> np.ndarray:
+    return (await pair)[i]
 
 
 def clean_as_of(as_of: Any) -> float:
@@ -183,13 +188,21 @@ class Reads(ClientParts):
                 self.hot.miss()
         # The query embeds in a worker thread; the candidate stage awaits it (and decides
         # what may overlap it); no step reads the vector before that stage has it.
+        mode = self.config.retrieval.dense_query
+        dense_text = query if mode == "both" else dense_query_text(query, mode)
+        topic_text = dense_query_text(query, mode) if mode == "both" else query
         if query_vector is None:
-            query_vector = self.embedder.cached(query)  # a hit needs no worker thread
-        embedding = asyncio.ensure_future(
-            asyncio.to_thread(self.embedder.embed_query, query)
-            if query_vector is None
-            else _given(query_vector)
-        )
+            query_vector = self.embedder.cached(dense_text)  # a hit needs no worker thread
+        topic = None
+        if topic_text != query:  # dense_query "both": the name-free query, in the same batch
+            both = asyncio.ensure_future(self._embed_pair(dense_text, topic_text, query_vector))
+            embedding, topic = (asyncio.ensure_future(_part(both, i)) for i in (0, 1))
+        else:
+            embedding = asyncio.ensure_future(
+                asyncio.to_thread(self.embedder.embed_query, dense_text)
+                if query_vector is None
+                else _given(query_vector)
+            )
         # Bound only now, to the narrowed filter (the unbound fetches above just show the
         # steps' enabled() that fetching is possible): steps that add records get only those
         # the filter passes, filtered where the backend reads them (most graph neighbours of a
@@ -206,11 +219,12 @@ class Reads(ClientParts):
         n = max(self.config.retrieval.candidate_pool, limit)
         try:
             pool = await gather_candidates(
-                self.backend, query, embedding, flt, n, self.config.retrieval
+                self.backend, query, embedding, flt, n, self.config.retrieval, topic
             )
         finally:
-            if not embedding.done():
-                embedding.cancel()
+            for future in (embedding, topic):
+                if future is not None and not future.done():
+                    future.cancel()
         ctx.query_vector = embedding.result()
         pool.items = [m for m in pool.items if readable(m.record)]
         ctx.score_unseen = pool.score_unseen
@@ -227,6 +241,18 @@ class Reads(ClientParts):
         elif hot_key is not None:
             self.hot.put_memories((m.document for m in results), generation)
         return results
+
+    async def _embed_pair(self, text: str, topic: str, vector: np.ndarray | None
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of `text` (unless given) and `topic`, the missing ones embedded in one
+        batch in a worker thread (one forward pass), both kept in the query cache."""
+        known = [vector, self.embedder.cached(topic)]
+        missing = [t for t, v in zip((text, topic), known, strict=True) if v is None]
+        if missing:
+            found = iter(await asyncio.to_thread(self.embedder.embed, missing))
+            known = [v if v is not None else self.embedder.prime(t, next(found))
+                     for t, v in zip((text, topic), known, strict=True)]
+        return known[0], known[1]
 
     def _graph_walk(self) -> Any:
         """The graph path's walk bound to this namespace's fact store, or None when

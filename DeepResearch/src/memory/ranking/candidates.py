@@ -21,6 +21,7 @@ import numpy as np
 from DeepResearch.src.memory.backends.base import Candidate, MemoryBackend, MemoryFilter
 from DeepResearch.src.memory.config import RetrievalConfig
 from DeepResearch.src.memory.ranking.types import ScoredMemory
+from DeepResearch.src.memory.text import tokenize
 
 # -- the lexical query: drop the words that shape a question (interrogatives, auxiliaries,
 # vague nouns, hedges) so BM25 weighs the content words; the dense query is left as
@@ -47,6 +48,37 @@ def rewrite_query(query: str, words: frozenset[str] = QUESTION_WORDS) -> str:
     return " ".join(kept) if kept else query
 
 
+_SENTENCE_END = re.compile(r"[.!?:;\"“”]$")
+
+
+def _is_name(word: str) -> bool:
+    """A capitalised word ("Dana", "Paris's"), not "I" nor an all-capitals acronym ("LGBTQ",
+    "API": what a memory is about more often than who)."""
+    letters = [c for c in word if c.isalpha()]
+    if not letters or not letters[0].isupper() or word.startswith(("I'", "I’")) or word == "I":
+        return False
+    head = word.split("'")[0].split("’")[0]
+    return not (len(head) > 1 and head.isupper())
+
+
+def dense_query_text(query: str, mode: str = "as_written") -> str:
+    """The text the dense search embeds (retrieval.dense_query). `without_names`: the query
+    minus the capitalised words that do not start a sentence (names of people, places,
+    organisations; "I" and acronyms kept), so the vector carries what is asked about, not who:
+    a name pulls every memory that mentions the person whatever its topic, and the lexical
+    list, which reads the query as written, matches names exactly. The query unchanged if
+    no content word would be left, or if most of its words would go (a title-case query)."""
+    if mode == "as_written":
+        return query
+    words = query.split()
+    kept = [
+        w for i, w in enumerate(words)
+        if not _is_name(w) or i == 0 or _SENTENCE_END.search(words[i - 1])
+    ]
+    text = " ".join(kept)
+    return text if tokenize(text) and 2 * len(kept) > len(words) else query
+
+
 @dataclass(slots=True)
 class CandidatePool:
     items: list[ScoredMemory]
@@ -70,6 +102,7 @@ async def gather_candidates(
     flt: MemoryFilter,
     n: int,
     retrieval: RetrievalConfig,
+    topic_vector: Awaitable[np.ndarray] | None = None,
 ) -> CandidatePool:
     """Up to 2n candidates: the n nearest by vector and, with retrieval.hybrid, the n best
     lexical matches (for the query rewritten when retrieval.query_rewrite), fused.
@@ -101,13 +134,48 @@ async def gather_candidates(
         raise
     if lexical_task is not None:
         lexical = await lexical_task
+    topic: np.ndarray | None = None
+    if topic_vector is not None:  # dense_query "both": the name-free query's list
+        topic = await topic_vector
+        dense = _union(dense, await backend.vector_search(topic, n, flt), vector)
     if lexical is None:
         items = [ScoredMemory(c.record, c.score, c.score, {"dense": c.score}) for c in dense]
-        return CandidatePool(items)
+        return _add_topic(CandidatePool(items), topic, retrieval.dense_query_weight)
     pool = _merge(dense, lexical, vector)
     if retrieval.fusion == "rrf":
-        return _rrf(pool, retrieval.rrf_k)
-    return _minmax(pool, retrieval.lexical_weight)
+        return _add_topic(_rrf(pool, retrieval.rrf_k), topic, retrieval.dense_query_weight)
+    return _add_topic(_minmax(pool, retrieval.lexical_weight), topic,
+                      retrieval.dense_query_weight)
+
+
+def _union(dense: list[Candidate], more: list[Candidate], query_vector: np.ndarray
+           ) -> list[Candidate]:
+    """`dense` then the memories only `more` found, each scored by its cosine to the query
+    (what the dense list's scores are), in that order."""
+    seen = {c.record.id for c in dense}
+    extra = [
+        Candidate(c.record, float(c.record.vector @ query_vector) if c.record.vector is not None
+                  else 0.0)
+        for c in more if c.record.id not in seen
+    ]
+    return dense + sorted(extra, key=lambda c: -c.score)
+
+
+def _add_topic(pool: CandidatePool, topic: np.ndarray | None, weight: float) -> CandidatePool:
+    """Each candidate gains `weight` x its cosine to the name-free query vector, min-max
+    normalised over the candidates (dense_query "both")."""
+    if topic is None or weight <= 0:
+        return pool
+    sims = {id(m): float(m.record.vector @ topic) for m in pool.items if m.record.vector is not None}
+    low, high = min(sims.values(), default=0.0), max(sims.values(), default=0.0)
+    if high <= low:
+        return pool
+    for m in pool.items:
+        if id(m) in sims:
+            bonus = weight * (sims[id(m)] - low) / (high - low)
+            m.score += bonus
+            m.signals["topic"] = bonus
+    return pool
 
 
 def _merge(
