@@ -87,7 +87,8 @@ async def test_another_process_index_catches_up_with_a_fill(
 ) -> None:
     gated = GatedEmbedder(embedder)
     writer = MemorySystemClient(config(tmp_path), embedder=gated)
-    reader = MemorySystemClient(config(tmp_path, vectors="inline"), embedder=embedder)
+    # its open sweeps waiting rows too: behind the same gate, so the writer's filler fills it
+    reader = MemorySystemClient(config(tmp_path, vectors="inline"), embedder=gated)
     async with writer, reader:
         memory_id = await writer.store(CAT)
         query = embedder.embed_query(FELINE_QUERY)
@@ -184,7 +185,8 @@ async def test_rows_a_killed_process_left_without_vectors_are_filled_by_the_next
         child.send_signal(signal.SIGKILL)
         child.communicate()
     assert pending_rows(tmp_path) == 20  # acknowledged, durable, no vectors
-    async with MemorySystemClient(config(tmp_path), embedder=embedder) as client:
+    # filled by the next client whatever its own setting (one that embeds inline too)
+    async with MemorySystemClient(config(tmp_path, vectors="inline"), embedder=embedder) as client:
         for _ in range(200):  # the open's filler runs in the background
             if pending_rows(tmp_path) == 0:
                 break

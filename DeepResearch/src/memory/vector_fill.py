@@ -88,8 +88,9 @@ class VectorFiller:
 
     def start(self) -> None:
         """Fill whatever waits in the store (a crash's leftovers too) once, in the
-        background; after that only what this client stores."""
-        if self.enabled:
+        background; after that only what this client stores. Also with `vectors=inline`:
+        rows left by a client that deferred are filled whatever this one's setting."""
+        if self.client.backend.fills_vectors_behind:
             self._sweep = True
             self._poke()
 
