@@ -160,3 +160,36 @@ async def test_a_marker_file_of_the_folder_is_read_until_the_store_has_one(
         lag = (await client.health_detail())["consolidation"]
         assert lag["state"] == "ran" and lag["lag_seconds"] <= clock.now - before + 0.1
     assert (folder / CONSOLIDATION_FILE).read_text(encoding="utf-8") == old_file
+
+
+async def test_consolidation_lag_is_unknown_while_the_store_is_unreachable(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "store")})
+    async with MemorySystemClient(config, embedder=embedder) as client:
+        await client.store("the assembly finished overnight")
+        await client.backend.close()  # the store gone from under the client
+        report = await client.health_detail()
+        assert report["tiers"]["warm"]["reachable"] is False
+        assert report["consolidation"]["state"] == "unknown"
+        assert any("warm tier unreachable" in p for p in report["problems"])
+        await client.backend.open()
+
+
+async def test_a_marker_that_cannot_be_read_is_a_problem_not_never(
+    tmp_path: Path, embedder: Embedder
+) -> None:
+    """The store's metadata table damaged behind the open store: the lag is not "never"."""
+    config = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path / "store")})
+    async with MemorySystemClient(config, embedder=embedder) as client:
+        await client.store("the assembly finished overnight")
+        with sqlite3.connect(tmp_path / "store" / DB_FILE) as conn:
+            conn.execute("ALTER TABLE meta RENAME TO meta_elsewhere")
+        try:
+            report = await client.health_detail()
+            assert report["consolidation"]["state"] != "never"
+            assert any("reading the consolidation marker failed" in p
+                       for p in report["problems"])
+        finally:
+            with sqlite3.connect(tmp_path / "store" / DB_FILE) as conn:
+                conn.execute("ALTER TABLE meta_elsewhere RENAME TO meta")
