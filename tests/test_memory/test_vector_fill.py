@@ -219,3 +219,26 @@ async def test_clients_sharing_one_backend_fill_vectors_behind_too(
         for client in clients:
             await client.close()
         await shared.close_shared()
+
+
+async def test_a_fill_the_store_refuses_leaves_the_memory_found_by_words_and_is_retried(
+    tmp_path: Path, embedder: Embedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another process holds the write lock when the vectors are to be stored: the read goes
+    on (by words), the memory stays waiting, and a later flush fills it."""
+    from test_memory.fault_support import write_lock_held
+
+    gated = GatedEmbedder(embedder)
+    cfg = MemoryConfig(backend="faiss", faiss={"path": str(tmp_path), "busy_timeout": 0.2})
+    async with MemorySystemClient(cfg, embedder=gated) as client:
+        memory_id = await client.store(CAT)
+        with write_lock_held(tmp_path / DB_FILE):
+            gated.gate.set()
+            results = await client.retrieve("windowsill")  # lexical: found, no hang
+            assert [r.id for r in results] == [memory_id]
+            assert pending_rows(tmp_path) == 1
+            assert (await client.stats()).vector_fill_failures >= 1
+        assert "database is locked" in caplog.text
+        await client.flush()
+        assert pending_rows(tmp_path) == 0
+        assert [r.id for r in await client.retrieve(FELINE_QUERY)] == [memory_id]
