@@ -242,3 +242,14 @@ async def test_a_fill_the_store_refuses_leaves_the_memory_found_by_words_and_is_
         await client.flush()
         assert pending_rows(tmp_path) == 0
         assert [r.id for r in await client.retrieve(FELINE_QUERY)] == [memory_id]
+
+
+async def test_write_behind_batches_are_filled_too(tmp_path: Path, embedder: Embedder) -> None:
+    """enable_async_writes: the records wait in the queue without vectors, are written by
+    the background flush, and a retrieve finds them by meaning (drain, then settle)."""
+    cfg = config(tmp_path, enable_async_writes=True, flush_interval=60)
+    async with MemorySystemClient(cfg, embedder=embedder) as client:
+        memory_id = await client.store(CAT)
+        assert not (tmp_path / DB_FILE).exists() or pending_rows(tmp_path) == 0  # still queued
+        assert [r.id for r in await client.retrieve(FELINE_QUERY)] == [memory_id]
+        assert pending_rows(tmp_path) == 0
