@@ -1,6 +1,6 @@
 """Vectors filled behind the writes (`memory.storage.vectors=behind`, the default).
 
-On a backend that `fills_vectors_behind` (faiss), a store is acknowledged once its rows are
+On a backend that `fills_vectors_behind` (faiss, neo4j), a store is acknowledged once its rows are
 committed (durable, and found by lexical search at once); the embedding of their content runs
 after, here, one filler per client, and gives each row its vector (dense search finds it
 then). The rules:
