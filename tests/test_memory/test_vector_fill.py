@@ -36,8 +36,10 @@ class GatedEmbedder(Embedder):
     def __init__(self, real: Embedder) -> None:
         super().__init__(real.model_name, loaded=real.model)
         self.gate = threading.Event()
+        self.entered = threading.Event()  # a fill has read its texts and waits at the gate
 
     def embed(self, texts: Any) -> np.ndarray:
+        self.entered.set()
         self.gate.wait(timeout=60)
         return super().embed(texts)
 
@@ -168,6 +170,29 @@ async def test_a_row_replaced_before_its_fill_keeps_the_new_content(
         assert records[0].content.startswith("Bread")
         np.testing.assert_allclose(records[0].vector, embedder.embed([records[0].content])[0],
                                    atol=1e-5)
+
+
+async def test_a_memory_replaced_while_its_old_content_is_embedded_is_filled_after(
+    store: Store, embedder: Embedder
+) -> None:
+    """The filler read the old content, the memory was replaced (its new content awaiting
+    a vector too), the old fill is refused: the new content stays owed and is filled."""
+    gated = GatedEmbedder(embedder)
+    async with MemorySystemClient(store.config(), embedder=gated) as client:
+        gated.gate.set()  # a first memory filled, and the open's sweep of the store over
+        await client.store("Quarterly revenue grew by four percent")
+        await client.flush()
+        await asyncio.sleep(0.2)  # (the sweep's last, empty pass; not a timing assertion)
+        gated.gate.clear()
+        gated.entered.clear()
+        await client.store(CAT, id="m1")
+        assert await asyncio.to_thread(gated.entered.wait, 30)  # the filler holds CAT's text
+        await client.store(BREAD, id="m1")
+        gated.gate.set()
+        await client.flush()
+        assert await waiting(client) == 0
+        (record,) = await client.backend.get(["m1"], client.namespace)
+        np.testing.assert_allclose(record.vector, embedder.embed([BREAD])[0], atol=1e-5)
 
 
 @pytest.mark.parametrize("storage", [{"vectors": "inline"}, {"max_pending_vectors": 0}],
