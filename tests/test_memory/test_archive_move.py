@@ -200,13 +200,14 @@ async def test_a_bad_metadata_patch_is_refused_before_anything_moves(
     assert await backend.count(MemoryFilter(namespaces=(ARCHIVE,))) == 0
 
 
-@pytest.mark.parametrize("backend_name", ["faiss"])
+@pytest.mark.parametrize("backend_name", ["faiss", pytest.param("neo4j", marks=pytest.mark.neo4j)])
 async def test_a_row_waiting_for_its_vector_moves_with_its_seq_and_is_filled_there(
     make_client: MakeClient,
 ) -> None:
-    """A row whose vector is still to be filled (vector_fill.py) keeps its seq and its
-    empty vector through the move: the filler finds it in the new namespace, and once
-    filled vector search finds it there, without a rebuild."""
+    """A row whose vector is still to be filled (vector_fill.py) keeps its key (the
+    embedded store's seq, Neo4j's token) and its missing vector through the move: the
+    filler finds it in the new namespace, and once filled vector search finds it there,
+    without a rebuild."""
     client = make_client(namespace=NS)
     await _three(client)
     backend = client.backend
@@ -218,7 +219,7 @@ async def test_a_row_waiting_for_its_vector_moves_with_its_seq_and_is_filled_the
 
     assert await backend.move(["p"], NS, ARCHIVE, {"archived_at": 5.0}) == 1
     assert await backend.pending_vectors(10, among=(NS, ["p"])) == {}
-    assert await backend.pending_vectors(10, among=(ARCHIVE, ["p"])) == waiting  # same seq
+    assert await backend.pending_vectors(10, among=(ARCHIVE, ["p"])) == waiting  # same key
     (p,) = await backend.get(["p"], ARCHIVE)
     assert p.vector is None and p.metadata == {"archived_at": 5.0}
     vector = client.embedder.embed(["a kiln firing schedule"])[0]

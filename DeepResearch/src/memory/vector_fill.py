@@ -1,6 +1,6 @@
 """Vectors filled behind the writes (`memory.storage.vectors=behind`, the default).
 
-On a backend that `fills_vectors_behind` (faiss), a store is acknowledged once its rows are
+On a backend that `fills_vectors_behind` (faiss, neo4j), a store is acknowledged once its rows are
 committed (durable, and found by lexical search at once); the embedding of their content runs
 after, here, one filler per client, and gives each row its vector (dense search finds it
 then). The rules:
@@ -135,6 +135,7 @@ class VectorFiller:
                 None if asked is None else (self.client.namespace, asked))
             keys = [key for key, text in waiting.items() if text is not None]
             self._skip |= {key for key, text in waiting.items() if text is None}
+            ids: list[str] = []
             if keys:
                 vectors = await asyncio.to_thread(self.client.embedder.embed,
                                                   [waiting[k] for k in keys])
@@ -142,7 +143,10 @@ class VectorFiller:
                 self.owed.difference_update(ids)
                 self.filled += len(ids)
                 self.client.hot.changed(ids)  # dense results may differ now
-            if len(waiting) < limit:  # every row asked for is filled now, or was not waiting
+            # Every row asked for is filled now, or was not waiting. Unless a fill was
+            # refused: that memory was replaced since it was read (or deleted, or filled
+            # elsewhere), and a new version may wait; it stays owed until a lookup says.
+            if len(waiting) < limit and len(ids) == len(keys):
                 self.owed.difference_update(owed_before if asked is None else asked)
             return len(waiting)
 

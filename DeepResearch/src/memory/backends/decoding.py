@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from DeepResearch.src.memory.compression import content_problem
+from DeepResearch.src.memory.compression import content_problem, full_content
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -25,6 +25,16 @@ class DamagedRecord(Exception):
         super().__init__(f"memory {rid!r}: {problem}")
         self.rid = rid
         self.problem = problem
+
+
+def readable_content(rid: str, content: str, codec: str | None, blob: bytes | None) -> str | None:
+    """A record's full (decompressed) content, what its vector is computed from; None, with
+    one warning naming the record, when its blob does not decompress."""
+    problem = content_problem(codec, blob)
+    if problem is not None:
+        report_skipped(rid, problem)
+        return None
+    return full_content(content, codec, blob)
 
 
 def decode_json(text: Any, what: str, rid: str, default: str) -> Any:

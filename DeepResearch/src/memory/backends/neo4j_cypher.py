@@ -15,6 +15,9 @@ memory arrives. Namespaces: a node is known by (namespace, id) (a composite uniq
 constraint; two namespaces may each have a memory "1"); every filtered query tests
 `m.namespace IN $f_namespaces`, and a relation walk only steps on memories of its namespace.
 Store markers (MemoryBackend.get_marker) are `(:<Label>Marker {namespace, name, value})`.
+A memory committed before its vector (vector_fill.py) has no `embedding` (the vector index
+does not see it; the full-text index does) and a second label `<Label>AwaitingVector` with a
+`vector_token` naming that version of its content: a fill applies only while both are there.
 """
 
 from __future__ import annotations
@@ -136,9 +139,11 @@ class Queries:
         self.label = check_name(label, "node_label")
         self.pending = check_name(label + "Pending", "node_label")
         self.marker = check_name(label + "Marker", "node_label")
+        self.awaiting = check_name(label + "AwaitingVector", "node_label")
         self.vector_index = check_name(vector_index, "index_name")
         self.fulltext_index = check_name(fulltext_index, "fulltext_index_name")
         L, P, K = f"`{self.label}`", f"`{self.pending}`", f"`{self.marker}`"
+        A = f"`{self.awaiting}`"
         self.namespace_index = f"{self.label}_namespace"
         self.schema = [
             # Ids are scoped by namespace: the id-only constraints of older versions go, and
@@ -157,6 +162,7 @@ class Queries:
             f"CREATE INDEX `{self.label}_session_id` IF NOT EXISTS FOR (m:{L}) ON (m.session_id)",
             f"CREATE INDEX `{self.namespace_index}` IF NOT EXISTS FOR (m:{L}) ON (m.namespace)",
             f"CREATE INDEX `{self.label}_created_at` IF NOT EXISTS FOR (m:{L}) ON (m.created_at)",
+            f"CREATE INDEX `{self.awaiting}_token` IF NOT EXISTS FOR (m:{A}) ON (m.vector_token)",
             # Pre-tokenised text (text.py) split on white space: the same terms as the BM25 index.
             f"CREATE FULLTEXT INDEX `{self.fulltext_index}` IF NOT EXISTS "
             f"FOR (m:{L}) ON EACH [m.search_text] "
@@ -186,14 +192,40 @@ class Queries:
             "WHERE type(r) IN $types DELETE r"
         )
         # One pass: replace every property but the access statistics (a replaced memory keeps
-        # them), then the vector (compact float storage).
+        # them), then the vector (compact float storage), or, for a row without one (its
+        # props carry a fresh vector_token), the awaiting label.
         self.write_nodes = (
             f"UNWIND $rows AS r MERGE (m:{L} {{namespace: r.namespace, id: r.id}}) "
             "WITH m, r, m.access_count AS access_count, m.last_accessed AS last_accessed "
             "SET m = r.props SET m.access_count = access_count, m.last_accessed = last_accessed "
+            f"REMOVE m:{A} "
+            f"FOREACH (_ IN CASE WHEN r.vector IS NULL THEN [1] ELSE [] END | SET m:{A}) "
             "WITH m, r WHERE r.vector IS NOT NULL "
             "CALL db.create.setNodeVectorProperty(m, 'embedding', r.vector)"
         )
+        # Vectors filled behind (vector_fill.py): the oldest waiting memories, then each fill
+        # applied only to the node still awaiting with the token read (the SET takes its
+        # write lock first, so a replacement committed meanwhile is seen and refuses it).
+        waiting = (
+            "RETURN m.vector_token AS token, m.id AS id, m.content AS content, "
+            "m.content_codec AS codec, m.content_blob AS blob "
+            "ORDER BY m.created_at, m.id LIMIT $limit"
+        )
+        self.pending_vectors = (
+            f"MATCH (m:{A}) WHERE m:{L} AND NOT m.vector_token IN $skip " + waiting)
+        self.pending_vectors_among = (
+            f"UNWIND $ids AS id MATCH (m:{L} {{namespace: $namespace, id: id}}) "
+            f"WHERE m:{A} AND NOT m.vector_token IN $skip WITH DISTINCT m " + waiting)
+        self.fill_vectors = (
+            f"UNWIND $rows AS r MATCH (m:{A} {{vector_token: r.token}}) "
+            "SET m.vector_fill_lock = true REMOVE m.vector_fill_lock "
+            f"WITH m, r WHERE m:{A} AND m:{L} AND m.vector_token = r.token "
+            f"REMOVE m:{A} REMOVE m.vector_token "
+            "WITH m, r CALL db.create.setNodeVectorProperty(m, 'embedding', r.vector) "
+            "RETURN r.token AS token, m.namespace AS namespace, m.id AS id"
+        )
+        self.pending_figures = (
+            f"MATCH (m:{A}) WHERE m:{L} RETURN count(m) AS n, min(m.created_at) AS oldest")
         self.ensure_targets = (
             f"UNWIND $keys AS k OPTIONAL MATCH (t:{L} {{namespace: k.namespace, id: k.id}}) "
             f"WITH k, t WHERE t IS NULL MERGE (:{P} {{namespace: k.namespace, id: k.id}})"
@@ -337,7 +369,7 @@ class Queries:
             f"WITH m, [m.id, m.namespace, m.memory_type, m.`{META_PREFIX}message_id`] AS gone "
             "CALL (m) { MATCH (m)-[r]->() DELETE r } "
             "WITH m, gone, EXISTS { (m)<--() } AS referenced "
-            f"CALL (m, referenced) {{ WITH * WHERE referenced REMOVE m:{L} "
+            f"CALL (m, referenced) {{ WITH * WHERE referenced REMOVE m:{L}:`{self.awaiting}` "
             f"SET m = {{namespace: m.namespace, id: m.id}} SET m:{P} }} "
             "CALL (m, referenced) { WITH * WHERE NOT referenced DELETE m } "
             "RETURN collect(gone) AS gone"

@@ -7,6 +7,7 @@ metadata value also as a property `md.<key>` (read with the dynamic lookup `m[$k
 What Neo4j (or its driver) refuses, and `record_row` refuses first with MemoryInputError
 naming the record: a property name (metadata key) containing NUL, text that is not valid
 UTF-8 (a lone surrogate), values that are not JSON, vectors of the wrong shape or not finite.
+A record without a vector (filled behind, vector_fill.py) gets a fresh `vector_token`.
 A node whose properties cannot be decoded back (decoding.py) raises DamagedRecord.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -121,16 +123,20 @@ def patch_props(stored: Any, patch: Mapping[str, Any], rid: str) -> dict[str, An
             **{META_PREFIX + key: props.get(META_PREFIX + key) for key in patch}}
 
 
-def _vector(record: MemoryRecord, dimension: int) -> list[float] | None:
-    if record.vector is None:
-        return None
-    arr = np.asarray(record.vector, dtype=np.float32)
+def vector_list(vector: Any, dimension: int, rid: object) -> list[float]:
+    """`vector` as the float list Neo4j stores; MemoryInputError naming `rid` when it is not
+    `dimension` finite floats."""
+    arr = np.asarray(vector, dtype=np.float32)
     if arr.shape != (dimension,) or not np.all(np.isfinite(arr)):
         raise MemoryInputError(
-            f"record {record.id!r}: vector of shape {arr.shape} (finite: "
+            f"record {rid!r}: vector of shape {arr.shape} (finite: "
             f"{bool(np.all(np.isfinite(arr)))}), expected ({dimension},) finite floats"
         )
     return arr.tolist()
+
+
+def _vector(record: MemoryRecord, dimension: int) -> list[float] | None:
+    return None if record.vector is None else vector_list(record.vector, dimension, record.id)
 
 
 def record_row(record: MemoryRecord, dimension: int) -> dict[str, Any]:
@@ -148,6 +154,7 @@ def record_row(record: MemoryRecord, dimension: int) -> dict[str, Any]:
             raise MemoryInputError(f"record {record.id!r}: relation target {target!r} must be a string")
         _utf8(target, f"relation target {target!r}", record.id)
     blob = record.content_blob
+    vector = _vector(record, dimension)
     props: dict[str, Any] = {
         **metadata,
         **texts,
@@ -155,13 +162,10 @@ def record_row(record: MemoryRecord, dimension: int) -> dict[str, Any]:
         "search_text": token_string(record.content),  # what the full-text index matches
         "content_blob": None if blob is None else bytes(blob),
         "relations_json": json.dumps([[t, target] for t, target in record.relations]),
+        # without a vector: this version of the content awaits one (neo4j_cypher.py)
+        "vector_token": uuid.uuid4().hex if vector is None else None,
     }
-    return {
-        "id": record.id,
-        "namespace": record.namespace,
-        "props": props,
-        "vector": _vector(record, dimension),
-    }
+    return {"id": record.id, "namespace": record.namespace, "props": props, "vector": vector}
 
 
 def _relations(text: Any, rid: str) -> list[tuple[str, str]]:

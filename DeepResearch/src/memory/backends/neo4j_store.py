@@ -14,6 +14,8 @@ relationship edges, in a Neo4j 5.26+ server (a single instance, a cluster or a h
 - Bad records: each is checked before the write (neo4j_records.py); data the server still
   refuses raises MemoryInputError naming the record and the server's reason. Neither is
   retried, and a batch refused writes nothing.
+- Vectors filled behind (vector_fill.py): a memory may be committed without its vector,
+  labelled awaiting one (neo4j_cypher.py); `pending_vectors` / `fill_vectors` work on those.
 - Faults: see neo4j_connection.py (bounded retries, then fail fast while the server is down).
 """
 
@@ -38,7 +40,12 @@ from DeepResearch.src.memory.backends.base import (
     by_namespace,
     walk_namespace,
 )
-from DeepResearch.src.memory.backends.decoding import damaged_summary, decoded, stored_problem
+from DeepResearch.src.memory.backends.decoding import (
+    damaged_summary,
+    decoded,
+    readable_content,
+    stored_problem,
+)
 from DeepResearch.src.memory.backends.neo4j_connection import (
     DataRefused,
     Neo4jConnection,
@@ -59,6 +66,7 @@ from DeepResearch.src.memory.backends.neo4j_records import (
     metadata_props,
     patch_props,
     record_from_props,
+    vector_list,
 )
 from DeepResearch.src.memory.backends.neo4j_writes import (
     memory_rows,
@@ -92,6 +100,8 @@ VERIFY_PAGE = 2000  # memories read per query by verify()
 class Neo4jBackend(MemoryBackend):
     name: ClassVar[str] = "neo4j"
     lexical_in_process: ClassVar[bool] = False  # Lucene runs on the server
+    # A memory node can be committed before its vector (neo4j_cypher.py: the awaiting label).
+    fills_vectors_behind: ClassVar[bool] = True
 
     def __init__(self, settings: Neo4jSettings, *, dimension: int, metric: str = "cosine") -> None:
         if not isinstance(dimension, int) or not 1 <= dimension <= 4096:
@@ -259,6 +269,47 @@ class Neo4jBackend(MemoryBackend):
             return int(found[0]["n"]) if found else 0
 
         return await self.conn.write_work(f"moving {len(ids)} memories to {to_namespace!r}", work)
+
+    # --- vectors filled behind (vector_fill.py) --------------------------------------------
+    async def pending_vectors(
+        self, limit: int, skip: Sequence[Any] = (), among: tuple[str, Sequence[str]] | None = None,
+    ) -> dict[Any, str | None]:
+        """{vector_token: full content} of up to `limit` memories awaiting their vectors,
+        oldest first; the token names that version of the content (a fill of a memory
+        replaced since changes nothing)."""
+        if limit <= 0:
+            return {}
+        params: dict[str, Any] = {"limit": int(limit), "skip": list(skip)}
+        query = self.q.pending_vectors
+        if among is not None:
+            query = self.q.pending_vectors_among
+            params |= {"namespace": among[0], "ids": list(among[1])}
+        rows = await self.conn.read("reading memories without vectors", query, params)
+        return {r["token"]: readable_content(r["id"], r["content"] or "", r["codec"],
+                                             None if r["blob"] is None else bytes(r["blob"]))
+                for r in rows}
+
+    async def fill_vectors(self, items: Sequence[tuple[Any, Any]]) -> list[str]:
+        """The vectors of memories `pending_vectors` named, in one transaction, each only on
+        the node still awaiting with that token; the ids filled. SIMILAR_TO edges follow."""
+        rows = sorted(({"token": str(token), "vector": vector_list(vector, self.dimension, token)}
+                       for token, vector in items), key=lambda r: r["token"])
+        if not rows:
+            return []
+        found = await self.conn.write(f"storing {len(rows)} vectors",
+                                      [(self.q.fill_vectors, {"rows": rows})])
+        vectors = {r["token"]: r["vector"] for r in rows}
+        await self.link_similar([{"namespace": r["namespace"], "id": r["id"],
+                                  "vector": vectors[r["token"]]} for r in found])
+        return [r["id"] for r in found]
+
+    async def pending_figures(self) -> tuple[int, float | None]:
+        rows = await self.conn.read("counting memories without vectors",
+                                    self.q.pending_figures, {})
+        if not rows:
+            return 0, None
+        oldest = rows[0]["oldest"]
+        return int(rows[0]["n"]), None if oldest is None else float(oldest)
 
     async def record_access(self, ids: Sequence[str], namespace: str, at: float) -> None:
         counts = Counter(ids)

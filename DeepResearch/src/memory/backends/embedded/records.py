@@ -22,13 +22,13 @@ from DeepResearch.src.memory.backends.decoding import (
     DamagedRecord,
     decode_json,
     decoded,
-    report_skipped,
+    readable_content,
     stored_problem,
 )
 from DeepResearch.src.memory.backends.embedded.database import PENDING, Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
 from DeepResearch.src.memory.backends.record import patched
-from DeepResearch.src.memory.compression import content_problem, full_content
+from DeepResearch.src.memory.compression import content_problem
 from DeepResearch.src.memory.facts.forgetting import Forgotten
 from DeepResearch.src.memory.text import fts_query, token_string, tokenize
 
@@ -287,11 +287,9 @@ class Records:
                 "SELECT seq, id, content, content_codec, content_blob FROM records "
                 f"WHERE seq IN ({','.join('?' * len(chunk))})", chunk)]
         for seq, rid, content, codec, blob in rows:
-            problem = content_problem(codec, blob)
-            if problem is None:
-                out[seq] = full_content(content, codec, blob)
-            else:
-                report_skipped(rid, problem)
+            text = readable_content(rid, content, codec, blob)
+            if text is not None:
+                out[seq] = text
         return out
 
     # -- reads ----------------------------------------------------------------------------
