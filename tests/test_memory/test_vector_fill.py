@@ -62,6 +62,7 @@ class Store:
         self.settings = settings
 
     def data(self, **storage: Any) -> dict[str, Any]:
+        storage = {"vectors": "behind", **storage}  # Neo4j's default (auto) embeds inline
         return {"backend": self.backend, self.backend: self.settings, "storage": storage}
 
     def config(self, **storage: Any) -> MemoryConfig:
@@ -203,6 +204,18 @@ async def test_inline_vectors_are_committed_with_their_row(
     async with MemorySystemClient(store.config(**storage), embedder=embedder) as client:
         await client.store_many([{"content": f"note {i} about sailing"} for i in range(3)])
         assert await waiting(client) == 0
+
+
+async def test_auto_fills_behind_on_faiss_and_embeds_inline_on_neo4j(
+    store: Store, embedder: Embedder
+) -> None:
+    gated = GatedEmbedder(embedder)
+    if store.backend == "neo4j":  # inline there: the store's own embedding is not held
+        gated.gate.set()
+    async with MemorySystemClient(store.config(vectors="auto"), embedder=gated) as client:
+        await client.store(CAT)
+        assert await waiting(client) == (1 if store.backend == "faiss" else 0)
+        gated.gate.set()
 
 
 async def test_health_reports_the_memories_awaiting_vectors(

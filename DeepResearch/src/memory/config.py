@@ -161,10 +161,11 @@ class StorageConfig(Section):
     enable_async_writes: bool = False
     max_retry_backoff: float = Field(default=30.0, gt=0)
     spill_dir: str | None = None  # None: memory.faiss.path (its default on the other backends)
-    # "behind": on a backend that can (faiss), a store returns once its rows are committed
-    # and their vectors are filled in the background (vector_fill.py); "inline": embedded
-    # before the write.
-    vectors: Literal["inline", "behind"] = "behind"
+    # "behind": on a backend that can (faiss, neo4j), a store returns once its rows are
+    # committed and their vectors are filled in the background (vector_fill.py); "inline":
+    # embedded before the write; "auto": behind on faiss, inline on neo4j (where the second
+    # write per memory costs more sustained throughput than it saves).
+    vectors: Literal["auto", "inline", "behind"] = "auto"
     # Past this many of a client's memories awaiting vectors, a store embeds inline: the
     # lag of dense search stays bounded when writes outrun the filler.
     max_pending_vectors: int = Field(default=1024, ge=0, le=10_000_000)

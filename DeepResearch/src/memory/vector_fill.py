@@ -74,8 +74,9 @@ class VectorFiller:
 
     @property
     def enabled(self) -> bool:
-        return (self.client.config.storage.vectors == "behind"
-                and self.client.backend.fills_vectors_behind)
+        backend, mode = self.client.backend, self.client.config.storage.vectors
+        return backend.fills_vectors_behind and (
+            mode == "behind" or (mode == "auto" and backend.vectors_behind_by_default))
 
     def defers(self, count: int) -> bool:
         """Whether a store of `count` memories may leave its vectors to the filler."""

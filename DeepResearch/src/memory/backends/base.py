@@ -47,6 +47,8 @@ class MemoryBackend(ABC):
     # True when upsert takes records without a vector (committed, found by text search at
     # once) and pending_vectors/fill_vectors give them theirs later (vector_fill.py).
     fills_vectors_behind: ClassVar[bool] = False
+    # What `storage.vectors=auto` does here: fill behind (True) or embed before the write.
+    vectors_behind_by_default: ClassVar[bool] = False
 
     @property
     def graph_lock(self) -> asyncio.Lock:

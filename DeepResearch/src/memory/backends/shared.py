@@ -31,6 +31,7 @@ class SharedBackend(MemoryBackend):
         self.inner = inner
         self.lexical_in_process = inner.lexical_in_process  # type: ignore[misc]
         self.fills_vectors_behind = inner.fills_vectors_behind  # type: ignore[misc]
+        self.vectors_behind_by_default = inner.vectors_behind_by_default  # type: ignore[misc]
         self._open = False
         self._lock = asyncio.Lock()
 

@@ -81,6 +81,7 @@ class EmbeddedBackend(MemoryBackend):
     lexical_in_process: ClassVar[bool] = False
     # A row can be committed before its vector (an empty BLOB; records.py's fill_vectors).
     fills_vectors_behind: ClassVar[bool] = True
+    vectors_behind_by_default: ClassVar[bool] = True
 
     def __init__(self, config: FaissConfig, *, dimension: int, metric: str, model: str) -> None:
         self.config = config
