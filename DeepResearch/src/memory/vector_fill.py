@@ -157,10 +157,10 @@ class VectorFiller:
             if not self.client.available:
                 return  # reconnecting writes poke it again
             try:
-                waited = await self.fill_once(sweep=self._sweep)
-                if not waited and self._sweep:
+                if self._sweep:
+                    await self._sweep_once()
                     self._sweep = False
-                    continue
+                waited = await self.fill_once()
                 delay = 0.0
             except asyncio.CancelledError:
                 raise
@@ -172,6 +172,16 @@ class VectorFiller:
             if not waited:
                 self._wake.clear()
                 await self._wake.wait()
+
+    async def _sweep_once(self) -> None:
+        """Fill what waited in the store when the client opened, and no more: another
+        process still writing is left to its own filler, not followed forever."""
+        budget = (await self.client.backend.pending_figures())[0]
+        while budget > 0:
+            waited = await self.fill_once(sweep=True)
+            if not waited:
+                return
+            budget -= waited
 
     def _failed(self, exc: Exception) -> None:
         self.failures += 1
