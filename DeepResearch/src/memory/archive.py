@@ -26,7 +26,6 @@ from DeepResearch.src.memory.records_io import to_document
 ARCHIVED_AT = "archived_at"
 ARCHIVE_REASON = "archive_reason"
 PINNED = "pinned"
-PAGE = 1000
 
 
 def clean_ids(ids: Any, what: str = "ids") -> list[str]:
@@ -133,25 +132,8 @@ class Archive(ClientParts):
         if days is None:
             return 0
         cutoff = (time.time() if now is None else now) - days * 86400.0
-        flt = MemoryFilter(namespaces=(self.archive_namespace,))
-        doomed: list[str] = []
-        offset = 0
-        while True:
-            batch = await self.backend.scan(flt, limit=PAGE, offset=offset)
-            doomed += [r.id for r in batch if _archived_before(r, cutoff)]
-            if len(batch) < PAGE:
-                break
-            offset += PAGE
-        removed = 0
-        try:
-            for start in range(0, len(doomed), PAGE):
-                async with self.backend.graph_lock:  # the delete's cascade edits facts
-                    removed += await self.backend.delete(MemoryFilter(
-                        namespaces=(self.archive_namespace,), ids=tuple(doomed[start : start + PAGE])))
-        finally:  # the cascade may delete live fact sentences: nothing cached survives it
-            if removed or doomed:
-                self.hot.changed()
-        return removed
+        return await self._delete_where(MemoryFilter(namespaces=(self.archive_namespace,)),
+                                        lambda r: _archived_before(r, cutoff))
 
 
 def _archived_before(record: MemoryRecord, cutoff: float) -> bool:

@@ -4,12 +4,13 @@ declare it here instead of importing the client back."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.access import AccessLog
-    from DeepResearch.src.memory.backends.base import MemoryBackend, MemoryFilter
+    from DeepResearch.src.memory.backends.base import MemoryBackend, MemoryFilter, MemoryRecord
     from DeepResearch.src.memory.config import MemoryConfig
     from DeepResearch.src.memory.embeddings import Embedder
     from DeepResearch.src.memory.errors import MemoryBackendError
@@ -18,6 +19,9 @@ if TYPE_CHECKING:
     from DeepResearch.src.memory.sessions import SessionLinks
     from DeepResearch.src.memory.vector_fill import VectorFiller
     from DeepResearch.src.memory.writes import WriteQueue
+
+
+DELETE_PAGE = 1000  # records read, then deleted, per backend call (_delete_where)
 
 
 class ClientParts:
@@ -42,3 +46,27 @@ class ClientParts:
     reconnect: Callable[[], Awaitable[bool]]
     _forget_session_tails: Callable[[], None]
     purge_archive: Callable[..., Awaitable[int]]  # archive.py: the retention purge
+
+    async def _delete_where(self, flt: MemoryFilter, doomed: Callable[[MemoryRecord], bool]) -> int:
+        """Delete the records of `flt` that `doomed` picks: read in pages of DELETE_PAGE, deleted
+        in pages, each under the graph lock (the delete's cascade edits facts); once anything
+        was picked the hot tier forgets all it kept (the cascade may delete fact sentences).
+        Returns how many were deleted (expiry and the archive's retention purge)."""
+        picked: list[str] = []
+        offset = 0
+        while True:
+            batch = await self.backend.scan(flt, limit=DELETE_PAGE, offset=offset)
+            picked += [r.id for r in batch if doomed(r)]
+            if len(batch) < DELETE_PAGE:
+                break
+            offset += DELETE_PAGE
+        removed = 0
+        try:
+            for start in range(0, len(picked), DELETE_PAGE):
+                async with self.backend.graph_lock:
+                    removed += await self.backend.delete(
+                        dataclasses.replace(flt, ids=tuple(picked[start : start + DELETE_PAGE])))
+        finally:
+            if picked:
+                self.hot.changed()
+        return removed

@@ -118,22 +118,8 @@ class Maintenance(ClientParts):
         everything, live = self._bounded(), self._bounded(live_at=now)
         if await self.backend.count(everything) == await self.backend.count(live):
             return 0  # the common case costs two counts
-        doomed: list[str] = []
-        offset, page = 0, 1000
-        while True:
-            batch = await self.backend.scan(everything, limit=page, offset=offset)
-            doomed += [r.id for r in batch if r.expires_at is not None and r.expires_at <= now]
-            if len(batch) < page:
-                break
-            offset += page
-        removed = 0
-        try:
-            for start in range(0, len(doomed), page):
-                async with self.backend.graph_lock:
-                    removed += await self.backend.delete(
-                        self._bounded(ids=tuple(doomed[start : start + page])))
-        finally:
-            self.hot.changed()
+        removed = await self._delete_where(
+            everything, lambda r: r.expires_at is not None and r.expires_at <= now)
         if removed:
             self._forget_session_tails()
         return removed

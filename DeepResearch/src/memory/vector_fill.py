@@ -1,4 +1,5 @@
-"""Vectors filled behind the writes (`memory.storage.vectors=behind`, the default).
+"""Vectors filled behind the writes (`memory.storage.vectors=behind`; `auto`, the default,
+is behind on faiss and inline on Neo4j).
 
 On a backend that `fills_vectors_behind` (faiss, neo4j), a store is acknowledged once its rows are
 committed (durable, and found by lexical search at once); the embedding of their content runs
