@@ -39,6 +39,16 @@ from benchmarks.locomo.metrics import RecallTable
 from benchmarks.locomo.project import TOP_K
 
 OFF = {"enabled": False}
+
+
+def recall_option(name: str) -> dict[str, Any]:
+    """The retrieval settings of the config option memory/recall=`name` (its YAML file)."""
+    from omegaconf import OmegaConf
+
+    path = Path(__file__).resolve().parents[2] / "DeepResearch/conf/memory/recall" / f"{name}.yaml"
+    return OmegaConf.to_container(OmegaConf.load(path))["retrieval"]
+
+
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
     "session coverage (penalty 0.1, quota 2)": {"session_coverage": {"enabled": True}},
@@ -53,7 +63,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "graph path, every fact": {"_graph": True, "graph": {"enabled": True, "max_fact_evidence": 100_000}},
     "graph path, weight 0.075": {"_graph": True, "graph": {"enabled": True, "weight": 0.075}},
     "graph path, weight 0.1": {"_graph": True, "graph": {"enabled": True, "weight": 0.1}},
-    "graph built, path off": {"_graph": True},
+    "graph built, path off": {"_graph": True, "graph": OFF},
+    "graph path off": {"graph": OFF},
     "summaries (defaults)": {"_summaries": {}, "observations": {"enabled": True}},
     "summaries, weight 0.2": {"_summaries": {}, "observations": {"enabled": True, "weight": 0.2}},
     "summaries, weight 0.1, top 1": {"_summaries": {},
@@ -73,6 +84,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "combo: feedback + graph 0.1 + summaries": {
         "feedback": {"enabled": True}, "_graph": True, "graph": {"enabled": True, "weight": 0.1},
         "_summaries": {}, "observations": {"enabled": True}},
+    # the ready-made option (conf/memory/recall/multi_session.yaml): feedback + graph 0.2 +
+    # summaries
+    "memory/recall=multi_session": {**recall_option("multi_session"), "_graph": True,
+                                    "_summaries": {}},
+    "combo: graph 0.2 + summaries": {"_graph": True, "graph": {"enabled": True, "weight": 0.2},
+                                     "_summaries": {}, "observations": {"enabled": True}},
     # a second, static embedding (model2vec distilled from the same MiniLM weights) as a
     # third candidate list, min-max fused (ranking/static_path.py)
     "static list, weight 0.5": {"_static": {"weight": 0.5}},

@@ -197,6 +197,8 @@ def test_bad_overrides_and_filters_are_one_error(tmp_path: Path) -> None:
     one_error_line(memory_cli(tmp_path / "m", "stats", "+memory.retreival.top_k=3"), 2,
                    "'memory.retreival.top_k'", "memory.retrieval.top_k")
     one_error_line(memory_cli(tmp_path / "m", "forget", "--filter", "novalue"), 2, "KEY=VALUE")
+    one_error_line(memory_cli(tmp_path / "m", "stats", "memory.recall=multihop"), 2,
+                   "memory.recall='multihop'", "'multi_session'")
 
 
 def test_forget_refuses_unknown_filter_keys_and_asks_before_deleting_many(tmp_path: Path) -> None:

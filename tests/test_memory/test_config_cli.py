@@ -40,6 +40,31 @@ def test_group_options_select_a_backend_and_overrides_apply(option: str) -> None
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize("spelling", ["memory/recall=multi_session", "memory.recall=multi_session"])
+def test_the_recall_option_sets_its_retrieval_settings_under_overrides(spelling: str) -> None:
+    composed = compose_config(["memory/backend=neo4j", spelling, "memory.retrieval.top_k=7"])
+    cfg = MemoryConfig.from_omegaconf(composed.memory)
+    assert cfg.backend == "neo4j" and cfg.retrieval.top_k == 7
+    assert cfg.retrieval.feedback.enabled and cfg.retrieval.observations.enabled
+    assert cfg.retrieval.graph.enabled and cfg.retrieval.graph.weight == 0.2
+    plain = MemoryConfig.from_omegaconf(compose_config([]).memory).retrieval
+    assert not plain.feedback.enabled and not plain.observations.enabled
+    assert plain.graph.enabled and plain.graph.weight == 0.05  # the graph joins every search
+
+
+@pytest.mark.unit
+def test_the_group_choices_are_the_option_files() -> None:
+    from DeepResearch.src.memory.config import GROUPS, as_group_choice
+
+    conf = REPO / "DeepResearch" / "conf" / "memory"
+    for group, choices in GROUPS.items():
+        files = {f.stem for f in (conf / group).glob("*.yaml")}
+        assert set(choices) - {"null"} == files, group
+    with pytest.raises(MemoryConfigError, match=r"memory.recall='multihop': choices are"):
+        as_group_choice(["memory.recall=multihop"])
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("kwargs", "fragments"),
     [

@@ -70,6 +70,14 @@ async def test_a_named_person_brings_the_evidence_of_their_facts(
     assert all(h.metadata.get("predicate") is None for h in hits)
 
 
+async def test_the_graph_joins_a_search_by_default(make_client: MakeClient, tmp_path: Path) -> None:
+    client = make_client(faiss={"path": str(tmp_path / "default")}, namespace="default")
+    evidence = await _store(client, with_fact=True)
+    hits = {h.id: h for h in await client.retrieve(QUERY, top_k=20, session_id="chat")}
+    assert hits[evidence].paths == ["graph: Dana -WORKS_AT-> Northgate Shipyard"]
+    assert hits[evidence].signals["graph"] > 0
+
+
 async def test_a_fact_learnt_from_many_memories_brings_none(make_client: MakeClient) -> None:
     client = make_client(retrieval={"graph": {"enabled": True, "weight": 1.0,
                                               "max_fact_evidence": 1}})
@@ -96,9 +104,9 @@ async def test_the_graph_path_respects_the_retrieve_scope(make_client: MakeClien
 
 
 async def test_off_the_graph_changes_nothing(make_client: MakeClient, tmp_path: Path) -> None:
-    # default: retrieval.graph.enabled false
-    plain = make_client(faiss={"path": str(tmp_path / "plain")})
-    with_facts = make_client(faiss={"path": str(tmp_path / "facts")})
+    off = {"graph": {"enabled": False}}
+    plain = make_client(retrieval=off, faiss={"path": str(tmp_path / "plain")})
+    with_facts = make_client(retrieval=off, faiss={"path": str(tmp_path / "facts")})
     await _store(plain, with_fact=False)
     await _store(with_facts, with_fact=True)
     a = await plain.retrieve(QUERY, top_k=5, session_id="chat")

@@ -14,7 +14,8 @@ option of conf/memory/backend/ composes `backend` and its own section only. Hydr
 `memory.backend=neo4j` as a plain value, which would keep the faiss section and reject
 `memory.neo4j.uri=...` beside it. Both commands (`deepresearch`, `deepresearch-memory`) pass
 their arguments through `as_group_choice` so the two spellings choose the backend the same way,
-and a name that is no backend gets one line naming the choices.
+and a name that is no backend gets one line naming the choices. The same holds for the
+`memory/recall` group (ready-made retrieval settings, conf/memory/recall/).
 """
 
 from __future__ import annotations
@@ -112,9 +113,10 @@ class GraphRetrievalConfig(Section):
     knowledge graph by their names and aliases, bring the evidence memories of their facts
     (current and past, as subject or object; facts with at most `max_fact_evidence` evidence
     memories) as candidates. Each gains `weight` x the best
-    score; one the candidate stage missed joins with its cosine on the stage's scale."""
+    score; one the candidate stage missed joins with its cosine on the stage's scale. On by
+    default: with no entity named in the query (or no facts), it costs one name lookup."""
 
-    enabled: bool = False
+    enabled: bool = True
     max_entities: int = Field(default=3, ge=1, le=100)
     max_facts: int = Field(default=200, ge=1, le=10_000)  # facts read per retrieve
     max_evidence: int = Field(default=200, ge=1, le=10_000)  # evidence memories fetched
@@ -487,23 +489,29 @@ def check_store_folder(config: MemoryConfig) -> None:
         ) from None
 
 
-FORMS = ("memory.backend=", "memory/backend=")
-CHOICES = get_args(BackendName)
+# The config groups under conf/memory/ and their options: `memory.<group>=X` on a command line
+# is read as `memory/<group>=X` (recall's options are the files in conf/memory/recall/).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "backend": get_args(BackendName),
+    "recall": ("null", "multi_session"),
+}
 
 
 def as_group_choice(overrides: Sequence[str]) -> list[str]:
-    """`overrides` with every `memory.backend=X` written `memory/backend=X`.
+    """`overrides` with every `memory.<group>=X` (backend, recall) written `memory/<group>=X`.
 
-    Raises MemoryConfigError when X (or one of a sweep's X,Y) is not a backend."""
+    Raises MemoryConfigError when X (or one of a sweep's X,Y) is not an option of the group."""
     out = []
     for arg in overrides:
-        form = next((f for f in FORMS if arg.startswith(f)), None)
-        if form is None:
+        group = next((g for g in GROUPS
+                      if arg.startswith((f"memory.{g}=", f"memory/{g}="))), None)
+        if group is None:
             out.append(arg)
             continue
-        value = arg[len(form):]
-        unknown = [v for v in value.split(",") if v.strip() not in CHOICES]
+        value = arg[len(f"memory.{group}="):]
+        choices = GROUPS[group]
+        unknown = [v for v in value.split(",") if v.strip() not in choices]
         if unknown:
-            raise MemoryConfigError(f"memory.backend={unknown[0]!r}: choices are {list(CHOICES)}")
-        out.append(FORMS[1] + value)
+            raise MemoryConfigError(f"memory.{group}={unknown[0]!r}: choices are {list(choices)}")
+        out.append(f"memory/{group}={value}")
     return out
