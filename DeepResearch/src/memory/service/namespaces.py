@@ -122,7 +122,8 @@ class Namespaces:
         self._coalescers: dict[str, StoreCoalescer] = {}
         self._lock = asyncio.Lock()
         self._blas: object | None = None
-        self.work = WorkLoop()  # every call into the clients runs there (work_loop.py)
+        # every call into the clients runs there, at a lower priority (work_loop.py)
+        self.work = WorkLoop(niceness=self.config.service.work_niceness)
 
     async def run(self, call: Coroutine[Any, Any, T]) -> T:
         """`await call` on the work loop (work_loop.py): the memory's own calls never hold
