@@ -43,12 +43,15 @@ async def _maybe_await(value: object) -> object:
     return await value if inspect.isawaitable(value) else value
 
 
-async def run_project_async(conversations: list[Conversation]) -> ProjectResult:
+async def run_project_async(conversations: list[Conversation],
+                            embedding_runtime: str = "auto") -> ProjectResult:
     from DeepResearch.src.memory import MemoryConfig, MemorySystemClient
 
     result = ProjectResult()
     with tempfile.TemporaryDirectory(prefix="locomo-faiss-") as path:
-        client = MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": path}))
+        client = MemorySystemClient(MemoryConfig(
+            backend="faiss", faiss={"path": path},
+            vector_store={"embedding_runtime": embedding_runtime}))
         try:
             for conv in tqdm(conversations, desc="project", unit="conv"):
                 session = f"locomo-{conv.name}"
