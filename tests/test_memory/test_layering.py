@@ -200,7 +200,7 @@ def test_the_cycle_check_sees_a_type_checking_import() -> None:
 LAYERS = [
     ("foundation", ["errors", "text", "config_base", "config", "config_service", "models",
                     "compression", "blas_threads", "facts.model",
-                    "config_consolidation", "config_summaries"]),
+                    "config_consolidation"]),
     ("embedding", ["embeddings", "faiss_pool", "onnx_bert"]),
     ("storage contract", ["backends.record", "backends.base", "backends.decoding",
                           "facts.store", "facts.rules", "facts.forgetting"]),

@@ -32,14 +32,15 @@ from pydantic import Field, ValidationError, model_validator
 from DeepResearch.src.memory.config_base import MAX_TOP_K, Id, Section
 from DeepResearch.src.memory.config_consolidation import (
     ConsolidationConfig,
+    ObservationsConfig,
     PruningConfig,
+    SummariesConfig,
 )
 from DeepResearch.src.memory.config_service import (  # noqa: F401  (re-exported)
     RateLimitConfig,
     ServiceConfig,
     check_api_keys,
 )
-from DeepResearch.src.memory.config_summaries import ObservationsConfig, SummariesConfig
 from DeepResearch.src.memory.errors import MemoryConfigError
 from DeepResearch.src.memory.facts.model import ENTITY_TYPES, PREDICATES, SINGLE_VALUED
 

@@ -32,13 +32,13 @@ import numpy as np
 
 from DeepResearch.src.memory.backends.record import MemoryRecord
 from DeepResearch.src.memory.compression import full_content
-from DeepResearch.src.memory.config_summaries import OBSERVATION
+from DeepResearch.src.memory.config_consolidation import OBSERVATION
 from DeepResearch.src.memory.consolidation import live_records
 from DeepResearch.src.memory.errors import MemoryBackendError
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.client import MemorySystemClient
-    from DeepResearch.src.memory.config_summaries import SummariesConfig
+    from DeepResearch.src.memory.config_consolidation import SummariesConfig
 
 PAGE = 1000
 ITERATIONS = 12  # 2-means rounds per split (assignments settle well before)

@@ -13,7 +13,7 @@ Runs after the graph path and before neighbour smoothing.
 
 from __future__ import annotations
 
-from DeepResearch.src.memory.config_summaries import OBSERVATION
+from DeepResearch.src.memory.config_consolidation import OBSERVATION
 from DeepResearch.src.memory.ranking.thresholds import MinSimilarity
 from DeepResearch.src.memory.ranking.types import BaseStep, RankingContext, ScoredMemory, by_score
 
