@@ -17,7 +17,7 @@ count and time), latency counted from each request's scheduled send time.
   clients. Goals: 0 timeouts, 0 acknowledged writes lost (looked up in the database after
   SIGTERM).
 
-    .venv/bin/python -m benchmarks.bench_service_open [--quick]
+    .venv/bin/python -m benchmarks.bench_service_open [--quick] [--set KEY=VALUE --tag NAME]
 """
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     from DeepResearch.src.memory.backends.embedded import DB_FILE
 
     store = tmp / "store"
-    service = Service(store, tmp / "service.log")
+    service = Service(store, tmp / "service.log", *args.set)
     service.start()
     out: dict[str, Any] = {"load_average_before": os.getloadavg()[0]}
     queries = Queries(3)
@@ -293,6 +293,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--sessions", type=int, default=1000)
     p.add_argument("--quick", action="store_true", help="small figures (a smoke run)")
     p.add_argument("--tag", default="", help="save as service_open_TAG, leave the docs alone")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of the service, e.g. memory.service.work_niceness=0 (with "
+                   "--tag: a comparison run)")
     args = p.parse_args(argv if argv is not None else [])
     if args.quick:
         args.seed_sessions, args.seed_per_session, args.unloaded = 2, 50, 10
