@@ -2,7 +2,8 @@
 
 - store: MemorySystemClient.store_many (faiss backend, embedding included) vs raw
   SentenceTransformer.encode of the same texts -> ratio (target >= 0.85).
-- retrieve at 10k and 100k memories: client.retrieve (query embedding, hybrid candidates,
+- retrieve at 10k and 100k memories of the word corpus (word_corpus.py: Zipf-distributed words
+  of a real vocabulary, held-out questions, a fifth of common words only): client.retrieve (query embedding, hybrid candidates,
   ranking, SQLite reads) vs raw encode of the query + raw FAISS flat search -> p50/p95 ratio
   (target <= 1.3); also a selective session filter (600 memories among all).
 - resident memory per 100k memories (RSS growth when the store is opened and searched).
@@ -29,6 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import word_corpus  # noqa: E402
 from benchmarks.report import write_section  # noqa: E402
 from benchmarks.results import save_result  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
@@ -147,8 +149,8 @@ def _config(path: Path, runtime: str) -> MemoryConfig:
 async def bench_retrieve(workdir: Path, size: int, queries: list[str]) -> dict[str, float]:
     import faiss
 
-    texts = corpus(size, seed=11)
-    vectors = cached_vectors(texts, "corpus")
+    texts = word_corpus.texts(size, seed=11)
+    vectors = cached_vectors(texts, "words")
     path = workdir / f"retrieve-{size}"
     shutil.rmtree(path, ignore_errors=True)
     get_embedder(DEFAULT_MODEL, "sentence-transformers").embed(["loaded before RSS is read"])
@@ -280,11 +282,7 @@ async def run() -> str:
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
     get_embedder().embed(["load the model"])
-    rng = random.Random(3)
-    queries = [f"which {rng.choice(ORGANISMS)} run used {rng.choice(TOOLS)} and {w}?"
-               for w in rng.choices(["ran out of memory", "crashed", "mapping rate", "variants",
-                                     "adapters", "timed out", "replicates", "index"],
-                                    k=int(os.environ.get("BENCH_QUERIES", "300")))]
+    queries = word_corpus.queries(int(os.environ.get("BENCH_QUERIES", "300")), seed=3)
     store = await bench_store(workdir)
     print(f"  store: {store}", flush=True)
     cpu = await bench_retrieve_cpu(workdir)
