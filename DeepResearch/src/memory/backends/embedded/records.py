@@ -27,10 +27,11 @@ from DeepResearch.src.memory.backends.decoding import (
 )
 from DeepResearch.src.memory.backends.embedded.database import PENDING, Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
+from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS, match_expression
 from DeepResearch.src.memory.backends.record import patched
 from DeepResearch.src.memory.compression import content_problem
 from DeepResearch.src.memory.facts.forgetting import Forgotten
-from DeepResearch.src.memory.text import fts_query, token_string, tokenize
+from DeepResearch.src.memory.text import token_string
 
 COLUMNS = (
     "seq, id, namespace, session_id, memory_type, agent_type, content, created_at, importance, "
@@ -43,11 +44,6 @@ DELETED = ("RETURNING seq, id, namespace, memory_type, CASE WHEN json_valid(meta
            "json_extract(metadata, '$.message_id') END) END")
 Cascade = Callable[[list[Forgotten]], Sequence[tuple[str, str]]]  # -> (namespace, id)s
 CHUNK = 500  # ids or seqs per IN (...) list (SQLite bounds the number of parameters)
-# In a store of COMMON_TERM_MIN_ROWS+ rows, query terms found in more than COMMON_TERM_SHARE
-# of them are left out (unless all are): their BM25 weight is ~0, and FTS5 scores every row a
-# query term matches.
-COMMON_TERM_SHARE = 0.5
-COMMON_TERM_MIN_ROWS = 1000
 
 
 def chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -437,30 +433,23 @@ class Records:
                 f"SELECT count(*) FROM records WHERE {where}", params
             ).fetchone()[0])
 
-    def _useful_terms(self, terms: list[str], total: int) -> list[str]:
-        if total < COMMON_TERM_MIN_ROWS or not terms:
-            return terms
-        rows = dict(self.db.conn.execute(
-            f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(terms))})", terms
-        ).fetchall())
-        rare = [t for t in terms if rows.get(t, 0) <= COMMON_TERM_SHARE * total]
-        return rare or terms
-
     def text_search(
-        self, query: str, k: int, flt: MemoryFilter, selective: int, total: int
+        self, query: str, k: int, flt: MemoryFilter, selective: int, total: int,
+        max_postings: int = MAX_POSTINGS,
     ) -> list[tuple[int, float]]:
         """(seq, score) of the k best FTS5 matches of `query` that pass `flt`, best first;
-        the score is -bm25() (higher is better); `total` is the number of records. A filter
+        the score is -bm25() (higher is better); `total` is the number of records. The terms
+        matched are lexical.match_expression's (their rows within `max_postings`). A filter
         matching at most `selective` rows is joined to the match; a broader one over-fetches
         and checks the hits (a join reads a record row per match: ~1.6x the time of the match
         alone)."""
         if k <= 0:
             return []
-        match = fts_query(self._useful_terms(list(dict.fromkeys(tokenize(query))), total))
-        if match is None:
-            return []
         plain = "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
         with self.db.lock:
+            match = match_expression(self.db.conn, query, total, max_postings)
+            if match is None:
+                return []
             if flt == MemoryFilter():
                 return self.db.conn.execute(plain, (match, k)).fetchall()
             if len(self.matching_seqs(flt, selective + 1)) <= selective:

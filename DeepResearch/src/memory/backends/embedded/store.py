@@ -55,6 +55,7 @@ from DeepResearch.src.memory.backends.embedded.vectors import (
     IndexSettings,
     VectorIndex,
 )
+from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS
 from DeepResearch.src.memory.backends.record import metadata_patch
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
@@ -83,8 +84,12 @@ class EmbeddedBackend(MemoryBackend):
     fills_vectors_behind: ClassVar[bool] = True
     vectors_behind_by_default: ClassVar[bool] = True
 
-    def __init__(self, config: FaissConfig, *, dimension: int, metric: str, model: str) -> None:
+    def __init__(
+        self, config: FaissConfig, *, dimension: int, metric: str, model: str,
+        lexical_max_postings: int = MAX_POSTINGS,
+    ) -> None:
         self.config = config
+        self.lexical_max_postings = lexical_max_postings
         self.dimension = dimension
         self.metric = metric
         self.model = model
@@ -355,7 +360,8 @@ class EmbeddedBackend(MemoryBackend):
             records = self.require()
             self._catch_up()  # the index's size is the store's
             assert self._index is not None
-            hits = records.text_search(query, k, flt, self._selective_rows(), self._index.live)
+            hits = records.text_search(query, k, flt, self._selective_rows(), self._index.live,
+                                       self.lexical_max_postings)
             found = records.by_seqs([seq for seq, _ in hits], MemoryFilter())
             return [Candidate(found[seq], float(score)) for seq, score in hits if seq in found]
 
