@@ -321,9 +321,8 @@ class EmbeddedBackend(MemoryBackend):
         if k <= 0 or index.live == 0:
             return []
         if flt != MemoryFilter():
-            limit = self._selective_rows()
-            seqs = records.matching_seqs(flt, limit + 1)
-            if len(seqs) <= limit:  # exact, over just those rows
+            seqs = records.selective_seqs(flt, self._selective_rows())
+            if seqs is not None:  # exact, over just those rows
                 seqs, vectors = self._vectors_of(seqs)
                 if not len(seqs):
                     return []
@@ -339,6 +338,7 @@ class EmbeddedBackend(MemoryBackend):
                 seqs, sims = seqs[keep], sims[keep]
             if len(seqs) >= k or fetch >= index.index.ntotal:
                 return self._candidates(seqs[:k], sims[:k], flt)
+            records.probe_again(flt)
             fetch *= 4
 
     def _vectors_of(self, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
