@@ -78,7 +78,7 @@ async def test_past_the_budget_the_rarest_terms_are_matched(kind: str, tmp_path:
     assert {c.record.id for c in hits[:5]} == _holding("zebra")  # the rare term still ranks first
     await bounded.close()
 
-    unbounded = await _backend(kind, tmp_path / "unbounded", None)  # the default: 20,000
+    unbounded = await _backend(kind, tmp_path / "unbounded", None)  # the default: 10,000
     hits = await unbounded.text_search("zebra river stone", 5000, MemoryFilter())
     assert {c.record.id for c in hits} == _holding("zebra", "river", "stone")
     assert {c.record.id for c in hits[:5]} == _holding("zebra")
