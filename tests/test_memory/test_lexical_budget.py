@@ -129,3 +129,18 @@ def test_a_bad_budget_is_refused_with_its_name_and_value() -> None:
     for bad in (0, -5, "many"):
         with pytest.raises(MemoryConfigError, match="lexical_max_postings"):
             MemoryConfig(retrieval={"lexical_max_postings": bad})
+
+
+async def test_the_row_counts_follow_the_writes(kind: str, tmp_path: Path) -> None:
+    """Term counts are remembered between searches, never past writes that could move them
+    by more than a hundredth of the budget: 500 more zebra rows make river (600) the term
+    that no longer fits."""
+    backend = await _backend(kind, tmp_path, BUDGET)
+    hits = await backend.text_search("zebra river", 5000, MemoryFilter())
+    assert {c.record.id for c in hits} == _holding("zebra", "river")  # 605 rows: within
+    more = [MemoryRecord(id=f"z{i}", session_id="s", memory_type="note", content=f"zebra z{i}",
+                         created_at=9000.0 + i, vector=RECORDS[i].vector) for i in range(500)]
+    await backend.upsert(more)
+    hits = await backend.text_search("zebra river", 5000, MemoryFilter())
+    assert {c.record.id for c in hits} == _holding("zebra") | {r.id for r in more}
+    await backend.close()

@@ -23,7 +23,7 @@ from DeepResearch.src.memory.backends.base import (
     indexed_text,
     walk_namespace,
 )
-from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS, match_expression
+from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS, TermRows, match_expression
 from DeepResearch.src.memory.backends.record import metadata_patch, patched, record_matches
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.facts.forgetting import Forgotten
@@ -43,6 +43,8 @@ class InMemoryBackend(MemoryBackend):
         self._fts = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._fts.execute("CREATE VIRTUAL TABLE fts USING fts5 (tokens)")
         self._fts.execute("CREATE VIRTUAL TABLE fts_vocab USING fts5vocab (fts, 'row')")
+        self._term_rows = TermRows()
+        self._removed = 0  # FTS rows deleted: with _next_row, the table's changes
         self._rows: dict[Key, int] = {}  # record key -> its FTS5 rowid
         self._ids: dict[int, Key] = {}
         self._next_row = 1
@@ -166,6 +168,7 @@ class InMemoryBackend(MemoryBackend):
         if row is not None:
             self._fts.execute("DELETE FROM fts WHERE rowid = ?", (row,))
             del self._ids[row]
+            self._removed += 1
 
     def _vectors(self) -> tuple[np.ndarray, list[str]]:
         if self._matrix is None:
@@ -198,7 +201,8 @@ class InMemoryBackend(MemoryBackend):
         self.check_open()
         if k <= 0:
             return []
-        match = match_expression(self._fts, query, len(self._rows), self.lexical_max_postings)
+        match = match_expression(self._fts, query, len(self._rows), self.lexical_max_postings,
+                                 self._term_rows, self._next_row + self._removed)
         if match is None:
             return []
         out: list[Candidate] = []

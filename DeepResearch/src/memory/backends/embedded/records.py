@@ -28,7 +28,7 @@ from DeepResearch.src.memory.backends.decoding import (
 )
 from DeepResearch.src.memory.backends.embedded.database import PENDING, Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
-from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS, match_expression
+from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS, TermRows, match_expression
 from DeepResearch.src.memory.backends.record import patched
 from DeepResearch.src.memory.compression import content_problem
 from DeepResearch.src.memory.facts.forgetting import Forgotten
@@ -61,6 +61,7 @@ class Records:
         self.db = db
         self.dimension = dimension
         self._broad: set[str] = set()  # filters (but their live_at) found broad
+        self.term_rows = TermRows()
 
     # -- writes ---------------------------------------------------------------------------
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
@@ -472,7 +473,8 @@ class Records:
             return []
         plain = "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
         with self.db.lock:
-            match = match_expression(self.db.conn, query, total, max_postings)
+            match = match_expression(self.db.conn, query, total, max_postings, self.term_rows,
+                                     sum(self.positions()))
             if match is None:
                 return []
             if flt == MemoryFilter():
