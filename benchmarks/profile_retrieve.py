@@ -89,7 +89,8 @@ def instrument(client: MemorySystemClient) -> Callable[[], None]:
 
 async def profile(client: MemorySystemClient, queries: list[str]) -> list[str]:
     """A markdown table: each step's calls, p50, p95 and mean time per retrieve over
-    `queries` (retrieves over every session, top 10, each embedding its query)."""
+    `queries` (retrieves over every session, top 10, each embedding its query; queries the
+    client was asked before would be answered by its hot tier)."""
     TIMES.clear()
     restore = instrument(client)
     total = []
