@@ -112,3 +112,24 @@ async def test_a_failing_statistics_write_never_fails_a_retrieve(
         assert (await client.access_stats(["a"]))["a"].count == 0
     assert sum("statistics table is locked" in r.getMessage() for r in caplog.records) == 1
     await client.close()
+
+
+async def test_back_to_back_retrieves_share_their_statistics_writes(embedder) -> None:
+    """A write holds the embedded store's connection through its commit: retrieves in a
+    burst gather their ids for one write instead of each waiting for the last one's. The
+    counts are whole all the same."""
+    class CountedWrites(InMemoryBackend):
+        writes = 0
+
+        async def record_access(self, ids, namespace, at) -> None:
+            CountedWrites.writes += 1
+            await super().record_access(ids, namespace, at)
+
+    client = MemorySystemClient(MemoryConfig(backend="in_memory"), embedder=embedder,
+                                backend=CountedWrites(embedder.dimension))
+    await _store(client)
+    for i in range(10):  # new queries: each embedded, none answered by the hot tier
+        assert [m.id for m in await client.retrieve(f"pottery class {i}", top_k=1)] == ["a"]
+    assert CountedWrites.writes <= 3
+    assert (await client.access_stats(["a"]))["a"].count == 10  # flushed at once
+    await client.close()

@@ -5,6 +5,7 @@ ranking restricted to the scope."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -126,3 +127,46 @@ def _passes(record: MemoryRecord, flt: MemoryFilter) -> bool:
     return (record.session_id in (flt.session_ids or (record.session_id,))
             and record.memory_type in (flt.memory_types or (record.memory_type,))
             and (flt.created_after is None or record.created_at >= flt.created_after))
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw"])
+async def test_a_broad_filter_is_probed_once_and_again_once_it_narrowed(
+    tmp_path: Path, kind: str
+) -> None:
+    """The selectivity probe reads up to 5% of the store's index entries: a filter found
+    broad (here 2,900 of 3,000 rows, over the 2,048 probed) is not probed by the next
+    searches, whatever its live_at; once most of its rows are gone a search finds too few
+    hits passing it, still answers exactly, and the filter is probed again."""
+    backend = await _backend(tmp_path, kind)
+    records = _records(3000, sessions=2, seed=4)
+    records = [replace(r, session_id="big" if i >= 100 else "small") for i, r in enumerate(records)]
+    await backend.upsert(records)
+    statements: list[str] = []
+    backend.require().db.conn.set_trace_callback(statements.append)
+
+    def probes() -> int:
+        found = sum("group_concat(seq) FROM (SELECT seq FROM records" in s for s in statements)
+        statements.clear()
+        return found
+
+    query = records[7].vector
+    for live_at in (1.0, 2.0, 3.0):
+        broad = MemoryFilter(namespaces=("default",), session_ids=("big",), live_at=live_at)
+        await backend.vector_search(query, 10, broad)
+        await backend.text_search("w1 w2", 10, broad)
+        assert probes() == (1 if live_at == 1.0 else 0)
+    small = MemoryFilter(session_ids=("small",))
+    await backend.vector_search(query, 10, small)
+    await backend.vector_search(query, 10, small)
+    assert probes() == 2  # selective filters are probed each time (their rows are used)
+
+    await backend.delete(MemoryFilter(ids=tuple(r.id for r in records[100:2990])))
+    broad = MemoryFilter(namespaces=("default",), session_ids=("big",), live_at=4.0)
+    left = records[2990:]
+    truth = sorted(left, key=lambda r: -float(r.vector @ query))[:5]
+    got = await backend.vector_search(query, 5, broad)
+    assert probes() == 0
+    assert [c.record.id for c in got] == [r.id for r in truth]  # 10 rows: exact all the same
+    await backend.vector_search(query, 5, broad)
+    assert probes() == 1  # probed again: now selective
+    await backend.close()

@@ -29,7 +29,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, ValidationError, model_validator
 
-from DeepResearch.src.memory.config_base import MAX_TOP_K, Id, Section
+from DeepResearch.src.memory.config_base import LEXICAL_MAX_POSTINGS, MAX_TOP_K, Id, Section
 from DeepResearch.src.memory.config_consolidation import (
     ConsolidationConfig,
     ObservationsConfig,
@@ -145,6 +145,9 @@ class RetrievalConfig(Section):
     # candidates per list (dense, lexical), whatever top_k (a larger top_k fetches top_k):
     # retrieve(top_k=10) is then the first 10 of retrieve(top_k=50) for any top_k <= this
     candidate_pool: int = Field(default=50, ge=1, le=10_000)
+    # the lexical search matches the query's rarest terms while the rows holding them add
+    # up to at most this (backends/lexical.py: FTS5 scores every row holding a matched term)
+    lexical_max_postings: int = Field(default=LEXICAL_MAX_POSTINGS, ge=1, le=1_000_000_000)
     temporal_half_life_seconds: float = Field(default=604_800.0, gt=0)
     importance_weight: float = Field(default=0.1, ge=0.0, le=10.0)
     mmr_enabled: bool = False

@@ -40,6 +40,9 @@ def number_in(low: float, high: float) -> TypeAdapter[float]:
 # The most results one retrieval returns, wherever it is asked for: retrieve(top_k=...),
 # memory.retrieval.top_k, `deepresearch-memory search --top-k`, the HTTP service's top_k.
 MAX_TOP_K = 1000
+# memory.retrieval.lexical_max_postings's default: the rows holding the terms a lexical
+# search matches add up to at most this (backends/lexical.py), ~10 ms of FTS5 scoring.
+LEXICAL_MAX_POSTINGS = 10_000
 
 
 class Section(BaseModel):

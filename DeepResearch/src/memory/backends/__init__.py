@@ -46,7 +46,7 @@ def create_backend(config: MemoryConfig, dimension: int) -> MemoryBackend:
     if config.backend == "in_memory":
         from DeepResearch.src.memory.backends.in_memory import InMemoryBackend
 
-        return InMemoryBackend(dimension)
+        return InMemoryBackend(dimension, config.retrieval.lexical_max_postings)
     if config.backend == "faiss":
         started = time.perf_counter()
         from DeepResearch.src.memory.backends.embedded import EmbeddedBackend
@@ -59,6 +59,7 @@ def create_backend(config: MemoryConfig, dimension: int) -> MemoryBackend:
             metric=config.vector_store.index_type,
             model=vector_identity(config.vector_store.embedding_model,
                                   config.vector_store.embedding_runtime),
+            lexical_max_postings=config.retrieval.lexical_max_postings,
         )
     if config.backend == "neo4j":
         started = time.perf_counter()

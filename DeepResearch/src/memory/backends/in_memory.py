@@ -23,10 +23,10 @@ from DeepResearch.src.memory.backends.base import (
     indexed_text,
     walk_namespace,
 )
+from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS, TermRows, match_expression
 from DeepResearch.src.memory.backends.record import metadata_patch, patched, record_matches
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.facts.forgetting import Forgotten
-from DeepResearch.src.memory.text import fts_query
 
 if TYPE_CHECKING:
     from DeepResearch.src.memory.backends.in_memory_facts import InMemoryFactStore
@@ -36,11 +36,15 @@ Key = tuple[str, str]  # (namespace, id): ids are scoped by namespace
 class InMemoryBackend(MemoryBackend):
     name: ClassVar[str] = "in_memory"
 
-    def __init__(self, dimension: int) -> None:
+    def __init__(self, dimension: int, lexical_max_postings: int = MAX_POSTINGS) -> None:
         self.dimension = dimension
+        self.lexical_max_postings = lexical_max_postings
         self._records: dict[Key, MemoryRecord] = {}  # by (namespace, id)
         self._fts = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
         self._fts.execute("CREATE VIRTUAL TABLE fts USING fts5 (tokens)")
+        self._fts.execute("CREATE VIRTUAL TABLE fts_vocab USING fts5vocab (fts, 'row')")
+        self._term_rows = TermRows()
+        self._removed = 0  # FTS rows deleted: with _next_row, the table's changes
         self._rows: dict[Key, int] = {}  # record key -> its FTS5 rowid
         self._ids: dict[int, Key] = {}
         self._next_row = 1
@@ -164,6 +168,7 @@ class InMemoryBackend(MemoryBackend):
         if row is not None:
             self._fts.execute("DELETE FROM fts WHERE rowid = ?", (row,))
             del self._ids[row]
+            self._removed += 1
 
     def _vectors(self) -> tuple[np.ndarray, list[str]]:
         if self._matrix is None:
@@ -194,8 +199,11 @@ class InMemoryBackend(MemoryBackend):
 
     async def text_search(self, query: str, k: int, flt: MemoryFilter) -> list[Candidate]:
         self.check_open()
-        match = fts_query(query)
-        if match is None or k <= 0:
+        if k <= 0:
+            return []
+        match = match_expression(self._fts, query, len(self._rows), self.lexical_max_postings,
+                                 self._term_rows, self._next_row + self._removed)
+        if match is None:
             return []
         out: list[Candidate] = []
         for row, score in self._fts.execute(

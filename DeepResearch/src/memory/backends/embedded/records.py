@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -27,10 +28,11 @@ from DeepResearch.src.memory.backends.decoding import (
 )
 from DeepResearch.src.memory.backends.embedded.database import PENDING, Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
+from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS, TermRows, match_expression
 from DeepResearch.src.memory.backends.record import patched
 from DeepResearch.src.memory.compression import content_problem
 from DeepResearch.src.memory.facts.forgetting import Forgotten
-from DeepResearch.src.memory.text import fts_query, token_string, tokenize
+from DeepResearch.src.memory.text import token_string
 
 COLUMNS = (
     "seq, id, namespace, session_id, memory_type, agent_type, content, created_at, importance, "
@@ -43,11 +45,7 @@ DELETED = ("RETURNING seq, id, namespace, memory_type, CASE WHEN json_valid(meta
            "json_extract(metadata, '$.message_id') END) END")
 Cascade = Callable[[list[Forgotten]], Sequence[tuple[str, str]]]  # -> (namespace, id)s
 CHUNK = 500  # ids or seqs per IN (...) list (SQLite bounds the number of parameters)
-# In a store of COMMON_TERM_MIN_ROWS+ rows, query terms found in more than COMMON_TERM_SHARE
-# of them are left out (unless all are): their BM25 weight is ~0, and FTS5 scores every row a
-# query term matches.
-COMMON_TERM_SHARE = 0.5
-COMMON_TERM_MIN_ROWS = 1000
+BROAD_FILTERS = 256  # filters remembered as broad (selective_seqs), forgotten all at once
 
 
 def chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -62,6 +60,8 @@ class Records:
     def __init__(self, db: Database, dimension: int) -> None:
         self.db = db
         self.dimension = dimension
+        self._broad: set[str] = set()  # filters (but their live_at) found broad
+        self.term_rows = TermRows()
 
     # -- writes ---------------------------------------------------------------------------
     def upsert(self, records: Sequence[MemoryRecord]) -> None:
@@ -359,6 +359,28 @@ class Records:
             ).fetchone()
         return _seqs(text)
 
+    def selective_seqs(self, flt: MemoryFilter, limit: int) -> np.ndarray | None:
+        """The seqs of the rows matching `flt` when there are at most `limit`, else None
+        (broad: the searches over-fetch and check their hits instead). The probe reads up
+        to `limit` entries of an index (5% of the store, twice per retrieve: 14 ms at a
+        million rows), so a filter found broad is remembered, whatever its live_at, until a
+        search finds too few of its hits passing it (`probe_again`): a verdict gone stale
+        costs an over-fetch, never a result."""
+        key = _broad_key(flt)
+        if key in self._broad:
+            return None
+        seqs = self.matching_seqs(flt, limit + 1)
+        if len(seqs) <= limit:
+            return seqs
+        if len(self._broad) >= BROAD_FILTERS:
+            self._broad.clear()
+        self._broad.add(key)
+        return None
+
+    def probe_again(self, flt: MemoryFilter) -> None:
+        """`flt` may have become selective: the next search probes it."""
+        self._broad.discard(_broad_key(flt))
+
     def all_seqs(self) -> np.ndarray:
         with self.db.lock:
             (text,) = self.db.conn.execute("SELECT group_concat(seq) FROM records").fetchone()
@@ -437,33 +459,27 @@ class Records:
                 f"SELECT count(*) FROM records WHERE {where}", params
             ).fetchone()[0])
 
-    def _useful_terms(self, terms: list[str], total: int) -> list[str]:
-        if total < COMMON_TERM_MIN_ROWS or not terms:
-            return terms
-        rows = dict(self.db.conn.execute(
-            f"SELECT term, doc FROM fts_vocab WHERE term IN ({','.join('?' * len(terms))})", terms
-        ).fetchall())
-        rare = [t for t in terms if rows.get(t, 0) <= COMMON_TERM_SHARE * total]
-        return rare or terms
-
     def text_search(
-        self, query: str, k: int, flt: MemoryFilter, selective: int, total: int
+        self, query: str, k: int, flt: MemoryFilter, selective: int, total: int,
+        max_postings: int = MAX_POSTINGS,
     ) -> list[tuple[int, float]]:
         """(seq, score) of the k best FTS5 matches of `query` that pass `flt`, best first;
-        the score is -bm25() (higher is better); `total` is the number of records. A filter
+        the score is -bm25() (higher is better); `total` is the number of records. The terms
+        matched are lexical.match_expression's (their rows within `max_postings`). A filter
         matching at most `selective` rows is joined to the match; a broader one over-fetches
         and checks the hits (a join reads a record row per match: ~1.6x the time of the match
         alone)."""
         if k <= 0:
             return []
-        match = fts_query(self._useful_terms(list(dict.fromkeys(tokenize(query))), total))
-        if match is None:
-            return []
         plain = "SELECT rowid, -bm25(fts) FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
         with self.db.lock:
+            match = match_expression(self.db.conn, query, total, max_postings, self.term_rows,
+                                     sum(self.positions()))
+            if match is None:
+                return []
             if flt == MemoryFilter():
                 return self.db.conn.execute(plain, (match, k)).fetchall()
-            if len(self.matching_seqs(flt, selective + 1)) <= selective:
+            if self.selective_seqs(flt, selective) is not None:
                 # The filter's few rows, as a set SQLite builds once (`+` keeps it from being
                 # handed to FTS5, which would run the MATCH once per row): a match is checked
                 # against it instead of reading its record row (a join cost ~1 us per match
@@ -483,6 +499,7 @@ class Records:
                 kept = [hit for hit in hits if hit[0] in passing]
                 if len(kept) >= k or len(hits) < fetch:
                     return kept[:k]
+                self.probe_again(flt)
                 fetch *= 8
 
     def edges(
@@ -507,6 +524,10 @@ class Records:
                 [namespace, *nodes, *type_params],
             ).fetchall()
         return out, back
+
+
+def _broad_key(flt: MemoryFilter) -> str:
+    return repr(replace(flt, live_at=None))
 
 
 def _metadata_object(text: str | None) -> dict[str, Any] | None:

@@ -55,6 +55,7 @@ from DeepResearch.src.memory.backends.embedded.vectors import (
     IndexSettings,
     VectorIndex,
 )
+from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS
 from DeepResearch.src.memory.backends.record import metadata_patch
 from DeepResearch.src.memory.config import FaissConfig
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
@@ -83,8 +84,12 @@ class EmbeddedBackend(MemoryBackend):
     fills_vectors_behind: ClassVar[bool] = True
     vectors_behind_by_default: ClassVar[bool] = True
 
-    def __init__(self, config: FaissConfig, *, dimension: int, metric: str, model: str) -> None:
+    def __init__(
+        self, config: FaissConfig, *, dimension: int, metric: str, model: str,
+        lexical_max_postings: int = MAX_POSTINGS,
+    ) -> None:
         self.config = config
+        self.lexical_max_postings = lexical_max_postings
         self.dimension = dimension
         self.metric = metric
         self.model = model
@@ -316,9 +321,8 @@ class EmbeddedBackend(MemoryBackend):
         if k <= 0 or index.live == 0:
             return []
         if flt != MemoryFilter():
-            limit = self._selective_rows()
-            seqs = records.matching_seqs(flt, limit + 1)
-            if len(seqs) <= limit:  # exact, over just those rows
+            seqs = records.selective_seqs(flt, self._selective_rows())
+            if seqs is not None:  # exact, over just those rows
                 seqs, vectors = self._vectors_of(seqs)
                 if not len(seqs):
                     return []
@@ -334,6 +338,7 @@ class EmbeddedBackend(MemoryBackend):
                 seqs, sims = seqs[keep], sims[keep]
             if len(seqs) >= k or fetch >= index.index.ntotal:
                 return self._candidates(seqs[:k], sims[:k], flt)
+            records.probe_again(flt)
             fetch *= 4
 
     def _vectors_of(self, seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -355,7 +360,8 @@ class EmbeddedBackend(MemoryBackend):
             records = self.require()
             self._catch_up()  # the index's size is the store's
             assert self._index is not None
-            hits = records.text_search(query, k, flt, self._selective_rows(), self._index.live)
+            hits = records.text_search(query, k, flt, self._selective_rows(), self._index.live,
+                                       self.lexical_max_postings)
             found = records.by_seqs([seq for seq, _ in hits], MemoryFilter())
             return [Candidate(found[seq], float(score)) for seq, score in hits if seq in found]
 
