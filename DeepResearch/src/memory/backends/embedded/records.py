@@ -349,6 +349,19 @@ class Records:
                 ))
         return out
 
+    def first_matching(self, seqs: Sequence[int], flt: MemoryFilter, k: int) -> list[int]:
+        """The first `k` of `seqs` (in their order) that match `flt`, checked k at a time:
+        a check reads each row it names (a random read in a large store), and the hits of an
+        over-fetching search mostly pass a broad filter."""
+        out: list[int] = []
+        for start in range(0, len(seqs), max(k, 1)):
+            chunk = seqs[start:start + max(k, 1)]
+            passing = self.seqs_matching(chunk, flt)
+            out += [seq for seq in chunk if seq in passing]
+            if len(out) >= k:
+                return out[:k]
+        return out
+
     def matching_seqs(self, flt: MemoryFilter, limit: int) -> np.ndarray:
         """Seqs of the rows matching `flt`, at most `limit` of them."""
         where, params = filter_sql(flt)
@@ -495,10 +508,10 @@ class Records:
             fetch = 4 * k
             while True:
                 hits = self.db.conn.execute(plain, (match, fetch)).fetchall()
-                passing = self.seqs_matching([seq for seq, _ in hits], flt)
+                passing = set(self.first_matching([seq for seq, _ in hits], flt, k))
                 kept = [hit for hit in hits if hit[0] in passing]
                 if len(kept) >= k or len(hits) < fetch:
-                    return kept[:k]
+                    return kept
                 self.probe_again(flt)
                 fetch *= 8
 

@@ -333,7 +333,7 @@ class EmbeddedBackend(MemoryBackend):
         while True:
             seqs, sims = index.search(query, fetch)
             if flt != MemoryFilter():
-                passing = records.seqs_matching(seqs.tolist(), flt)
+                passing = set(records.first_matching(seqs.tolist(), flt, k))
                 keep = np.fromiter((s in passing for s in seqs.tolist()), bool, len(seqs))
                 seqs, sims = seqs[keep], sims[keep]
             if len(seqs) >= k or fetch >= index.index.ntotal:
