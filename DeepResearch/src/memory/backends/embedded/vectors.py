@@ -34,7 +34,7 @@ class IndexSettings:
     dimension: int
     hnsw_m: int = 32
     hnsw_ef_construction: int = 200
-    hnsw_ef_search: int = 128
+    hnsw_ef_search: int = 256
 
 
 class UnusableIndexFile(Exception):
