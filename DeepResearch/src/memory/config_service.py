@@ -58,10 +58,6 @@ class ServiceConfig(Section):
     # the saturation rate on 2 cores, 1 ms took the loop's lag p99 from ~16 to ~9 ms with the
     # same goodput. 0 leaves Python's default.
     switch_interval_ms: float = Field(default=1.0, ge=0, le=100)
-    # How much nicer (Linux niceness) the memory work's threads run than the loop that serves
-    # HTTP, so admitting, refusing and answering get a core at once while the model keeps
-    # both busy (service/work_loop.py). 0: the same priority.
-    work_niceness: int = Field(default=5, ge=0, le=19)
 
     @model_validator(mode="after")
     def _keys(self) -> ServiceConfig:

@@ -122,8 +122,7 @@ class Namespaces:
         self._coalescers: dict[str, StoreCoalescer] = {}
         self._lock = asyncio.Lock()
         self._blas: object | None = None
-        # every call into the clients runs there, at a lower priority (work_loop.py)
-        self.work = WorkLoop(niceness=self.config.service.work_niceness)
+        self.work = WorkLoop()  # every call into the clients runs there (work_loop.py)
 
     async def run(self, call: Coroutine[Any, Any, T]) -> T:
         """`await call` on the work loop (work_loop.py): the memory's own calls never hold

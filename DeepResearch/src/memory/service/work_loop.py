@@ -11,12 +11,6 @@ runs on the work loop. The two threads share one interpreter lock, which the run
 hands over every few milliseconds (`sys.getswitchinterval()`), so the HTTP loop's turn
 comes within that, not after the work in flight.
 
-The interpreter lock is one half; the cores are the other. On Linux the work loop's thread runs
-`niceness` steps nicer than the HTTP loop (memory.service.work_niceness), and so does every
-thread it starts (a thread inherits its creator's niceness): the model's and FAISS's worker
-threads. When both cores are busy with memory work, the kernel gives the HTTP loop a core as
-soon as it has something to do, instead of a share of the time slices.
-
 Everything that touches the namespaces' clients goes through `run` (ServiceState.bounded,
 health, start, stop, periodic consolidation): their locks, tasks and futures all live on the
 work loop. Before `start` (and after `stop`) `run` awaits the call on the caller's loop."""
@@ -24,36 +18,16 @@ work loop. Before `start` (and after `stop`) `run` awaits the call on the caller
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
-import sys
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-log = logging.getLogger("DeepResearch.service")
-
-
-def lower_thread_priority(by: int) -> bool:
-    """Make the calling thread `by` steps nicer (at most 19). Linux only, where niceness is
-    per thread and inherited by the threads it starts; False where it did nothing."""
-    if by <= 0 or not sys.platform.startswith("linux"):
-        return False
-    thread = threading.get_native_id()
-    try:
-        now = os.getpriority(os.PRIO_PROCESS, thread)
-        os.setpriority(os.PRIO_PROCESS, thread, min(19, now + by))
-    except OSError as exc:
-        log.warning("could not lower the memory work's priority: %s", exc)
-        return False
-    return True
 
 
 class WorkLoop:
-    def __init__(self, name: str = "memory-work", niceness: int = 0) -> None:
+    def __init__(self, name: str = "memory-work") -> None:
         self.name = name
-        self.niceness = niceness
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -69,7 +43,6 @@ class WorkLoop:
         ready = threading.Event()
 
         def main() -> None:
-            lower_thread_priority(self.niceness)
             asyncio.set_event_loop(loop)
             loop.call_soon(ready.set)
             loop.run_forever()
