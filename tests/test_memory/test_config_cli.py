@@ -89,7 +89,7 @@ def test_the_group_choices_are_the_option_files() -> None:
     conf = REPO / "DeepResearch" / "conf" / "memory"
     for group, choices in GROUPS.items():
         files = {f.stem for f in (conf / group).glob("*.yaml")}
-        assert set(choices) - {"null"} == files, group
+        assert set(choices) == files, group
     with pytest.raises(MemoryConfigError, match=r"memory.recall='multihop': choices are"):
         as_group_choice(["memory.recall=multihop"])
 

@@ -499,7 +499,7 @@ def check_store_folder(config: MemoryConfig) -> None:
 # is read as `memory/<group>=X` (recall's options are the files in conf/memory/recall/).
 GROUPS: dict[str, tuple[str, ...]] = {
     "backend": get_args(BackendName),
-    "recall": ("null", "multi_session"),
+    "recall": ("multi_session",),  # none chosen by default
 }
 
 
