@@ -23,8 +23,9 @@ from DeepResearch.src.memory.backends.base import (
     indexed_text,
     walk_namespace,
 )
-from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS, TermRows, match_expression
+from DeepResearch.src.memory.backends.lexical import TermRows, match_expression
 from DeepResearch.src.memory.backends.record import metadata_patch, patched, record_matches
+from DeepResearch.src.memory.config_base import LEXICAL_MAX_POSTINGS
 from DeepResearch.src.memory.errors import MemoryBackendError
 from DeepResearch.src.memory.facts.forgetting import Forgotten
 
@@ -36,7 +37,7 @@ Key = tuple[str, str]  # (namespace, id): ids are scoped by namespace
 class InMemoryBackend(MemoryBackend):
     name: ClassVar[str] = "in_memory"
 
-    def __init__(self, dimension: int, lexical_max_postings: int = MAX_POSTINGS) -> None:
+    def __init__(self, dimension: int, lexical_max_postings: int = LEXICAL_MAX_POSTINGS) -> None:
         self.dimension = dimension
         self.lexical_max_postings = lexical_max_postings
         self._records: dict[Key, MemoryRecord] = {}  # by (namespace, id)

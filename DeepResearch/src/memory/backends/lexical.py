@@ -20,12 +20,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 
-from DeepResearch.src.memory.config_base import LEXICAL_MAX_POSTINGS
 from DeepResearch.src.memory.text import fts_query, tokenize
 
 COMMON_TERM_SHARE = 0.5
 COMMON_TERM_MIN_ROWS = 1000
-MAX_POSTINGS = LEXICAL_MAX_POSTINGS  # memory.retrieval.lexical_max_postings's default
 
 
 def chosen_terms(

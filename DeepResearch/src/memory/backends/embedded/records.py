@@ -28,9 +28,10 @@ from DeepResearch.src.memory.backends.decoding import (
 )
 from DeepResearch.src.memory.backends.embedded.database import PENDING, Database
 from DeepResearch.src.memory.backends.embedded.filters import filter_sql
-from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS, TermRows, match_expression
+from DeepResearch.src.memory.backends.lexical import TermRows, match_expression
 from DeepResearch.src.memory.backends.record import patched
 from DeepResearch.src.memory.compression import content_problem
+from DeepResearch.src.memory.config_base import LEXICAL_MAX_POSTINGS
 from DeepResearch.src.memory.facts.forgetting import Forgotten
 from DeepResearch.src.memory.text import token_string
 
@@ -474,7 +475,7 @@ class Records:
 
     def text_search(
         self, query: str, k: int, flt: MemoryFilter, selective: int, total: int,
-        max_postings: int = MAX_POSTINGS,
+        max_postings: int = LEXICAL_MAX_POSTINGS,
     ) -> list[tuple[int, float]]:
         """(seq, score) of the k best FTS5 matches of `query` that pass `flt`, best first;
         the score is -bm25() (higher is better); `total` is the number of records. The terms

@@ -55,9 +55,9 @@ from DeepResearch.src.memory.backends.embedded.vectors import (
     IndexSettings,
     VectorIndex,
 )
-from DeepResearch.src.memory.backends.lexical import MAX_POSTINGS
 from DeepResearch.src.memory.backends.record import metadata_patch
 from DeepResearch.src.memory.config import FaissConfig
+from DeepResearch.src.memory.config_base import LEXICAL_MAX_POSTINGS
 from DeepResearch.src.memory.errors import IndexMismatchError, MemoryBackendError
 from DeepResearch.src.memory.faiss_pool import run_faiss
 
@@ -86,7 +86,7 @@ class EmbeddedBackend(MemoryBackend):
 
     def __init__(
         self, config: FaissConfig, *, dimension: int, metric: str, model: str,
-        lexical_max_postings: int = MAX_POSTINGS,
+        lexical_max_postings: int = LEXICAL_MAX_POSTINGS,
     ) -> None:
         self.config = config
         self.lexical_max_postings = lexical_max_postings
