@@ -1,15 +1,15 @@
 """Full context retrieval at 100k memories (faiss backend): the hot tier, the vector + lexical
 search and the graph path fused in one `retrieve`.
 
-- Store: 100,000 memories imported with vectors given (`import_records`, batches of 5,000);
-  texts from the corpus generator, vectors the real embeddings of 2,000 of them each reused
-  with Gaussian noise (sigma 0.05 per dimension, then unit length) as in bench_million
-  (embedding 100k texts takes too long on 2 cores).
+- Store: 100,000 memories imported with vectors given (`import_records`, batches of 5,000):
+  the word corpus's texts (word_corpus.py) and their real embeddings, computed once and
+  cached (bench_memory.word_store).
 - Graph: 1,000 people with 10 facts each (bench_facts' generator: employers, skills, a city,
   topics, a channel, a colleague), each fact's evidence 1-4 of the stored memories (drawn at
   random; each then ends "(noted by <the fact's subject>)"), so the graph path has memories
   to bring in.
-- Queries: 300 held-out questions, each naming one of the people, embedded by the call.
+- Queries: 300 held-out questions of the word corpus, each naming one of the people,
+  embedded by the call.
 - "full": `memory.retrieval.graph.enabled` and the hot tier on (its default); "plain": both
   off; both on the default flat (exact) index, then "full" again with
   `memory.faiss.index_kind=hnsw` (the HNSW index built from the stored vectors at open).
@@ -31,19 +31,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import word_corpus  # noqa: E402
 from benchmarks.bench_facts import (  # noqa: E402
     VectorSource,
     load,
     make_graph_data,
     person_name,
 )
-from benchmarks.bench_memory import TOOLS, cached_vectors, corpus, pct  # noqa: E402
-from benchmarks.bench_million import vectors_around  # noqa: E402
+from benchmarks.bench_memory import pct, word_store  # noqa: E402
 from benchmarks.report import write_section  # noqa: E402
 from benchmarks.results import save_result  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
@@ -52,7 +50,6 @@ from DeepResearch.src.memory.embeddings import get_embedder  # noqa: E402
 from DeepResearch.src.memory.facts.graph import FactGraph  # noqa: E402
 
 COMMAND = "python -m benchmarks.bench_full_context"
-BASE = 2_000
 BATCH = 5_000
 PEOPLE = 1_000
 FACTS_PER_PERSON = 10
@@ -67,16 +64,13 @@ def config(path: Path, full: bool, index: str = "auto") -> MemoryConfig:
 
 
 def queries(rng: random.Random) -> list[str]:
-    asks = ["What did {p} find when the {t} run failed?", "Which samples did {p} process with {t}?",
-            "What does {p} work on these days?", "Where did {p} run {t} last time?"]
-    return [rng.choice(asks).format(p=person_name(rng.randrange(PEOPLE)), t=rng.choice(TOOLS))
-            + f" ({i})" for i in range(QUERIES)]
+    asks = ["What did {p} say about {w}?", "{w}: what does {p} know?", "Did {p} mention {w}?"]
+    return [rng.choice(asks).format(p=person_name(rng.randrange(PEOPLE)), w=words)
+            for words in word_corpus.queries(QUERIES, seed=23)]
 
 
 async def build(path: Path, size: int) -> dict[str, float]:
-    texts = corpus(size, seed=31)
-    base = cached_vectors(texts[:BASE], "million-base")
-    rng = np.random.default_rng(5)
+    texts, vectors = word_store(size)
     pick = random.Random(17)
     source = VectorSource(get_embedder(), "synthetic")  # the fact sentences' vectors
     client = MemorySystemClient(config(path, True), embedder=source)
@@ -93,12 +87,12 @@ async def build(path: Path, size: int) -> dict[str, float]:
     started = time.perf_counter()
     for start in range(0, size, BATCH):
         n = min(BATCH, size - start)
-        vectors = vectors_around(base, start, n, rng)
         await client.import_records([
             MemoryRecord(id=f"m{start + i}", session_id=f"s{(start + i) % 1000}",
                          memory_type="note", content=texts[start + i] + (
                              f" (noted by {about[start + i]})" if start + i in about else ""),
-                         created_at=now - size + start + i, vector=vectors[i]) for i in range(n)])
+                         created_at=now - size + start + i, vector=vectors[start + i])
+            for i in range(n)])
     imported = time.perf_counter() - started
     graph_s = await load(FactGraph(client), entities, facts, source)
     await client.close()
@@ -148,8 +142,8 @@ def render(r: dict[str, Any]) -> str:
     full, plain = r["full"], r["plain"]
     verdict = "met" if full["p95_ms"] < GOAL_P95_MS else "not met"
     return "\n".join([
-        f"{r['size']:,} memories in one faiss store (vectors given: real embeddings of {BASE:,} "
-        f"corpus texts, each reused with noise, imported in {r['import_s']:.0f} s), and a graph "
+        f"{r['size']:,} memories of the word corpus in one faiss store (vectors given: their "
+        f"real embeddings, imported in {r['import_s']:.0f} s), and a graph "
         f"of {PEOPLE:,} people with {r['facts']:,} facts whose evidence are stored memories. "
         f"{QUERIES} held-out questions, each naming a person, embedded by the call; "
         "`retrieve(top_k=10)` over every session.",

@@ -28,11 +28,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_memory import cached_vectors, corpus  # noqa: E402
+from benchmarks import word_corpus  # noqa: E402
+from benchmarks.bench_memory import import_word_store  # noqa: E402
 from benchmarks.report import write_section  # noqa: E402
 from benchmarks.results import save_result  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
-from DeepResearch.src.memory.backends import MemoryRecord  # noqa: E402
 
 QUESTIONS, ROUNDS = 40, 5
 COMMAND = "python -m benchmarks.bench_hot_tier"
@@ -66,21 +66,16 @@ async def workflow_runs(runs: int) -> dict[str, Any]:
 
 # -- repeated questions ------------------------------------------------------------------
 async def fill(path: Path, size: int) -> None:
-    texts = corpus(size, seed=11)
-    vectors = cached_vectors(texts, "corpus")
+    """A store of `size` memories of the word corpus over 50 earlier runs' sessions (real
+    embeddings, cached)."""
     async with MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(path)})) as client:
-        now = time.time()
-        records = [MemoryRecord(id=f"m{i}", session_id=f"run-{i % 50}", memory_type="note",
-                                content=text, created_at=now - size + i, vector=vec)
-                   for i, (text, vec) in enumerate(zip(texts, vectors, strict=True))]
-        for start in range(0, size, 5000):
-            await client.import_records(records[start : start + 5000])
+        await import_word_store(client, size)
 
 
 async def ask(path: Path, hot: bool, profile: str | None) -> dict[str, list[float]]:
     """Seconds per retrieve: first asks, repeats; and per get of what was recalled."""
     config = MemoryConfig(backend="faiss", faiss={"path": str(path)}, hot={"enabled": hot})
-    questions = [f"Which tool handles {q}" for q in corpus(QUESTIONS, seed=500)]
+    questions = word_corpus.queries(QUESTIONS, seed=500)
     out: dict[str, list[float]] = {"first": [], "repeat": [], "get": []}
     async with MemorySystemClient(config, session_id="bench-hot") as client:
         await client.retrieve("warm up the model and the index", top_k=8)

@@ -23,6 +23,7 @@ import random
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -82,6 +83,27 @@ def cached_vectors(texts: list[str], tag: str) -> np.ndarray:
     vectors = get_embedder().embed(texts)
     np.save(path, vectors)
     return vectors
+
+
+def word_store(size: int) -> tuple[list[str], np.ndarray]:
+    """The large-store benchmarks' stored texts (the word corpus, seed 11) and their real
+    embeddings (computed once per size, cached)."""
+    texts = word_corpus.texts(size, seed=11)
+    return texts, cached_vectors(texts, "words")
+
+
+async def import_word_store(client: MemorySystemClient, size: int, session: Callable[[int], str] | None = None
+                            ) -> None:
+    """`size` memories of the word store into `client`, vectors given, in batches of 5,000;
+    memory i belongs to session `session(i)` (default: 50 earlier runs' sessions)."""
+    texts, vectors = word_store(size)
+    now = time.time()
+    for start in range(0, size, 5000):
+        await client.import_records([
+            MemoryRecord(id=f"m{i}", session_id=session(i) if session else f"run-{i % 50}",
+                         memory_type="note", content=texts[i], created_at=now - size + i,
+                         metadata={"i": i}, vector=vectors[i])
+            for i in range(start, min(size, start + 5000))])
 
 
 @functools.cache
@@ -149,8 +171,7 @@ def _config(path: Path, runtime: str) -> MemoryConfig:
 async def bench_retrieve(workdir: Path, size: int, queries: list[str]) -> dict[str, float]:
     import faiss
 
-    texts = word_corpus.texts(size, seed=11)
-    vectors = cached_vectors(texts, "words")
+    vectors = word_store(size)[1]
     path = workdir / f"retrieve-{size}"
     shutil.rmtree(path, ignore_errors=True)
     get_embedder(DEFAULT_MODEL, "sentence-transformers").embed(["loaded before RSS is read"])
@@ -158,17 +179,8 @@ async def bench_retrieve(workdir: Path, size: int, queries: list[str]) -> dict[s
     before = rss_mib()
     client = MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(path)}), session_id="bench")
     await client.open()
-    now = time.time()
-    batch = []
-    for i, (text, vec) in enumerate(zip(texts, vectors, strict=True)):
-        session = "bench" if i % max(1, size // 600) == 0 else f"other-{i % 50}"
-        batch.append(MemoryRecord(id=f"m{i}", session_id=session, memory_type="note", content=text,
-                                  created_at=now - size + i, metadata={"i": i}, vector=vec))
-        if len(batch) == 5000:
-            await client.import_records(batch)
-            batch = []
-    if batch:
-        await client.import_records(batch)
+    step = max(1, size // 600)
+    await import_word_store(client, size, lambda i: "bench" if i % step == 0 else f"other-{i % 50}")
     started = time.perf_counter()
     await client.close()  # writes the index file (none yet) and checkpoints SQLite's log
     closed = time.perf_counter() - started

@@ -1,6 +1,7 @@
 """Neo4j backend benchmark, against the raw driver on the same server in the same run.
 
-- store: Neo4jBackend.upsert of 10k precomputed records (batches of memory.neo4j.batch_size)
+- store: Neo4jBackend.upsert of 10k records of the word corpus (word_corpus.py), vectors
+  precomputed (batches of memory.neo4j.batch_size)
   vs a raw `UNWIND ... CREATE ... db.create.setNodeVectorProperty` of the same rows.
 - retrieve at 10k memories, top 5: `backend.vector_search` (query vector given) vs the raw
   `db.index.vector.queryNodes`, and `client.retrieve` (query embedding, hybrid candidates,
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import sys
 import time
 from pathlib import Path
@@ -22,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_memory import ORGANISMS, TOOLS, cached_vectors, corpus, pct, raw_model  # noqa: E402
+from benchmarks import word_corpus  # noqa: E402
+from benchmarks.bench_memory import pct, raw_model, word_store  # noqa: E402
 from benchmarks.neo4j_server import neo4j_auth, neo4j_server  # noqa: E402
 from benchmarks.report import write_section  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
@@ -51,13 +52,9 @@ async def clear(driver: object) -> None:
 async def run(uri: str, auth: tuple[str, str] | None, size: int) -> str:
     from neo4j import AsyncGraphDatabase, RoutingControl
 
-    texts = corpus(size, seed=11)  # the memory benchmark's corpus (and its embedding cache)
-    vectors = cached_vectors(texts, "corpus")
+    texts, vectors = word_store(size)  # the memory benchmark's store (and its embedding cache)
     model = raw_model()
-    rng = random.Random(3)
-    queries = [f"which {rng.choice(ORGANISMS)} run used {rng.choice(TOOLS)} and {w}?"
-               for w in rng.choices(["ran out of memory", "crashed", "mapping rate", "variants",
-                                     "adapters", "timed out", "replicates", "index"], k=100)]  # fmt: skip
+    queries = word_corpus.queries(100, seed=3)
     config = MemoryConfig(
         backend="neo4j",
         neo4j={"uri": uri, "password": auth[1] if auth else None},

@@ -4,7 +4,9 @@ A workflow node recalls before it works (one `retrieve`: the query embedded, den
 candidates, the ranking pipeline) and stores what it did after (one `store_many` of a few
 memories, each embedded by its content). This times that pair on the embedded store (faiss
 backend, the default embedding runtime) holding 10k and 100k memories, over a series
-of nodes with fresh texts, and reports p50 / p95 per node. Targets: p50 <= 40 ms at 10k,
+of nodes with fresh texts, and reports p50 / p95 per node. Stored texts, questions and results
+come from the word corpus (word_corpus.py: Zipf-distributed words of the model's vocabulary),
+so the keyword search pays what it pays on a real store. Targets: p50 <= 40 ms at 10k,
 <= 60 ms at 100k.
 
 Three ways of writing (memory.storage.vectors):
@@ -33,10 +35,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_memory import cached_vectors, corpus  # noqa: E402
+from benchmarks import word_corpus  # noqa: E402
+from benchmarks.bench_memory import import_word_store  # noqa: E402
 from benchmarks.results import save_result  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
-from DeepResearch.src.memory.backends import MemoryRecord  # noqa: E402
 
 NODES = 60  # timed nodes per store size (after 5 warm-up nodes)
 THINK_S = 0.5  # the agent's model call between two nodes (real ones take seconds)
@@ -46,27 +48,17 @@ TARGET_P50_MS = {10_000: 40.0, 100_000: 60.0}
 
 
 async def fill(path: Path, size: int) -> None:
-    """A store of `size` memories over 50 earlier runs' sessions (real embeddings, cached)."""
-    texts = corpus(size, seed=11)
-    vectors = cached_vectors(texts, "corpus")
+    """A store of `size` memories of the word corpus over 50 earlier runs' sessions (real
+    embeddings, cached)."""
     async with MemorySystemClient(MemoryConfig(backend="faiss", faiss={"path": str(path)})) as client:
-        now = time.time()
-        batch: list[MemoryRecord] = []
-        for i, (text, vec) in enumerate(zip(texts, vectors, strict=True)):
-            batch.append(MemoryRecord(id=f"m{i}", session_id=f"run-{i % 50}", memory_type="note",
-                                      content=text, created_at=now - size + i, vector=vec))
-            if len(batch) == 5000:
-                await client.import_records(batch)
-                batch = []
-        if batch:
-            await client.import_records(batch)
+        await import_word_store(client, size)
 
 
 async def time_nodes(path: Path, vectors: str, think: float, seed: int) -> list[float]:
     """Seconds of memory work per node: recall, then store the node's two memories (then
     `think` seconds of the agent's work, not timed)."""
-    questions = corpus(NODES + 5, seed=seed)
-    results = corpus(2 * (NODES + 5), seed=seed + 400)
+    questions = word_corpus.queries(NODES + 5, seed=seed)
+    results = word_corpus.texts(2 * (NODES + 5), seed=seed + 400)
     config = MemoryConfig(backend="faiss", faiss={"path": str(path)},
                           storage={"vectors": vectors})
     per_node = []
