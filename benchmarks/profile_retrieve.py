@@ -1,14 +1,16 @@
-"""Where a retrieve's time goes on a large faiss store, step by step.
+"""Where a retrieve's time goes on a large store, step by step (faiss, or Neo4j with
+`--backend neo4j`: the test suite's server, or NEO4J_URI).
 
 Imports `--size` memories of the word corpus (word_corpus.py) with vectors given (the real
 embeddings of `--base` texts, each reused with noise, as bench_million does), reopens the
 store, and times `--queries` held-out retrieves over every session (top 10, query embedding
 included). Each step is timed where it runs: the query's embedding, the backend's dense and
-lexical searches (the lexical one split into choosing its terms, the FTS5 match and reading
-its records), every other backend read, and each ranking step. Medians and p95 in ms.
+lexical searches (on faiss the lexical one split into choosing its terms, the FTS5 match and
+reading its records), every other backend read, and each ranking step. Medians and p95 in ms.
 
     python -m benchmarks.profile_retrieve --size 100000
     python -m benchmarks.profile_retrieve --size 1000000 --index-kind hnsw --keep
+    python -m benchmarks.profile_retrieve --backend neo4j --size 10000
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import word_corpus  # noqa: E402
 from benchmarks.bench_memory import cached_vectors  # noqa: E402
 from benchmarks.bench_million import vectors_around  # noqa: E402
+from benchmarks.neo4j_server import neo4j_auth, neo4j_server  # noqa: E402
 from DeepResearch.src.memory import MemoryConfig, MemorySystemClient  # noqa: E402
 from DeepResearch.src.memory.backends import MemoryRecord  # noqa: E402
 from DeepResearch.src.memory.backends.embedded import records as records_module  # noqa: E402
@@ -73,10 +76,11 @@ def instrument(client: MemorySystemClient) -> Callable[[], None]:
     for name in ("vector_search", "text_search", "session_neighbours", "related_many", "get",
                  "record_access"):
         wrap(backend, name, f"backend.{name} (async, incl. waiting)", timed_async)
-    records = backend.require()
-    wrap(records_module, "match_expression", "  lexical: choose terms (fts_vocab)", timed_sync)
-    for name in ("text_search", "by_seqs", "matching_seqs", "seqs_matching"):
-        wrap(records, name, f"  records.{name}", timed_sync)
+    if client.config.backend == "faiss":  # inside the embedded store's SQLite reads
+        records = backend.require()
+        wrap(records_module, "match_expression", "  lexical: choose terms (fts_vocab)", timed_sync)
+        for name in ("text_search", "by_seqs", "matching_seqs", "seqs_matching"):
+            wrap(records, name, f"  records.{name}", timed_sync)
     wrap(client.embedder, "embed_query", "query embedding", timed_sync)
     for step in client.steps:
         wrap(step.__class__, "__call__", f"step {step.name}", timed_async)
@@ -112,13 +116,12 @@ async def profile(client: MemorySystemClient, queries: list[str]) -> list[str]:
     return lines
 
 
-async def build(path: Path, size: int, base_n: int, kind: str) -> MemoryConfig:
+async def build(config: MemoryConfig, path: Path, size: int, base_n: int) -> MemoryConfig:
     texts = word_corpus.texts(size, seed=31)
     # bench_million's base vectors (texts(n) is not a prefix of texts(m > n): draw a million)
     base = cached_vectors(word_corpus.texts(1_000_000, seed=31)[:base_n], "million-words")
     rng = np.random.default_rng(5)
-    config = MemoryConfig(backend="faiss", faiss={"path": str(path), "index_kind": kind})
-    if (path / "memory.sqlite3").exists():
+    if config.backend == "faiss" and (path / "memory.sqlite3").exists():
         return config
     client = MemorySystemClient(config, session_id="profile")
     await client.open()
@@ -135,12 +138,19 @@ async def build(path: Path, size: int, base_n: int, kind: str) -> MemoryConfig:
     return config
 
 
-async def run(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace, neo4j_uri: str | None) -> None:
     path = ROOT / "outputs" / f"profile-{args.size}-{args.index_kind}"
-    if not args.keep:
-        shutil.rmtree(path, ignore_errors=True)
+    if neo4j_uri:
+        auth = neo4j_auth()
+        config = MemoryConfig(backend="neo4j", neo4j={"uri": neo4j_uri,
+                                                      "password": auth[1] if auth else None})
+    else:
+        config = MemoryConfig(backend="faiss",
+                              faiss={"path": str(path), "index_kind": args.index_kind})
+        if not args.keep:
+            shutil.rmtree(path, ignore_errors=True)
     t0 = time.perf_counter()
-    config = await build(path, args.size, args.base, args.index_kind)
+    await build(config, path, args.size, args.base)
     print(f"store ready in {time.perf_counter() - t0:.0f} s", flush=True)
     if args.max_postings:
         config.retrieval.lexical_max_postings = args.max_postings
@@ -155,8 +165,9 @@ async def run(args: argparse.Namespace) -> None:
     await client.close()
     if not args.keep:
         shutil.rmtree(path, ignore_errors=True)
-    print(f"\n{args.size:,} memories, {config.faiss.index_kind} index, {len(queries) - 10} "
-          f"retrieves, lexical_max_postings {config.retrieval.lexical_max_postings:,}")
+    where = "neo4j" if neo4j_uri else f"faiss, {config.faiss.index_kind} index"
+    print(f"\n{args.size:,} memories ({where}), {len(queries) - 10} retrieves, "
+          f"lexical_max_postings {config.retrieval.lexical_max_postings:,}")
     print("\n".join(lines))
 
 
@@ -168,8 +179,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--index-kind", default="auto", choices=["auto", "flat", "hnsw"])
     parser.add_argument("--max-postings", type=int, default=0, help="0: the default")
-    parser.add_argument("--keep", action="store_true", help="keep (and reuse) the store")
-    asyncio.run(run(parser.parse_args()))
+    parser.add_argument("--keep", action="store_true", help="keep (and reuse) the faiss store")
+    parser.add_argument("--backend", default="faiss", choices=["faiss", "neo4j"])
+    args = parser.parse_args()
+    if args.backend == "neo4j":
+        with neo4j_server() as uri:
+            asyncio.run(run(args, uri))
+    else:
+        asyncio.run(run(args, None))
 
 
 if __name__ == "__main__":
