@@ -6,8 +6,10 @@ in count and time.
   by one, then searching and reading one back. Goal: 0 errors, 0 lost.
 - **latency at 100**: 100 concurrent sessions searching (distinct queries) over the store.
   Goal: plain search p95 <= 100 ms.
-- **growth**: 10 sessions grow to 10, 100, 1,000 memories each; search p95 (one session's
-  memories) at each size. Goal: flat within 1.5x from the smallest to the largest.
+- **growth**: 10 sessions grow to 10, 100, 1,000 memories each; once the service has filled
+  their vectors (the stores return before, `storage.vectors=auto`; until then a search waits
+  for them, read-your-writes), search p95 (one session's memories) at each size. Goal: flat
+  within 1.5x from the smallest to the largest.
 - **fault**: writes under load while another process holds the database's write lock for a
   few seconds: 503 with a clear error, /health 503 saying why, then recovery.
 - **lost**: after a graceful stop (SIGTERM) the database is opened and every acknowledged id
@@ -126,6 +128,19 @@ async def grow(url: str, sessions: int, to: int, have: int, rec: Recorder) -> No
                 if r is not None and r.status_code == 200:
                     rec.acked += r.json()["ids"]
         await bounded([fill(s) for s in range(sessions)], PHASE_SECONDS)
+
+
+async def vectors_filled(url: str, limit: float) -> float:
+    """Seconds until the service reports no stored memory waiting for its vector (/health
+    detail), at most `limit`."""
+    started = time.perf_counter()
+    async with httpx.AsyncClient(timeout=30) as http:
+        while time.perf_counter() - started < limit:
+            r = await http.get(f"{url}/health", params={"detail": "true"})
+            if ((r.json().get("checks") or {}).get("vectors") or {}).get("awaiting", 1) == 0:
+                break
+            await asyncio.sleep(0.25)
+    return time.perf_counter() - started
 
 
 async def fault(url: str, db: Path, rec: Recorder, lock_seconds: float) -> dict[str, Any]:
@@ -252,11 +267,13 @@ def run(args: argparse.Namespace, tmp: Path, neo4j_uri: str | None = None) -> di
         print(f"growth: {args.grow_sessions} sessions x {size} memories", flush=True)
         asyncio.run(grow(service.url, args.grow_sessions, size, have, gro))
         have = size
+        filled = asyncio.run(vectors_filled(service.url, PHASE_SECONDS))
         probe = Recorder()
         asyncio.run(search_load(service.url, args.grow_sessions, args.growth_searches, probe,
                                 "search", session_of=lambda s: f"g{s}"))
         growth[str(size)] = probe.summary().get("search", {})
         growth[str(size)]["errors"] = sum(probe.errors.values())
+        growth[str(size)]["vectors_filled_s"] = filled
     if growth:
         out["growth"] = growth
         out["growth_store_errors"] = dict(gro.errors)

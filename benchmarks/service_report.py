@@ -62,9 +62,10 @@ def report(out: dict[str, Any], command: str) -> str:
         lines += ["", "| phase | endpoint | n | p50 | p95 | p99 |", "|---|---|---|---|---|---|",
                   *rows]
     if g:
-        lines += ["", "| memories per session | searches | p50 | p95 | errors |",
-                  "|---|---|---|---|---|",
-                  *(f"| {size} | {s['n']} | {s['p50']:.1f} | {s['p95']:.1f} | {s['errors']} |"
+        lines += ["", "| memories per session | vectors filled after the stores (s) | searches "
+                  "| p50 | p95 | errors |", "|---|---|---|---|---|---|",
+                  *(f"| {size} | {s.get('vectors_filled_s', float('nan')):.1f} | {s['n']} "
+                    f"| {s['p50']:.1f} | {s['p95']:.1f} | {s['errors']} |"
                     for size, s in g.items())]
     if "fault" in out:
         f = out["fault"]
