@@ -109,6 +109,41 @@ def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("override", "fragments"),
+    [
+        # `~` is no character of Hydra's grammar: the shell does not expand it after `key=`
+        ("rag.documents_dir=~/notes", ["'~' at character 19", "\"rag.documents_dir='~/notes'\""]),
+        # a comma outside quotes is a sweep, which a single run refuses
+        ("question=what is faiss, really?", ["a comma outside quotes",
+                                             "\"question='what is faiss, really?'\""]),
+        ("question='x", ["question='x", "check its quotes"]),
+        ("llm=gpt", ["llm='gpt': no such option", "offline"]),
+        ("memory=redis", ["memory='redis': no such option", "in_memory"]),
+    ],
+)
+def test_an_override_hydra_cannot_use_is_one_line(
+    tmp_path: Path, override: str, fragments: list[str]
+) -> None:
+    done = deepresearch(tmp_path, "question='x'", override)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    for fragment in fragments:
+        assert fragment in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_users_config_option_is_found_with_other_overrides(tmp_path: Path) -> None:
+    """`llm=local` from the user's `hydra.searchpath` folder, beside a question and a key."""
+    (tmp_path / "myconf" / "llm").mkdir(parents=True)
+    (tmp_path / "myconf" / "llm" / "local.yaml").write_text(
+        "defaults:\n  - offline\n  - _self_\nsentences_per_answer: 2\n")
+    done = deepresearch(tmp_path, "question='x'", "llm=local", "hydra.searchpath=[myconf]",
+                        "flows.default.max_iterations=2", "--cfg", "job", "--package", "llm")
+    assert done.returncode == 0, done.stderr
+    assert "sentences_per_answer: 2" in done.stdout
+
+
 def test_added_keys_where_the_config_is_open_are_accepted(tmp_path: Path) -> None:
     done = deepresearch(
         tmp_path, "question='x'", "llm=offline", "+memory.profiles.mine.max_items=3",
