@@ -303,3 +303,19 @@ def check_refused(tmp_path: Path, path: Path, reason: str) -> None:
     )
     line = one_error_line(done, 2, f"memory.faiss.path={path}", reason)
     assert line.startswith("deepresearch: error:") and "memory: stored" not in done.stdout
+
+
+def test_a_store_folder_under_home_is_the_users_home(tmp_path: Path) -> None:
+    """`~` in memory.faiss.path (quoted, as Hydra needs it) is the home folder, not a folder
+    named `~` in the working folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "stats",
+         "memory.faiss.path='~/store'"],
+        cwd=work, env={**env_without_keys(), "HOME": str(tmp_path)}, capture_output=True,
+        text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "store" / DB_FILE).is_file()
+    assert list(work.iterdir()) == []
