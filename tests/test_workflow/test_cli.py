@@ -193,6 +193,33 @@ def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
     assert f"documents folder '{missing}' does not exist" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("override", "fragment"),
+    [
+        ("tools.max_retries=-1", "tools.max_retries=-1: give a whole number >= 0"),
+        ("tools.max_retries=abc", "tools.max_retries='abc': give a whole number >= 0"),
+        ("llm.temperature=hot", "llm.temperature='hot': give a number >= 0"),
+        ("llm.max_tokens=0", "llm.max_tokens=0: give a whole number >= 1"),
+        ("llm.sentences_per_answer=0", "llm.sentences_per_answer=0: give a whole number >= 1"),
+    ],
+)
+def test_a_bad_run_setting_is_one_line_naming_it(
+    tmp_path: Path, override: str, fragment: str
+) -> None:
+    done = deepresearch(tmp_path, "question=x", override)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert fragment in line, line
+
+
+def test_an_outputs_folder_that_cannot_be_made_is_named(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("")
+    done = deepresearch(tmp_path, "question=x", f"outputs_dir={tmp_path / 'a_file' / 'out'}")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert f"outputs_dir={tmp_path / 'a_file' / 'out'} cannot be used" in line, line
+
+
 def test_missing_api_key_is_named(tmp_path: Path) -> None:
     done = deepresearch(tmp_path, "question=x", "llm=openai")
     assert done.returncode == 2
