@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import hydra
 from omegaconf import DictConfig
 
-from DeepResearch.src.commandline import UnknownConfigKeyError, check_override_keys
+from DeepResearch.src.commandline import OverrideError, UnknownConfigKeyError, check_override_keys
 from DeepResearch.src.memory.config import as_group_choice
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
 from DeepResearch.src.workflow.errors import ConfigurationError, WorkflowError
@@ -97,12 +97,14 @@ def _main(cfg: DictConfig) -> None:
 
 def main() -> None:
     """The console script: Hydra parses sys.argv (`memory.backend=X` read as the group choice);
-    an override naming no key of the configuration is refused first, in one line."""
+    an override naming no key of the configuration, one Hydra cannot read or a group option
+    that does not exist is refused first, in one line."""
     try:
         sys.argv[1:] = as_group_choice(sys.argv[1:])
         check_override_keys([a for a in sys.argv[1:] if (not a.startswith("-") and "=" in a)
-                             or a.startswith("~")])
-    except (MemoryConfigError, UnknownConfigKeyError) as exc:
+                             or a.startswith("~")],
+                            multirun=any(a in ("-m", "--multirun") for a in sys.argv[1:]))
+    except (MemoryConfigError, UnknownConfigKeyError, OverrideError) as exc:
         print(f"deepresearch: error: {exc}", file=sys.stderr)
         sys.exit(2)
     _main()

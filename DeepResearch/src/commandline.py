@@ -5,6 +5,11 @@ nothing of the framework or the memory package, so either may use it.
 `flows.prime.enabled=true` with a multi-line error and accepts `+flows.prime.enabled=true`
 silently (the key is added, nothing reads it). Both commands check their overrides here first:
 a key the configuration does not have gets one line naming it and the nearest known keys.
+An override Hydra cannot read (`rag.documents_dir=~/notes`: `~` needs quotes; a comma outside
+quotes, which Hydra reads as a sweep) or a group option no config folder has (`llm=gpt`) is
+refused in one line too (OverrideError), instead of Hydra's multi-line report or traceback. The
+group options are looked up with the user's `hydra.searchpath`, so `llm=local` from
+`myconf/llm/local.yaml` is found.
 A `+` key is accepted where the configuration is an open mapping (OPEN_KEYS: a new memory
 profile, a new agent's profile choice, ...) and, under `flows.<flow>.memory.`, where it names
 a `memory.` key (a flow's own memory settings: docs/configuration.md).
@@ -34,6 +39,10 @@ OPEN_KEYS = (
     "memory.facts.object_types.*",
     "flows.*.memory.agent_profiles.*",
 )
+
+
+class OverrideError(ValueError):
+    """An override Hydra cannot parse, or a config group option that does not exist."""
 
 
 class UnknownConfigKeyError(ValueError):
@@ -112,29 +121,83 @@ def is_known(key: str, known: set[str]) -> bool:
     return False
 
 
-def check_override_keys(overrides: Sequence[str]) -> None:
-    """Raise UnknownConfigKeyError for the first override naming an unknown key.
+def hydra_reason(exc: BaseException) -> str:
+    """Hydra's message in one line, without the search path and the documentation link."""
+    text = str(exc).split("Config search path")[0]
+    lines = [line.strip() for line in text.splitlines()
+             if line.strip() and not line.strip().startswith(("See https://", "^"))]
+    return "; ".join(lines)
 
-    The known keys are those of the configuration composed with the group choices among
-    `overrides` (llm=openai, memory/backend=neo4j: `memory.backend=X` already rewritten by
-    memory/config.as_group_choice). Hydra's
-    own overrides (hydra.*, hydra/...) and lines Hydra cannot parse are left to Hydra."""
+
+def _syntax_reason(exc: BaseException, line: str) -> str:
+    """What Hydra's parser refused: the character its caret points at, else its message."""
+    text = str(exc)
+    lexer = "LexerNoViableAltException: "
+    carets = [row for row in text.splitlines() if row.strip() == "^"]
+    if text.startswith(lexer) and carets:
+        at = len(carets[0]) - 1 - len(lexer)
+        if 0 <= at < len(line):
+            return f"{line[at]!r} at character {at + 1} is not allowed outside quotes"
+    return hydra_reason(exc)
+
+
+def parse_overrides(overrides: Sequence[str], *, multirun: bool = False) -> list[Any]:
+    """Hydra's parsed overrides; OverrideError, in one line, for the first it cannot read."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
     parser = OverridesParser.create()
     parsed = []
     for line in overrides:
+        key, _, value = line.partition("=")
+        quote = (f"quote the value inside the argument, e.g. \"{key}='{value}'\""
+                 if not {"'", '"'} & set(value) else "check its quotes")
         try:
-            parsed += parser.parse_overrides([line])
-        except HydraException:
-            continue  # Hydra reports the syntax error itself
+            [override] = parser.parse_overrides([line])
+        except HydraException as exc:
+            raise OverrideError(f"cannot read the override {line!r} ({_syntax_reason(exc, line)}"
+                                f"); {quote}") from None
+        if override.is_sweep_override() and not multirun:
+            raise OverrideError(f"{line!r}: a comma outside quotes makes a list of values; "
+                                f"{quote}")
+        parsed.append(override)
+    return parsed
+
+
+def compose_choices(choices: Sequence[str]) -> Any:
+    """The configuration composed with the group choices; OverrideError for an option that
+    no config folder (the package's, the user's `hydra.searchpath`) holds."""
+    from hydra.errors import HydraException, MissingConfigException
+
+    try:
+        return compose(choices)
+    except MissingConfigException as exc:
+        group, _, option = (exc.missing_cfg_file or "").rpartition("/")
+        if group and exc.options:
+            raise OverrideError(f"{group}={option!r}: no such option; choices are "
+                                f"{', '.join(exc.options)}") from None
+        raise OverrideError(hydra_reason(exc)) from None
+    except HydraException as exc:
+        raise OverrideError(hydra_reason(exc)) from None
+
+
+def check_override_keys(overrides: Sequence[str], *, multirun: bool = False) -> None:
+    """Raise UnknownConfigKeyError for the first override naming an unknown key, OverrideError
+    for one Hydra cannot read or a group option that does not exist.
+
+    The known keys are those of the configuration composed with the group choices among
+    `overrides` (llm=openai, memory/backend=neo4j: `memory.backend=X` already rewritten by
+    memory/config.as_group_choice) and the user's `hydra.searchpath`. Hydra's other own
+    overrides (hydra.*, hydra/...) are left to Hydra."""
+    parsed = parse_overrides(overrides, multirun=multirun)
     groups = config_groups()
-    choices = [o.input_line for o in parsed if o.key_or_group in groups and o.input_line]
+    # a sweep's choices (--multirun llm=offline,openai) are Hydra's to compose one by one
+    choices = [o.input_line for o in parsed if o.input_line and not o.is_sweep_override() and (
+        o.key_or_group in groups or o.key_or_group == "hydra.searchpath")]
     values = [o for o in parsed if o.key_or_group not in groups and not o.is_hydra_override()]
-    if not values:
+    if not values and not any(o.key_or_group in groups for o in parsed):
         return
-    known = dotted_keys(compose(choices))
+    known = dotted_keys(compose_choices(choices))
     for o in values:
         key = o.key_or_group
         if not is_known(key, known):

@@ -199,6 +199,18 @@ def test_bad_overrides_and_filters_are_one_error(tmp_path: Path) -> None:
     one_error_line(memory_cli(tmp_path / "m", "forget", "--filter", "novalue"), 2, "KEY=VALUE")
     one_error_line(memory_cli(tmp_path / "m", "stats", "memory.recall=multihop"), 2,
                    "memory.recall='multihop'", "'multi_session'")
+    one_error_line(memory_cli(tmp_path / "m", "stats", "llm=gpt"), 2,
+                   "llm='gpt': no such option", "offline")
+    one_error_line(memory_cli(tmp_path / "m", "stats", "memory.namespace=~me"), 2,
+                   "'~' at character 18", "\"memory.namespace='~me'\"")
+
+
+def test_a_users_config_option_is_found_with_other_overrides(tmp_path: Path) -> None:
+    (tmp_path / "myconf" / "llm").mkdir(parents=True)
+    (tmp_path / "myconf" / "llm" / "local.yaml").write_text("defaults:\n  - offline\n")
+    done = memory_cli(tmp_path / "m", "stats", "llm=local", "hydra.searchpath=[myconf]",
+                      "memory.retrieval.top_k=3", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
 
 
 def test_forget_refuses_unknown_filter_keys_and_asks_before_deleting_many(tmp_path: Path) -> None:
@@ -291,3 +303,19 @@ def check_refused(tmp_path: Path, path: Path, reason: str) -> None:
     )
     line = one_error_line(done, 2, f"memory.faiss.path={path}", reason)
     assert line.startswith("deepresearch: error:") and "memory: stored" not in done.stdout
+
+
+def test_a_store_folder_under_home_is_the_users_home(tmp_path: Path) -> None:
+    """`~` in memory.faiss.path (quoted, as Hydra needs it) is the home folder, not a folder
+    named `~` in the working folder."""
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "stats",
+         "memory.faiss.path='~/store'"],
+        cwd=work, env={**env_without_keys(), "HOME": str(tmp_path)}, capture_output=True,
+        text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "store" / DB_FILE).is_file()
+    assert list(work.iterdir()) == []

@@ -109,6 +109,41 @@ def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(
+    ("override", "fragments"),
+    [
+        # `~` is no character of Hydra's grammar: the shell does not expand it after `key=`
+        ("rag.documents_dir=~/notes", ["'~' at character 19", "\"rag.documents_dir='~/notes'\""]),
+        # a comma outside quotes is a sweep, which a single run refuses
+        ("question=what is faiss, really?", ["a comma outside quotes",
+                                             "\"question='what is faiss, really?'\""]),
+        ("question='x", ["question='x", "check its quotes"]),
+        ("llm=gpt", ["llm='gpt': no such option", "offline"]),
+        ("memory=redis", ["memory='redis': no such option", "in_memory"]),
+    ],
+)
+def test_an_override_hydra_cannot_use_is_one_line(
+    tmp_path: Path, override: str, fragments: list[str]
+) -> None:
+    done = deepresearch(tmp_path, "question='x'", override)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    for fragment in fragments:
+        assert fragment in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_users_config_option_is_found_with_other_overrides(tmp_path: Path) -> None:
+    """`llm=local` from the user's `hydra.searchpath` folder, beside a question and a key."""
+    (tmp_path / "myconf" / "llm").mkdir(parents=True)
+    (tmp_path / "myconf" / "llm" / "local.yaml").write_text(
+        "defaults:\n  - offline\n  - _self_\nsentences_per_answer: 2\n")
+    done = deepresearch(tmp_path, "question='x'", "llm=local", "hydra.searchpath=[myconf]",
+                        "flows.default.max_iterations=2", "--cfg", "job", "--package", "llm")
+    assert done.returncode == 0, done.stderr
+    assert "sentences_per_answer: 2" in done.stdout
+
+
 def test_added_keys_where_the_config_is_open_are_accepted(tmp_path: Path) -> None:
     done = deepresearch(
         tmp_path, "question='x'", "llm=offline", "+memory.profiles.mine.max_items=3",
@@ -156,6 +191,33 @@ def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert f"documents folder '{missing}' does not exist" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("override", "fragment"),
+    [
+        ("tools.max_retries=-1", "tools.max_retries=-1: give a whole number >= 0"),
+        ("tools.max_retries=abc", "tools.max_retries='abc': give a whole number >= 0"),
+        ("llm.temperature=hot", "llm.temperature='hot': give a number >= 0"),
+        ("llm.max_tokens=0", "llm.max_tokens=0: give a whole number >= 1"),
+        ("llm.sentences_per_answer=0", "llm.sentences_per_answer=0: give a whole number >= 1"),
+    ],
+)
+def test_a_bad_run_setting_is_one_line_naming_it(
+    tmp_path: Path, override: str, fragment: str
+) -> None:
+    done = deepresearch(tmp_path, "question=x", override)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert fragment in line, line
+
+
+def test_an_outputs_folder_that_cannot_be_made_is_named(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("")
+    done = deepresearch(tmp_path, "question=x", f"outputs_dir={tmp_path / 'a_file' / 'out'}")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert f"outputs_dir={tmp_path / 'a_file' / 'out'} cannot be used" in line, line
 
 
 def test_missing_api_key_is_named(tmp_path: Path) -> None:

@@ -46,7 +46,8 @@ def _require(llm: DictConfig, key: str) -> str:
 def build_model(llm: DictConfig, role: AgentType) -> Model:
     provider = llm.get("provider")
     if provider == "offline":
-        return OfflineModel(int(llm.get("sentences_per_answer", 4))).for_role(role)
+        sentences = _number(llm, "sentences_per_answer", int, 1, "a whole number >= 1")
+        return OfflineModel(4 if sentences is None else sentences).for_role(role)
     if provider == "openai":
         from pydantic_ai.models.openai import OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
@@ -70,10 +71,27 @@ def build_model(llm: DictConfig, role: AgentType) -> Model:
     raise ModelConfigError(f"llm.provider {provider!r} is unknown; choose one of {PROVIDERS}")
 
 
+def _number(llm: DictConfig, key: str, kind: type, least: float, what: str) -> Any:
+    """`llm.<key>` as `kind` (None when unset); ModelConfigError naming it when it is not
+    one, or below `least`."""
+    value = llm.get(key)
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool) or (kind is int and isinstance(value, float)):
+            raise ValueError
+        number = kind(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or number < least:
+        raise ModelConfigError(f"llm.{key}={value!r}: give {what}")
+    return number
+
+
 def model_settings(llm: DictConfig) -> ModelSettings | None:
-    settings: dict[str, Any] = {}
-    if llm.get("temperature") is not None:
-        settings["temperature"] = float(llm.temperature)
-    if llm.get("max_tokens") is not None:
-        settings["max_tokens"] = int(llm.max_tokens)
+    settings: dict[str, Any] = {
+        "temperature": _number(llm, "temperature", float, 0, "a number >= 0, or null"),
+        "max_tokens": _number(llm, "max_tokens", int, 1, "a whole number >= 1, or null"),
+    }
+    settings = {key: value for key, value in settings.items() if value is not None}
     return ModelSettings(**settings) if settings else None

@@ -29,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from DeepResearch.src.commandline import (
+    OverrideError,
     UnknownConfigKeyError,
     check_override_keys,
     closed_pipe_ends_quietly,
     compose,
+    hydra_reason,
 )
 from DeepResearch.src.memory.backends.base import MemoryFilter, MemoryRecord, archive_namespace
 from DeepResearch.src.memory.cli_consolidate import add_parser as add_consolidate_parser
@@ -380,14 +382,12 @@ def _main(argv: Sequence[str] | None) -> int:
 
             return service.serve(config) if args.command == "serve" else service.mcp_stdio(config)
         return asyncio.run(run(args, config))
-    except UnknownConfigKeyError as exc:
+    except (UnknownConfigKeyError, OverrideError) as exc:
         print(f"deepresearch-memory: error: {exc}", file=sys.stderr)
         return 2
     except (HydraException, OmegaConfBaseException) as exc:
-        # Hydra's message, without the blank lines and the search path it lists after them
-        text = str(exc).split("Config search path")[0]
-        reason = "; ".join(line.strip() for line in text.splitlines() if line.strip())
-        print(f"deepresearch-memory: error in the overrides {overrides}: {reason}", file=sys.stderr)
+        print(f"deepresearch-memory: error in the overrides {overrides}: {hydra_reason(exc)}",
+              file=sys.stderr)
         return 2
     except MemoryBackendError as exc:
         print(f"deepresearch-memory: backend error: {exc}", file=sys.stderr)

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from DeepResearch.src.memory.config_base import LEXICAL_MAX_POSTINGS, MAX_TOP_K, Id, Section
 from DeepResearch.src.memory.config_consolidation import (
@@ -47,6 +47,12 @@ from DeepResearch.src.memory.facts.model import ENTITY_TYPES, PREDICATES, SINGLE
 BackendName = Literal["in_memory", "faiss", "neo4j"]
 Codec = Literal["lz4", "gzip", "zstd"]
 IndexType = Literal["cosine", "euclidean", "dot_product"]
+
+
+def _home(path: str | None) -> str | None:
+    """A folder setting with `~` (`"memory.faiss.path='~/memory'"`: the shell leaves a quoted
+    or `key=`-prefixed `~` alone) means the user's home, as it does for `documents_dir`."""
+    return None if path is None else os.path.expanduser(path)
 
 
 class NestedConfig(Section):
@@ -167,6 +173,7 @@ class StorageConfig(Section):
     enable_async_writes: bool = False
     max_retry_backoff: float = Field(default=30.0, gt=0)
     spill_dir: str | None = None  # None: memory.faiss.path (its default on the other backends)
+    _spill_home = field_validator("spill_dir")(_home)
     # "behind": on a backend that can (faiss, neo4j), a store returns once its rows are
     # committed and their vectors are filled in the background (vector_fill.py); "inline":
     # embedded before the write; "auto": behind on faiss, inline on neo4j (where the second
@@ -210,6 +217,7 @@ class VectorStoreConfig(Section):
 
 class FaissConfig(Section):
     path: str = "outputs/memory"
+    _path_home = field_validator("path")(_home)
     # auto: flat (exact) below `hnsw_above` memories, HNSW (approximate) from there; decided
     # when the store opens (a store that grows past it switches at its next open).
     index_kind: Literal["auto", "flat", "hnsw"] = "auto"

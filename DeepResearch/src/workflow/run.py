@@ -102,6 +102,12 @@ async def create_research_state(
         raise ConfigurationError("question is empty; give one: deepresearch \"question='...'\"")
     flow = resolve_flow(cfg)
     history = ExecutionHistory()
+    try:
+        run_dir = make_run_dir(cfg.outputs_dir, question) if write_outputs else None
+    except OSError as exc:
+        raise ConfigurationError(
+            f"outputs_dir={cfg.outputs_dir} cannot be used: {exc.strerror or exc}; give a folder "
+            "this process can create files in") from None
     state = ResearchState(
         question=question.strip(),
         config=cfg,
@@ -110,7 +116,7 @@ async def create_research_state(
         flow=flow,
         documents_dir=services.tool_context.library.folder,
         max_iterations=max_iterations(cfg, flow),
-        run_dir=make_run_dir(cfg.outputs_dir, question) if write_outputs else None,
+        run_dir=run_dir,
     )
     for hook in services.run_hooks:
         await hook.on_run_start(state)

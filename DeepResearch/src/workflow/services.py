@@ -11,6 +11,7 @@ from DeepResearch.src.datatypes.agents import AgentDependencies, AgentType
 from DeepResearch.src.tools.registry import ToolContext, ToolRegistry
 from DeepResearch.src.tools.runner import ToolRunListener, ToolRunner
 from DeepResearch.src.utils.execution_history import ExecutionHistory
+from DeepResearch.src.workflow.errors import ConfigurationError
 from DeepResearch.src.workflow.hooks import NodeHook, RunHook
 
 if TYPE_CHECKING:
@@ -35,12 +36,17 @@ class WorkflowServices:
     review: ReviewTeam | None = None
 
     def make_tool_runner(self, history: ExecutionHistory, loop_id: str) -> ToolRunner:
+        value = self.config.tools.max_retries
+        retries = value if isinstance(value, int) and not isinstance(value, bool) else -1
+        if retries < 0:
+            raise ConfigurationError(f"tools.max_retries={value!r}: give a whole number >= 0 "
+                                     "(extra attempts when a tool raises)")
         return ToolRunner(
             self.registry,
             self.tool_context,
             history,
             listeners=self.tool_listeners,
-            max_retries=int(self.config.tools.max_retries),
+            max_retries=retries,
             loop_id=loop_id,
         )
 
