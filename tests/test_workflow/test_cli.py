@@ -201,12 +201,19 @@ def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
         ("llm.temperature=hot", "llm.temperature='hot': give a number >= 0"),
         ("llm.max_tokens=0", "llm.max_tokens=0: give a whole number >= 1"),
         ("llm.sentences_per_answer=0", "llm.sentences_per_answer=0: give a whole number >= 1"),
+        ("flows.default.max_iterations=abc", "flows.default.max_iterations='abc'"),
+        ("flows.default.nested_loops.max_depth=abc", "flows.default.nested_loops.max_depth='abc'"),
+        ("flows.default.nested_loops.enabled=maybe", "flows.default.nested_loops.enabled='maybe'"),
+        ("flow=rag flows.rag.chunk_size=0", "flows.rag.chunk_size=0"),
+        ("flow=rag flows.rag.chunk_overlap=5000", "flows.rag.chunk_overlap=5000: give a number "
+                                                  "below flows.rag.chunk_size (700)"),
+        ("flow=rag rag.extensions=.md", "rag.extensions='.md': give a list of extensions"),
     ],
 )
 def test_a_bad_run_setting_is_one_line_naming_it(
     tmp_path: Path, override: str, fragment: str
 ) -> None:
-    done = deepresearch(tmp_path, "question=x", override)
+    done = deepresearch(tmp_path, "question=x", *override.split())
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert fragment in line, line

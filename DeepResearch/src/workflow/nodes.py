@@ -28,6 +28,7 @@ from DeepResearch.src.rag.faiss_store import FAISSVectorStore
 from DeepResearch.src.utils.execution_history import ExecutionItem
 from DeepResearch.src.workflow.base import WorkflowNode
 from DeepResearch.src.workflow.errors import WorkflowError
+from DeepResearch.src.workflow.flows import flow_settings
 from DeepResearch.src.workflow.review import ReviewRound, round_draft
 from DeepResearch.src.workflow.services import WorkflowServices
 from DeepResearch.src.workflow.state import ResearchState, StepResult
@@ -253,11 +254,11 @@ class ExecuteRag(WorkflowNode):
         library = ctx.deps.tool_context.library
         if library.vector_store is None:
             started = time.perf_counter()
-            rag = ctx.state.config.flows.rag
+            rag = flow_settings(ctx.state.config, "rag")
             store = FAISSVectorStore(
-                get_embedder(str(rag.embedding_model)),
-                chunk_size=int(rag.chunk_size),
-                chunk_overlap=int(rag.chunk_overlap),
+                get_embedder(rag.embedding_model),
+                chunk_size=rag.chunk_size,
+                chunk_overlap=rag.chunk_overlap,
             )
             chunks = await library.enable_vector_search(store)
             took = time.perf_counter() - started
