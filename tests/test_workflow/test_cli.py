@@ -97,6 +97,9 @@ def test_unknown_flow_is_named(tmp_path: Path) -> None:
          "flows.default.memory.retrival.min_similarity",
          "flows.default.memory.retrieval.min_similarity"),
         ("~memory.sesion_ttl", "memory.sesion_ttl", "memory.session_ttl"),
+        # keys nothing reads are not offered (the search tool's top_k is the agent's choice)
+        ("flows.rag.top_k=3", "flows.rag.top_k", "flows.rag.memory.top_k"),
+        ("flows.rag.score_threshold=0.5", "flows.rag.score_threshold", "flows.rag"),
     ],
 )
 def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
