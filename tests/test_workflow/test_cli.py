@@ -187,6 +187,16 @@ def test_an_embedding_model_that_cannot_load_is_named(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_the_rag_flows_embedding_model_is_named_by_its_own_key(tmp_path: Path) -> None:
+    missing = tmp_path / "no-model"
+    done = deepresearch(tmp_path, "question=x", "flow=rag",
+                        f"flows.rag.embedding_model={missing}")
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert f"flows.rag.embedding_model='{missing}' cannot be loaded" in last, last
+    assert "memory.vector_store" not in last and "Traceback" not in done.stderr
+
+
 def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "no_such_folder"
     done = deepresearch(

