@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -195,6 +197,24 @@ def test_the_rag_flows_embedding_model_is_named_by_its_own_key(tmp_path: Path) -
     last = done.stderr.strip().splitlines()[-1]
     assert f"flows.rag.embedding_model='{missing}' cannot be loaded" in last, last
     assert "memory.vector_store" not in last and "Traceback" not in done.stderr
+
+
+def test_the_stored_line_counts_what_the_store_holds(tmp_path: Path) -> None:
+    """`memory: stored ...` (and the report's Stored line) counts every memory of the run,
+    the research notes too."""
+    store = tmp_path / "memory"
+    done = deepresearch(tmp_path, "question='Which aligner suits RNA-seq reads?'",
+                        "memory.enabled=true", f"memory.faiss.path={store}")
+    assert done.returncode == 0, done.stderr
+    line = re.search(r"memory: stored (.+) in session", done.stdout + done.stderr)
+    assert line, done.stdout
+    said = {kind: int(n) for n, kind in (part.split() for part in line.group(1).split(", "))}
+    listed = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "list", "--limit", "1000",
+         f"memory.faiss.path={store}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    held = Counter(row.split()[4] for row in listed.stdout.splitlines())  # id, date, time, session, type
+    assert said == dict(held) and said.get("note", 0) > 0, (said, held)
 
 
 def test_missing_rag_folder_is_named(tmp_path: Path) -> None:

@@ -107,6 +107,7 @@ class MemoryIntegration(RunHook):
         state.memory_session_id = client.session_id
         state.memory_config = self.config
         state.memory_profiles = dict(self.settings.agent_profiles)
+        state.memory_stored = run.stored
         state.notes.append(
             f"memory: backend {self.config.backend}, session {client.session_id}"
             + ("" if client.available else " (backend unavailable: running without memory)")
