@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections import Counter
@@ -258,6 +259,19 @@ def test_an_outputs_folder_that_cannot_be_made_is_named(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert f"outputs_dir={tmp_path / 'a_file' / 'out'} cannot be used" in line, line
+
+
+def test_a_model_server_that_does_not_answer_is_named(tmp_path: Path) -> None:
+    """llm=openai_compatible at a port nothing listens on: the error names the URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    done = deepresearch(tmp_path, "question=x", "llm=openai_compatible", f"llm.base_url={url}",
+                        "llm.model=local-model")
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "planner agent failed" in last and f"'local-model' at {url}" in last, last
 
 
 def test_missing_api_key_is_named(tmp_path: Path) -> None:
