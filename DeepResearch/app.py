@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import gc
 import importlib
+import logging
 import sys
 from typing import TYPE_CHECKING
 
 import hydra
 from omegaconf import DictConfig
 
-from DeepResearch.src.commandline import OverrideError, UnknownConfigKeyError, check_override_keys
+from DeepResearch.src.commandline import (
+    OverrideError,
+    UnknownConfigKeyError,
+    check_override_keys,
+    closed_pipe_ends_quietly,
+)
 from DeepResearch.src.memory.config import as_group_choice
 from DeepResearch.src.memory.errors import MemoryBackendError, MemoryConfigError
 from DeepResearch.src.workflow.errors import ConfigurationError, WorkflowError
@@ -74,14 +80,9 @@ def _main(cfg: DictConfig) -> None:
         print(f"deepresearch: error: {exc} (the run's checkpoint stays resumable: "
               "deepresearch resume=<its run folder>)", file=sys.stderr)
         sys.exit(1)
-    print(outcome.answer)
-    print()
-    print(f"Outputs: {outcome.run_dir.resolve()}")
-    print(f"  report:  {(outcome.run_dir / 'report.md').resolve()}")
-    print(f"  summary: {(outcome.run_dir / 'WORKFLOW_SUMMARY.md').resolve()}")
-    notes = outcome.run_dir / "notes"
-    if (notes / "final_synthesis.json").is_file():
-        print(f"  notes:   {notes.resolve()}/ (final synthesis: final_synthesis.json)")
+    # `deepresearch ... | head`: a reader that stops early ends the output, not the run (its
+    # folder is written by now), exit status 0 (commandline.py)
+    closed_pipe_ends_quietly(lambda: _print_outcome(outcome))
     if outcome.unsaved_memories:
         print(
             f"deepresearch: error: {outcome.unsaved_memories} memories of this run could be "
@@ -93,6 +94,18 @@ def _main(cfg: DictConfig) -> None:
     # measured) and free nothing that still matters; frozen objects are skipped. Reference
     # counting still frees the rest, and atexit handlers (logging's flush) still run.
     gc.freeze()
+
+
+def _print_outcome(outcome: RunOutcome) -> int:
+    print(outcome.answer)
+    print()
+    print(f"Outputs: {outcome.run_dir.resolve()}")
+    print(f"  report:  {(outcome.run_dir / 'report.md').resolve()}")
+    print(f"  summary: {(outcome.run_dir / 'WORKFLOW_SUMMARY.md').resolve()}")
+    notes = outcome.run_dir / "notes"
+    if (notes / "final_synthesis.json").is_file():
+        print(f"  notes:   {notes.resolve()}/ (final synthesis: final_synthesis.json)")
+    return 0
 
 
 def main() -> None:
@@ -107,7 +120,10 @@ def main() -> None:
     except (MemoryConfigError, UnknownConfigKeyError, OverrideError) as exc:
         print(f"deepresearch: error: {exc}", file=sys.stderr)
         sys.exit(2)
-    _main()
+    # The run's log lines go to stdout too: once its reader is gone they are dropped, instead
+    # of a "--- Logging error ---" report with a traceback on stderr per line.
+    logging.raiseExceptions = False
+    sys.exit(closed_pipe_ends_quietly(lambda: _main() or 0))  # --help, --cfg job | head
 
 
 if __name__ == "__main__":

@@ -304,6 +304,32 @@ def test_rag_flow_answers_from_the_given_folder(tmp_path: Path) -> None:
     assert history["items"][0]["result"][0]["search"] == "faiss"
 
 
+@pytest.mark.parametrize("memory", ["memory.enabled=false", "memory.enabled=true"])
+def test_a_reader_that_stops_early_is_a_normal_end(tmp_path: Path, memory: str) -> None:
+    """`deepresearch ... | head`: the run finishes and writes its folder, exit 0, nothing on
+    stderr (its log lines and answer are dropped once the reader is gone)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "DeepResearch.app", f"outputs_dir={tmp_path / 'out'}", memory,
+         f"memory.faiss.path={tmp_path / 'memory'}", "question='Which aligner suits RNA-seq?'"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # gone before the command writes (it starts in ~0.5 s)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0, err
+    assert err == ""
+    assert (only_run_dir(tmp_path) / "report.md").is_file()
+
+
+def test_help_into_a_pipe_whose_reader_stops_is_a_normal_end(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "DeepResearch.app", "--help"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # gone before the help is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and err == "", err
+
+
 def test_help_works_as_in_any_hydra_app(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "DeepResearch.app", "--help"],
