@@ -242,6 +242,8 @@ def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
         ("flow=rag flows.rag.chunk_overlap=5000", "flows.rag.chunk_overlap=5000: give a number "
                                                   "below flows.rag.chunk_size (700)"),
         ("flow=rag rag.extensions=.md", "rag.extensions='.md': give a list of extensions"),
+        ("memory.enabled=true flows.default.memory.agent_profiles.planner=nope",
+         "flows.default.memory.agent_profiles.planner='nope': no such profile"),
     ],
 )
 def test_a_bad_run_setting_is_one_line_naming_it(
