@@ -96,6 +96,18 @@ def _main(cfg: DictConfig) -> None:
     gc.freeze()
 
 
+def warn_resume_ignores(overrides: list[str]) -> None:
+    """`resume=` continues a run with the configuration it was started with (its checkpoint):
+    say which other settings of the command line it does not apply, rather than drop them
+    without a word."""
+    if not any(o.startswith("resume=") for o in overrides):
+        return
+    others = [o for o in overrides if not o.startswith(("resume=", "hydra.", "hydra/"))]
+    if others:
+        print(f"deepresearch: resume= continues the run with its own configuration; not "
+              f"applied: {' '.join(others)}", file=sys.stderr)
+
+
 def _print_outcome(outcome: RunOutcome) -> int:
     print(outcome.answer)
     print()
@@ -114,9 +126,11 @@ def main() -> None:
     that does not exist is refused first, in one line."""
     try:
         sys.argv[1:] = as_group_choice(sys.argv[1:])
-        check_override_keys([a for a in sys.argv[1:] if (not a.startswith("-") and "=" in a)
-                             or a.startswith("~")],
+        overrides = [a for a in sys.argv[1:] if (not a.startswith("-") and "=" in a)
+                     or a.startswith("~")]
+        check_override_keys(overrides,
                             multirun=any(a in ("-m", "--multirun") for a in sys.argv[1:]))
+        warn_resume_ignores(overrides)
     except (MemoryConfigError, UnknownConfigKeyError, OverrideError) as exc:
         print(f"deepresearch: error: {exc}", file=sys.stderr)
         sys.exit(2)

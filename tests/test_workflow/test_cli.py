@@ -276,6 +276,17 @@ def test_a_model_server_that_does_not_answer_is_named(tmp_path: Path) -> None:
     assert "planner agent failed" in last and f"'local-model' at {url}" in last, last
 
 
+def test_resume_says_which_settings_it_does_not_apply(tmp_path: Path) -> None:
+    """resume= uses the run's own configuration: a question or setting beside it is named as
+    not applied, not dropped without a word."""
+    done = deepresearch(tmp_path, f"resume={tmp_path}", "question='another question'")
+    assert done.returncode == 2, done.stderr  # tmp_path is no run folder
+    note, error = done.stderr.strip().splitlines()
+    assert "resume= continues the run with its own configuration; not applied:" in note, note
+    assert "question='another question'" in note and "memory.enabled=false" in note, note
+    assert "not a run folder" in error, error
+
+
 def test_missing_api_key_is_named(tmp_path: Path) -> None:
     done = deepresearch(tmp_path, "question=x", "llm=openai")
     assert done.returncode == 2
