@@ -96,6 +96,25 @@ def _main(cfg: DictConfig) -> None:
     gc.freeze()
 
 
+# Hydra's options that take a value (`--cfg job`, `-cn NAME`); `--info` may take one of its own.
+_VALUED = {"--cfg", "-c", "--package", "-p", "--config-path", "-cp", "--config-name", "-cn",
+           "--config-dir", "-cd", "--experimental-rerun"}
+_INFO = {"all", "config", "defaults", "defaults-tree", "plugins", "searchpath"}
+
+
+def check_no_bare_words(args: list[str]) -> None:
+    """Every argument is a `key=value` setting or an option: a bare question
+    (`deepresearch "Which aligner?"`), Hydra would report as an override missing its `=`."""
+    for before, arg in zip(["", *args], args, strict=False):
+        if arg.startswith(("-", "~")) or "=" in arg or before in _VALUED or (
+                before == "--info" and arg in _INFO):
+            continue
+        raise OverrideError(f"{arg!r} is not a key=value setting; a question is given as "
+                            f"\"question='{arg}'\"" if " " in arg or arg.endswith("?") else
+                            f"{arg!r} is not a key=value setting (e.g. question='...', "
+                            "llm=openai); deepresearch --help lists them")
+
+
 def warn_resume_ignores(overrides: list[str]) -> None:
     """`resume=` continues a run with the configuration it was started with (its checkpoint):
     say which other settings of the command line it does not apply, rather than drop them
@@ -125,6 +144,7 @@ def main() -> None:
     an override naming no key of the configuration, one Hydra cannot read or a group option
     that does not exist is refused first, in one line."""
     try:
+        check_no_bare_words(sys.argv[1:])
         sys.argv[1:] = as_group_choice(sys.argv[1:])
         overrides = [a for a in sys.argv[1:] if (not a.startswith("-") and "=" in a)
                      or a.startswith("~")]

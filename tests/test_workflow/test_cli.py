@@ -126,6 +126,10 @@ def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
         ("question='x", ["question='x", "check its quotes"]),
         ("llm=gpt", ["llm='gpt': no such option", "offline"]),
         ("memory=redis", ["memory='redis': no such option", "in_memory"]),
+        # the question without its key: the most common first try
+        ("Which aligner suits RNA-seq reads?",
+         ["is not a key=value setting", "\"question='Which aligner suits RNA-seq reads?'\""]),
+        ("question", ["'question' is not a key=value setting"]),
     ],
 )
 def test_an_override_hydra_cannot_use_is_one_line(
