@@ -79,6 +79,7 @@ class MemoryIntegration(RunHook):
             scopes=("session", "all") if self.settings.scope == "all" else ("session",),
             profile=deps.agent_profile,
             provenance={"loop_id": deps.loop_id, "step": deps.step_name},
+            stored=None if self.run is None else self.run.stored,  # the run's "stored" line
         )
 
     async def on_run_start(self, state: ResearchState) -> None:
