@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from omegaconf import DictConfig
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import ModelAPIError
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models import Model
 from pydantic_ai.settings import ModelSettings
@@ -67,6 +68,10 @@ class BaseAgent:
             result = await self.agent.run(prompt, deps=deps)
         except Exception as exc:
             error = f"{self.agent_type.value} agent failed: {type(exc).__name__}: {exc}"
+            if isinstance(exc, ModelAPIError):  # which server answered (or did not): llm.base_url
+                where = getattr(self.model, "base_url", None)
+                error += f" (model {getattr(self.model, 'model_name', '?')!r}" + (
+                    f" at {where})" if where else ")")
             logger.warning(error)
             return AgentResult(
                 success=False,

@@ -48,12 +48,24 @@ class OverrideError(ValueError):
 class UnknownConfigKeyError(ValueError):
     """An override names a key the composed configuration does not have."""
 
-    def __init__(self, key: str, nearest: Sequence[str]) -> None:
+    def __init__(self, key: str, nearest: Sequence[str], hint: str = "") -> None:
         self.key = key
         self.nearest = list(nearest)
-        hint = f"nearest known keys: {', '.join(self.nearest)}" if nearest else (
-            "no known key is close; `--cfg job` shows them all")
+        hint = hint or (f"nearest known keys: {', '.join(self.nearest)}" if nearest else (
+            "no known key is close; `--cfg job` shows them all"))
         super().__init__(f"unknown configuration key {key!r}; {hint}")
+
+
+def backend_section_hint(key: str, known: set[str]) -> str:
+    """For `memory.neo4j.uri` while another backend is chosen: the backend option whose
+    section it is (each option of conf/memory/backend/ composes only its own section)."""
+    parts = key.split(".")
+    if len(parts) < 3 or parts[0] != "memory" or f"memory.{parts[1]}" in known:
+        return ""
+    if not files(CONFIG_MODULE).joinpath("memory", "backend", f"{parts[1]}.yaml").is_file():
+        return ""
+    return (f"memory.{parts[1]}.* is the section of the {parts[1]} backend, which is not the "
+            f"one chosen: add memory.backend={parts[1]}")
 
 
 def dotted_keys(node: Any, prefix: str = "") -> set[str]:
@@ -201,7 +213,8 @@ def check_override_keys(overrides: Sequence[str], *, multirun: bool = False) -> 
     for o in values:
         key = o.key_or_group
         if not is_known(key, known):
-            raise UnknownConfigKeyError(key, nearest_keys(key, known | flow_memory_keys(key, known)))
+            raise UnknownConfigKeyError(key, nearest_keys(key, known | flow_memory_keys(key, known)),
+                                        backend_section_hint(key, known))
 
 
 def flow_memory_keys(key: str, known: set[str]) -> set[str]:

@@ -133,6 +133,20 @@ async def test_agent_memories_cannot_claim_framework_trust() -> None:
         assert await memory.stats() is not None and (await memory.stats()).total == 1
 
 
+async def test_what_the_tools_store_is_tallied_for_the_program() -> None:
+    """A binding's `stored` tally (the workflow's "memory: stored ..." line) counts each memory
+    the agent stored, by type, and nothing the store refused."""
+    async with MemorySystemClient(MemoryConfig(backend="in_memory"), session_id="s") as memory:
+        tally: dict[str, int] = {"plan": 1}
+        await run(
+            MemoryBinding(client=memory, stored=tally),
+            ("store_memory", {"content": "STAR needs 32 GB"}),
+            ("store_memory", {"content": "use HISAT2 on laptops", "memory_type": "decision"}),
+            ("store_memory", {"content": "   "}),  # refused: a retry, not stored
+        )
+        assert tally == {"plan": 1, "note": 1, "decision": 1}
+
+
 async def test_bad_arguments_go_back_to_the_model_as_a_retry() -> None:
     async with MemorySystemClient(MemoryConfig(backend="in_memory"), session_id="s") as memory:
         [blank] = await run(memory, ("store_memory", {"content": "   "}))

@@ -117,7 +117,7 @@ async def test_config_per_flow_and_profiles(make_config: MakeConfig) -> None:
     assert resolve_memory(make_config("flows.default.memory.enabled=false"), "default") is None
     with pytest.raises(MemoryConfigError, match="scope='everywhere'"):
         resolve_memory(make_config("flows.default.memory.scope=everywhere"), "default")
-    with pytest.raises(MemoryConfigError, match="no profile 'nobody'"):
+    with pytest.raises(MemoryConfigError, match=r"agent_profiles\.planner='nobody': no such profile"):
         resolve_memory(make_config("flows.default.memory.agent_profiles.planner=nobody"), "default")
 
 

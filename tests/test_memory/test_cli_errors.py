@@ -197,8 +197,14 @@ def test_bad_overrides_and_filters_are_one_error(tmp_path: Path) -> None:
     one_error_line(memory_cli(tmp_path / "m", "stats", "+memory.retreival.top_k=3"), 2,
                    "'memory.retreival.top_k'", "memory.retrieval.top_k")
     one_error_line(memory_cli(tmp_path / "m", "forget", "--filter", "novalue"), 2, "KEY=VALUE")
+    line = one_error_line(memory_cli(tmp_path / "m", "search", " "), 2, "query is empty")
+    assert "store" not in line  # a search is told to give a query, not to store text
     one_error_line(memory_cli(tmp_path / "m", "stats", "memory.recall=multihop"), 2,
                    "memory.recall='multihop'", "'multi_session'")
+    # memory_cli chooses faiss: the neo4j section is not composed, and the line says which
+    # choice would compose it
+    one_error_line(memory_cli(tmp_path / "m", "stats", "memory.neo4j.uri=bolt://db:7687"), 2,
+                   "'memory.neo4j.uri'", "add memory.backend=neo4j")
     one_error_line(memory_cli(tmp_path / "m", "stats", "llm=gpt"), 2,
                    "llm='gpt': no such option", "offline")
     one_error_line(memory_cli(tmp_path / "m", "stats", "memory.namespace=~me"), 2,

@@ -144,7 +144,9 @@ def test_cli_export_import_round_trips_exactly(tmp_path: Path) -> None:
         return subprocess.run([*CLI, *args, f"memory.faiss.path={path}", "memory.backend=faiss"],
                               capture_output=True, text=True, cwd=REPO, timeout=300, check=True)
 
-    cli("import", str(given), path=src)  # no vectors given: embeds them
+    imported = cli("import", str(given), path=src)  # no vectors given: embeds them
+    # stderr is no terminal here: no progress bar, the report alone on stdout
+    assert imported.stderr == "" and imported.stdout.startswith("imported 3 memories")
     out1 = tmp_path / "export1.jsonl"
     cli("export", str(out1), path=src)
     cli("import", str(out1), path=dst)  # vectors given: no model needed

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -97,6 +100,9 @@ def test_unknown_flow_is_named(tmp_path: Path) -> None:
          "flows.default.memory.retrival.min_similarity",
          "flows.default.memory.retrieval.min_similarity"),
         ("~memory.sesion_ttl", "memory.sesion_ttl", "memory.session_ttl"),
+        # keys nothing reads are not offered (the search tool's top_k is the agent's choice)
+        ("flows.rag.top_k=3", "flows.rag.top_k", "flows.rag.memory.top_k"),
+        ("flows.rag.score_threshold=0.5", "flows.rag.score_threshold", "flows.rag"),
     ],
 )
 def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
@@ -120,6 +126,10 @@ def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
         ("question='x", ["question='x", "check its quotes"]),
         ("llm=gpt", ["llm='gpt': no such option", "offline"]),
         ("memory=redis", ["memory='redis': no such option", "in_memory"]),
+        # the question without its key: the most common first try
+        ("Which aligner suits RNA-seq reads?",
+         ["is not a key=value setting", "\"question='Which aligner suits RNA-seq reads?'\""]),
+        ("question", ["'question' is not a key=value setting"]),
     ],
 )
 def test_an_override_hydra_cannot_use_is_one_line(
@@ -184,6 +194,34 @@ def test_an_embedding_model_that_cannot_load_is_named(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_the_rag_flows_embedding_model_is_named_by_its_own_key(tmp_path: Path) -> None:
+    missing = tmp_path / "no-model"
+    done = deepresearch(tmp_path, "question=x", "flow=rag",
+                        f"flows.rag.embedding_model={missing}")
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()  # no library warning before it
+    assert f"flows.rag.embedding_model='{missing}' cannot be loaded: no such folder" in line, line
+    assert "memory.vector_store" not in line
+
+
+def test_the_stored_line_counts_what_the_store_holds(tmp_path: Path) -> None:
+    """`memory: stored ...` (and the report's Stored line) counts every memory of the run,
+    the research notes too."""
+    store = tmp_path / "memory"
+    done = deepresearch(tmp_path, "question='Which aligner suits RNA-seq reads?'",
+                        "memory.enabled=true", f"memory.faiss.path={store}")
+    assert done.returncode == 0, done.stderr
+    line = re.search(r"memory: stored (.+) in session", done.stdout + done.stderr)
+    assert line, done.stdout
+    said = {kind: int(n) for n, kind in (part.split() for part in line.group(1).split(", "))}
+    listed = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "list", "--limit", "1000",
+         f"memory.faiss.path={store}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert listed.returncode == 0, listed.stderr
+    held = Counter(row.split()[4] for row in listed.stdout.splitlines())  # id, date, time, session, type
+    assert said == dict(held) and said.get("note", 0) > 0, (said, held)
+
+
 def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "no_such_folder"
     done = deepresearch(
@@ -201,12 +239,21 @@ def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
         ("llm.temperature=hot", "llm.temperature='hot': give a number >= 0"),
         ("llm.max_tokens=0", "llm.max_tokens=0: give a whole number >= 1"),
         ("llm.sentences_per_answer=0", "llm.sentences_per_answer=0: give a whole number >= 1"),
+        ("flows.default.max_iterations=abc", "flows.default.max_iterations='abc'"),
+        ("flows.default.nested_loops.max_depth=abc", "flows.default.nested_loops.max_depth='abc'"),
+        ("flows.default.nested_loops.enabled=maybe", "flows.default.nested_loops.enabled='maybe'"),
+        ("flow=rag flows.rag.chunk_size=0", "flows.rag.chunk_size=0"),
+        ("flow=rag flows.rag.chunk_overlap=5000", "flows.rag.chunk_overlap=5000: give a number "
+                                                  "below flows.rag.chunk_size (700)"),
+        ("flow=rag rag.extensions=.md", "rag.extensions='.md': give a list of extensions"),
+        ("memory.enabled=true flows.default.memory.agent_profiles.planner=nope",
+         "flows.default.memory.agent_profiles.planner='nope': no such profile"),
     ],
 )
 def test_a_bad_run_setting_is_one_line_naming_it(
     tmp_path: Path, override: str, fragment: str
 ) -> None:
-    done = deepresearch(tmp_path, "question=x", override)
+    done = deepresearch(tmp_path, "question=x", *override.split())
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert fragment in line, line
@@ -218,6 +265,30 @@ def test_an_outputs_folder_that_cannot_be_made_is_named(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     [line] = done.stderr.strip().splitlines()
     assert f"outputs_dir={tmp_path / 'a_file' / 'out'} cannot be used" in line, line
+
+
+def test_a_model_server_that_does_not_answer_is_named(tmp_path: Path) -> None:
+    """llm=openai_compatible at a port nothing listens on: the error names the URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    done = deepresearch(tmp_path, "question=x", "llm=openai_compatible", f"llm.base_url={url}",
+                        "llm.model=local-model")
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "planner agent failed" in last and f"'local-model' at {url}" in last, last
+
+
+def test_resume_says_which_settings_it_does_not_apply(tmp_path: Path) -> None:
+    """resume= uses the run's own configuration: a question or setting beside it is named as
+    not applied, not dropped without a word."""
+    done = deepresearch(tmp_path, f"resume={tmp_path}", "question='another question'")
+    assert done.returncode == 2, done.stderr  # tmp_path is no run folder
+    note, error = done.stderr.strip().splitlines()
+    assert "resume= continues the run with its own configuration; not applied:" in note, note
+    assert "question='another question'" in note and "memory.enabled=false" in note, note
+    assert "not a run folder" in error, error
 
 
 def test_missing_api_key_is_named(tmp_path: Path) -> None:
@@ -248,6 +319,32 @@ def test_rag_flow_answers_from_the_given_folder(tmp_path: Path) -> None:
     assert "baking.txt" not in report.split("## Sources cited")[1].split("##")[0]
     history = json.loads((run_dir / "execution_history.json").read_text())
     assert history["items"][0]["result"][0]["search"] == "faiss"
+
+
+@pytest.mark.parametrize("memory", ["memory.enabled=false", "memory.enabled=true"])
+def test_a_reader_that_stops_early_is_a_normal_end(tmp_path: Path, memory: str) -> None:
+    """`deepresearch ... | head`: the run finishes and writes its folder, exit 0, nothing on
+    stderr (its log lines and answer are dropped once the reader is gone)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "DeepResearch.app", f"outputs_dir={tmp_path / 'out'}", memory,
+         f"memory.faiss.path={tmp_path / 'memory'}", "question='Which aligner suits RNA-seq?'"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # gone before the command writes (it starts in ~0.5 s)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0, err
+    assert err == ""
+    assert (only_run_dir(tmp_path) / "report.md").is_file()
+
+
+def test_help_into_a_pipe_whose_reader_stops_is_a_normal_end(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "DeepResearch.app", "--help"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # gone before the help is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and err == "", err
 
 
 def test_help_works_as_in_any_hydra_app(tmp_path: Path) -> None:

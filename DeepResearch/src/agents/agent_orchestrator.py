@@ -77,6 +77,7 @@ class AgentOrchestrator:
             memory_session_id=parent.memory_session_id,
             memory_config=parent.memory_config,
             memory_profiles=dict(parent.memory_profiles),
+            memory_stored=parent.memory_stored,
         )
 
     async def run_nested_loop(

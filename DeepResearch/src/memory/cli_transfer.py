@@ -81,7 +81,9 @@ async def import_jsonl(client: MemorySystemClient, path: Path) -> int:
     imported: set[str] = set()  # ids written (a repeated id is one memory)
     bad: list[str] = []
     dimension = client.embedder.dimension
-    with path.open("rb") as fh, tqdm(total=total, unit="mem", desc="import") as bar:
+    # the bar shows on a terminal only (disable=None): a log or a pipe gets the report alone
+    with path.open("rb") as fh, tqdm(total=total, unit="mem", desc="import", file=sys.stderr,
+                                     disable=None) as bar:
         for lineno, raw in enumerate(fh, start=1):
             bar.update(1)
             record = _parse_line(raw, f"{path}:{lineno}", graph, dimension, bad)

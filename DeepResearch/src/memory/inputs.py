@@ -83,7 +83,7 @@ def clean_content(content: Any, max_bytes: int, *, what: str = "content") -> str
     if not isinstance(content, str):
         raise MemoryInputError(f"{what} must be a str, got {type(content).__name__}")
     if not content.strip():
-        raise MemoryInputError(f"{what} is empty ({_short(content)}); store some text")
+        raise MemoryInputError(f"{what} is empty ({_short(content)}); give some text")
     try:
         size = len(content.encode("utf-8"))
     except UnicodeEncodeError as exc:

@@ -20,7 +20,7 @@ Bad arguments go back to the model as a retry with the reason (ModelRetry).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -69,6 +69,9 @@ class MemoryBinding:
     profile: str | None = None  # ranking profile (memory.profiles.<name>)
     provenance: Mapping[str, Any] = field(default_factory=dict)  # stamped on stored memories
     max_importance: float = 0.8  # an agent cannot make its notes outrank the framework's
+    # memory type -> how many the tools stored: the program's tally (the workflow's
+    # "memory: stored ..." line), counted after each store; None: not counted
+    stored: MutableMapping[str, int] | None = None
 
     @property
     def session(self) -> str:
@@ -245,6 +248,8 @@ def memory_toolset(
         except MemoryBackendError as exc:
             log.warning("memory: store_memory failed: %s", exc)
             return {"error": f"memory unavailable: {exc}", "id": None}
+        if binding.stored is not None:
+            binding.stored[memory_type] = binding.stored.get(memory_type, 0) + 1
         return {"id": memory_id, "session_id": binding.session}
 
     @toolset.tool

@@ -24,10 +24,12 @@ from DeepResearch.src.agents.prompts import (
 from DeepResearch.src.datatypes.agents import AgentType
 from DeepResearch.src.datatypes.execution import ErrorCategory, ExecutionStatus
 from DeepResearch.src.memory.embeddings import get_embedder
+from DeepResearch.src.memory.errors import EmbeddingModelError
 from DeepResearch.src.rag.faiss_store import FAISSVectorStore
 from DeepResearch.src.utils.execution_history import ExecutionItem
 from DeepResearch.src.workflow.base import WorkflowNode
-from DeepResearch.src.workflow.errors import WorkflowError
+from DeepResearch.src.workflow.errors import ConfigurationError, WorkflowError
+from DeepResearch.src.workflow.flows import flow_settings
 from DeepResearch.src.workflow.review import ReviewRound, round_draft
 from DeepResearch.src.workflow.services import WorkflowServices
 from DeepResearch.src.workflow.state import ResearchState, StepResult
@@ -253,13 +255,18 @@ class ExecuteRag(WorkflowNode):
         library = ctx.deps.tool_context.library
         if library.vector_store is None:
             started = time.perf_counter()
-            rag = ctx.state.config.flows.rag
-            store = FAISSVectorStore(
-                get_embedder(str(rag.embedding_model)),
-                chunk_size=int(rag.chunk_size),
-                chunk_overlap=int(rag.chunk_overlap),
-            )
-            chunks = await library.enable_vector_search(store)
+            rag = flow_settings(ctx.state.config, "rag")
+            try:
+                store = FAISSVectorStore(
+                    get_embedder(rag.embedding_model),
+                    chunk_size=rag.chunk_size,
+                    chunk_overlap=rag.chunk_overlap,
+                )
+                chunks = await library.enable_vector_search(store)
+            except EmbeddingModelError as exc:  # the rag flow's own setting chose the model
+                raise ConfigurationError(
+                    f"flows.rag.embedding_model={rag.embedding_model!r} cannot be loaded: "
+                    f"{exc.reason}") from None
             took = time.perf_counter() - started
             ctx.state.timings["index"] = ctx.state.timings.get("index", 0.0) + took
             ctx.state.notes.append(

@@ -25,7 +25,13 @@ from DeepResearch.src.utils.execution_history import ExecutionHistory
 from DeepResearch.src.utils.outputs import make_run_dir, write_run_outputs
 from DeepResearch.src.workflow.checkpoint import with_checkpoints
 from DeepResearch.src.workflow.errors import ConfigurationError
-from DeepResearch.src.workflow.flows import documents_dir_setting, max_iterations, resolve_flow
+from DeepResearch.src.workflow.flows import (
+    document_extensions,
+    documents_dir_setting,
+    flow_settings,
+    max_iterations,
+    resolve_flow,
+)
 from DeepResearch.src.workflow.graph import run_workflow
 from DeepResearch.src.workflow.hooks import LoopHook, NodeHook, RunHook
 from DeepResearch.src.workflow.memory.integration import memory_plugins
@@ -64,8 +70,9 @@ def create_services(
     """Everything the loops of one run share. Checks the flow and the documents folder first,
     so that a bad value stops the run before any model is built."""
     flow = resolve_flow(cfg)
+    flow_settings(cfg, flow)
     folder = resolve_documents_dir(documents_dir_setting(cfg, flow))
-    extensions = list(cfg.rag.extensions) if flow == "rag" else [".md", ".txt"]
+    extensions = document_extensions(cfg, flow)
     registry = registry or default_registry()
     library = DocumentLibrary.from_folder(folder, extensions)
     agents = build_agents(cfg, registry, toolsets=toolsets, capabilities=capabilities)

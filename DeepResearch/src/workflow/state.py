@@ -95,6 +95,9 @@ class ResearchState:
     memory_session_id: str | None = None
     memory_config: Any = None
     memory_profiles: dict[str, str] = field(default_factory=dict)  # agent type -> profile name
+    # memory type -> how many this run stored: the run's tally (its console line and report
+    # section), shared by everything that stores for the run (e.g. the notes taker)
+    memory_stored: dict[str, int] | None = None
     # What a hook wants the next run of an agent type to know ("planner", "executor", ...):
     # the node puts it in that agent's prompt as a MEMORY section, once.
     briefings: dict[str, str] = field(default_factory=dict)

@@ -4,6 +4,8 @@ JSONL round trip, the CLI."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -138,9 +140,34 @@ def test_cli_add_list_tool_export_import_and_one_line_errors(tmp_path: Path) -> 
         (("facts", "tool", "nope"), "no fact tool 'nope'"),
         (("facts", "tool", "find_experts"), "missing a required argument: 'query'"),
         (("facts", "import", str(tmp_path / "missing.jsonl")), "cannot read"),
+        (("facts", "export", str(tmp_path / "no_dir" / "f.jsonl")),
+         f"cannot write {tmp_path / 'no_dir' / 'f.jsonl'}: No such file or directory"),
     ):
         code, _, err = run_cli(*args, store=store)
         assert code == 2 and fragment in err and err.count("\n") == 1, (args, err)
+
+
+def test_cli_export_into_a_pipe_or_link_writes_through_it(tmp_path: Path) -> None:
+    """`facts export` into a FIFO (as into /dev/stdout) or a symlink writes through it: the
+    pipe and the link stay what they were (a temporary file renamed over them replaced them)."""
+    import threading
+
+    store = tmp_path / "mem"
+    assert run_cli("facts", "add", "Alice", "WORKS_AT", "Google", store=store)[0] == 0
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    code, _, err = run_cli("facts", "export", str(fifo), store=store)
+    reader.join(timeout=30)
+    assert code == 0, err
+    assert got and '"kind": "fact"' in got[0] and stat.S_ISFIFO(fifo.stat().st_mode)
+    real, link = tmp_path / "real.jsonl", tmp_path / "link.jsonl"
+    real.write_text("")
+    link.symlink_to(real)
+    assert run_cli("facts", "export", str(link), store=store)[0] == 0
+    assert link.is_symlink() and '"kind": "fact"' in real.read_text()
 
 
 def test_cli_ingest(tmp_path: Path) -> None:

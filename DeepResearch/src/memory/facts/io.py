@@ -40,11 +40,23 @@ def _line(kind: str, item: Entity | Fact) -> str:
 
 
 async def export_jsonl(graph: GraphCore, path: Path) -> int:
-    lines = await export_lines(graph)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    tmp.replace(path)
-    return len(lines)
+    """Write the export to `path`: a file through a temporary one renamed over it (no partial
+    file), a link or a pipe (`/dev/stdout`, a FIFO) in place, so that the link is never
+    replaced by a file. MemoryInputError naming `path` when it cannot be written."""
+    text = "".join(line + "\n" for line in await export_lines(graph))
+    in_place = path.is_symlink() or (path.exists() and not path.is_file())
+    target = path if in_place else path.with_name(path.name + ".tmp")
+    try:
+        target.write_text(text, encoding="utf-8")
+        if not in_place:
+            target.replace(path)
+    except BrokenPipeError:  # a reader that stopped early: a normal end (commandline.py)
+        raise
+    except OSError as exc:
+        if not in_place:
+            target.unlink(missing_ok=True)
+        raise MemoryInputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return text.count("\n")
 
 
 def parse_lines(lines: Iterable[str], namespace: str) -> tuple[list[Entity], list[Fact]]:

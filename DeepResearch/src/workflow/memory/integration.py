@@ -79,6 +79,7 @@ class MemoryIntegration(RunHook):
             scopes=("session", "all") if self.settings.scope == "all" else ("session",),
             profile=deps.agent_profile,
             provenance={"loop_id": deps.loop_id, "step": deps.step_name},
+            stored=None if self.run is None else self.run.stored,  # the run's "stored" line
         )
 
     async def on_run_start(self, state: ResearchState) -> None:
@@ -107,6 +108,7 @@ class MemoryIntegration(RunHook):
         state.memory_session_id = client.session_id
         state.memory_config = self.config
         state.memory_profiles = dict(self.settings.agent_profiles)
+        state.memory_stored = run.stored
         state.notes.append(
             f"memory: backend {self.config.backend}, session {client.session_id}"
             + ("" if client.available else " (backend unavailable: running without memory)")

@@ -78,9 +78,11 @@ def resolve_memory(
         raise MemoryConfigError(
             f"flows.{flow}.memory.document_facts={document_facts!r}: give true or false")
     profiles = {**DEFAULT_AGENT_PROFILES, **(section.get("agent_profiles") or {})}
-    for name in profiles.values():
-        if name is not None:
-            config.profile(str(name))  # an unknown profile stops the run here, naming choices
+    for agent, name in profiles.items():
+        if name is not None and str(name) not in config.profiles:  # stops the run here
+            raise MemoryConfigError(
+                f"flows.{flow}.memory.agent_profiles.{agent}={name!r}: no such profile; "
+                f"choices: {sorted(config.profiles)} (a new one: +memory.profiles.<name>.*)")
     settings = WorkflowMemorySettings(
         top_k=top_k,
         scope=scope,

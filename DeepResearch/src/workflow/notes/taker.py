@@ -155,6 +155,9 @@ class NoteTaker(NodeHook, RunHook):
             )
         except MemorySubsystemError as exc:
             state.errors.append(f"notes: storing the note of {note.task_id} failed: {exc}")
+            return
+        if state.memory_stored is not None:
+            state.memory_stored["note"] = state.memory_stored.get("note", 0) + 1
 
     async def before_node(self, node: WorkflowNode, ctx: NodeContext) -> None:
         state = ctx.state
