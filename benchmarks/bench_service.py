@@ -40,7 +40,14 @@ import httpx
 from benchmarks.neo4j_server import neo4j_server
 from benchmarks.report import write_section
 from benchmarks.results import save_result
-from benchmarks.service_harness import Clients, Recorder, Service, bounded, client
+from benchmarks.service_harness import (
+    Clients,
+    Recorder,
+    Service,
+    bounded,
+    client,
+    vectors_filled,
+)
 from benchmarks.service_neo4j import missing_in_neo4j, serve_args
 from benchmarks.service_report import report
 
@@ -128,19 +135,6 @@ async def grow(url: str, sessions: int, to: int, have: int, rec: Recorder) -> No
                 if r is not None and r.status_code == 200:
                     rec.acked += r.json()["ids"]
         await bounded([fill(s) for s in range(sessions)], PHASE_SECONDS)
-
-
-async def vectors_filled(url: str, limit: float) -> float:
-    """Seconds until the service reports no stored memory waiting for its vector (/health
-    detail), at most `limit`."""
-    started = time.perf_counter()
-    async with httpx.AsyncClient(timeout=30) as http:
-        while time.perf_counter() - started < limit:
-            r = await http.get(f"{url}/health", params={"detail": "true"})
-            if ((r.json().get("checks") or {}).get("vectors") or {}).get("awaiting", 1) == 0:
-                break
-            await asyncio.sleep(0.25)
-    return time.perf_counter() - started
 
 
 async def fault(url: str, db: Path, rec: Recorder, lock_seconds: float) -> dict[str, Any]:

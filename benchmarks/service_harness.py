@@ -178,3 +178,16 @@ async def bounded(coros: list[Any], seconds: float) -> None:
         t.cancel()
     if pending:
         print(f"  {len(pending)} sessions cut at the {seconds:.0f} s bound", flush=True)
+
+
+async def vectors_filled(url: str, limit: float) -> float:
+    """Seconds until the service reports no stored memory waiting for its vector (/health
+    detail), at most `limit`."""
+    started = time.perf_counter()
+    async with httpx.AsyncClient(timeout=30) as http:
+        while time.perf_counter() - started < limit:
+            r = await http.get(f"{url}/health", params={"detail": "true"})
+            if ((r.json().get("checks") or {}).get("vectors") or {}).get("awaiting", 1) == 0:
+                break
+            await asyncio.sleep(0.25)
+    return time.perf_counter() - started

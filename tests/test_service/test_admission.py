@@ -225,3 +225,32 @@ def test_a_served_app_keeps_its_start_up_objects_out_of_the_collector(tmp_path: 
     lines = dict(line.split() for line in done.stdout.splitlines())
     assert int(lines["False"]) == 0
     assert int(lines["True"]) > 10_000  # modules, the model, the store
+
+
+def test_the_pace_of_slow_requests_does_not_refuse_quick_ones_of_another_kind() -> None:
+    """After a run of slow ingests, searches queue at their own pace: a search behind a
+    search is expected to wait a search's time, not an ingest's; behind an ingest, an
+    ingest's."""
+    ingest, search = "POST /api/memory/ingest", "POST /api/memory/search"
+
+    async def run() -> tuple[int, Overloaded]:
+        adm = Admission(AdmissionConfig(max_in_flight=1, max_queued=100, max_wait_seconds=0.6))
+        for _ in range(20):  # ingests of a hundred messages: 1 s each
+            await adm.enter(ingest)
+            adm.leave(1.0, ingest)
+        await adm.enter(search)
+        adm.leave(0.02, search)  # a search: 20 ms
+        await adm.enter(search)  # the one slot, held
+        queued = [asyncio.ensure_future(adm.enter(search)) for _ in range(5)]
+        await asyncio.sleep(0)
+        waiting = adm.queued  # 5 searches ahead and one in flight: 0.12 s of a 0.2 s headroom
+        for _ in range(6):
+            adm.leave(0.02, search)
+        await asyncio.gather(*queued)
+        await adm.enter(ingest)  # the slot, held by an ingest: free in about 1 s
+        with pytest.raises(Overloaded) as refused:
+            await adm.enter(search)
+        return waiting, refused.value
+    waiting, exc = asyncio.run(run())
+    assert waiting == 5
+    assert exc.reason == "wait_too_long"

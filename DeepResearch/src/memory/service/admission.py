@@ -5,8 +5,9 @@ waits its whole time limit to fail.
 `Admission.enter()` admits a request at once while fewer than `max_in_flight` run; otherwise
 it queues (first come, first served) while fewer than `max_queued` wait and the wait it can
 expect is within a third of `max_wait_seconds`, and is refused at once when not. The
-expected wait is the work ahead of it at the recent pace: the mean duration of the last
-admitted requests (a running mean), times the requests ahead, over the slots. So a refusal
+expected wait is the work ahead of it at the recent pace, over the slots: each request ahead
+counts the running mean duration of its kind (method and path: a search is not an ingest of
+a hundred messages); a kind not timed yet counts nothing, so only the count bounds it. So a refusal
 comes on arrival, not after a wait: a queued request is refused later (at
 `max_wait_seconds`) only when the pace drops threefold while it waits, for instance a
 backend that stops answering. A refused request was never started: nothing of it was done
@@ -20,14 +21,17 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
+
+from cachetools import LRUCache
 
 from DeepResearch.src.memory.config_service import AdmissionConfig
 
 EWMA_WEIGHT = 0.1  # weight of the newest request's duration in the running mean
 HEADROOM = 1 / 3  # queued only when expected to start within this share of max_wait_seconds
 MAX_OWED = 100_000  # refused clients remembered until their Retry-After has passed
+MAX_KINDS = 64  # kinds of request whose pace is kept (least recently seen forgotten)
 
 
 @dataclass
@@ -45,8 +49,9 @@ class Admission:
         self.max_queued = config.max_queued
         self.max_wait = config.max_wait_seconds
         self.in_flight = 0
-        self._queue: deque[asyncio.Future[None]] = deque()
-        self._mean_seconds: float | None = None  # None until a request has been timed
+        self._queue: deque[tuple[asyncio.Future[None], str]] = deque()  # (turn, kind)
+        self._running: Counter[str] = Counter()  # the kinds in flight
+        self._means: LRUCache[str, float] = LRUCache(MAX_KINDS)  # each kind's running mean
         self._owed: deque[float] = deque()  # when each refused client was told to come back
 
     @property
@@ -57,27 +62,34 @@ class Admission:
     def queued(self) -> int:
         return len(self._queue)
 
-    def expected_wait(self) -> float:
-        """Seconds a request queued now would wait for a slot, at the recent pace (0 before
-        any request was timed: only the count bounds the queue then)."""
-        mean = self._mean_seconds or 0.0
-        return (len(self._queue) + 1) * mean / max(1, self.max_in_flight)
+    def pace(self, kind: str) -> float:
+        """Seconds a request of `kind` runs, at the recent pace (0 before one was timed)."""
+        return self._means.get(kind, 0.0)
 
-    def retry_after(self) -> int:
+    def expected_wait(self) -> float:
+        """Seconds a request queued now would wait for a slot: the queued work ahead of it and
+        a request in flight's time (until a slot comes free), over the slots."""
+        queued = sum(self.pace(k) for _, k in self._queue)
+        running = list(self._running.elements())
+        slot = sum(map(self.pace, running)) / len(running) if running else 0.0
+        return (queued + slot) / max(1, self.max_in_flight)
+
+    def retry_after(self, kind: str = "") -> int:
         """Seconds until a refused client's turn, at the recent pace: after the work in
         flight and queued now and the clients refused before it that are still to come back
         (it is counted among them until then)."""
         now = time.monotonic()
         while self._owed and self._owed[0] <= now:
             self._owed.popleft()
-        ahead = self.in_flight + len(self._queue) + len(self._owed) + 1
-        mean = self._mean_seconds or 0.0
-        seconds = max(1, math.ceil(ahead * mean / max(1, self.max_in_flight)))
+        work = (sum(map(self.pace, self._running.elements()))
+                + sum(self.pace(k) for _, k in self._queue)
+                + (len(self._owed) + 1) * self.pace(kind))
+        seconds = max(1, math.ceil(work / max(1, self.max_in_flight)))
         if len(self._owed) < MAX_OWED:
             self._owed.append(now + seconds)
         return seconds
 
-    def _refuse(self, reason: str) -> Overloaded:
+    def _refuse(self, reason: str, kind: str) -> Overloaded:
         what = {
             "queue_full": f"{self.max_queued} requests already wait "
                           "(memory.service.admission.max_queued)",
@@ -87,23 +99,25 @@ class Admission:
             "wait_expired": "no slot came free within memory.service.admission."
                             f"max_wait_seconds={self.max_wait:g}",
         }[reason]
-        retry = self.retry_after()
+        retry = self.retry_after(kind)
         return Overloaded(reason, (
             f"the service is at its limit: {self.max_in_flight} requests in flight "
             f"(memory.service.admission.max_in_flight) and {what}. The request was not "
             f"started: nothing was stored or changed; send it again after {retry} s"), retry)
 
-    async def enter(self) -> None:
-        """Return once the request may run (call `leave` after it); Overloaded otherwise."""
+    async def enter(self, kind: str = "") -> None:
+        """Return once a request of `kind` may run (call `leave` after it); Overloaded
+        otherwise."""
         if self.in_flight < self.max_in_flight and not self._queue:
             self.in_flight += 1
+            self._running[kind] += 1
             return
         if len(self._queue) >= self.max_queued:
-            raise self._refuse("queue_full")
+            raise self._refuse("queue_full", kind)
         if self.expected_wait() > HEADROOM * self.max_wait:
-            raise self._refuse("wait_too_long")
+            raise self._refuse("wait_too_long", kind)
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.append(turn)
+        self._queue.append((turn, kind))
         try:
             await asyncio.wait_for(asyncio.shield(turn), self.max_wait)
         except TimeoutError:
@@ -111,30 +125,33 @@ class Admission:
                 return
             turn.cancel()
             self._remove(turn)
-            raise self._refuse("wait_expired") from None
+            raise self._refuse("wait_expired", kind) from None
         except BaseException:  # the client went away while queued
             if turn.done() and not turn.cancelled():
-                self.leave(None)  # its slot goes to the next one
+                self.leave(None, kind)  # its slot goes to the next one
             else:
                 turn.cancel()
                 self._remove(turn)
             raise
 
     def _remove(self, turn: asyncio.Future[None]) -> None:
-        try:
-            self._queue.remove(turn)
-        except ValueError:
-            pass
+        for entry in self._queue:
+            if entry[0] is turn:
+                self._queue.remove(entry)
+                return
 
-    def leave(self, seconds: float | None) -> None:
-        """A request admitted by `enter` is done (`seconds`: how long it ran)."""
+    def leave(self, seconds: float | None, kind: str = "") -> None:
+        """A request of `kind` admitted by `enter` is done (`seconds`: how long it ran)."""
         if seconds is not None:
-            mean = seconds if self._mean_seconds is None else self._mean_seconds
-            self._mean_seconds = mean + EWMA_WEIGHT * (seconds - mean)
+            mean = self._means.get(kind, seconds)
+            self._means[kind] = mean + EWMA_WEIGHT * (seconds - mean)
+        self._running[kind] -= 1
+        if self._running[kind] <= 0:
+            del self._running[kind]
         while self._queue:  # the slot passes to the first one still waiting
-            turn = self._queue.popleft()
+            turn, next_kind = self._queue.popleft()
             if not turn.done():
                 turn.set_result(None)
+                self._running[next_kind] += 1
                 return
         self.in_flight -= 1
-

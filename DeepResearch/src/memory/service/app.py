@@ -225,8 +225,11 @@ class ServiceMiddleware:
             await self.app(scope, self._limited(receive), send)
             return
         arrived = time.perf_counter()
+        # its kind for the pace admission expects: the method and the route's first three
+        # segments (/api/memory/memories/{id} is /api/memory/memories)
+        kind = f"{scope.get('method', '')} {'/'.join(scope.get('path', '').split('/')[:4])}"
         try:
-            await adm.enter()
+            await adm.enter(kind)
         except Overloaded as exc:
             st.metrics.rejected.labels(reason=exc.reason).inc()
             st.metrics.errors.labels(kind="overloaded").inc()
@@ -241,7 +244,7 @@ class ServiceMiddleware:
         try:
             await self.app(scope, self._limited(receive), send)
         finally:
-            adm.leave(time.perf_counter() - began)
+            adm.leave(time.perf_counter() - began, kind)
 
     def _limited(self, receive: Receive) -> Receive:
         """A body sent without Content-Length (chunked) is counted as it arrives."""
