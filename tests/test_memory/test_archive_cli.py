@@ -42,7 +42,11 @@ async def store(tmp_path: Path, embedder: Embedder) -> Path:
 
 
 def listed(store: Path, *args: str) -> list[str]:
-    return [line.split()[0] for line in ok(memory_cli(store, "list", *args)).splitlines()]
+    done = memory_cli(store, "list", *args)
+    assert done.returncode == 0, done.stderr
+    if not done.stdout:  # an empty list says where it looked, on stderr
+        assert done.stderr.startswith("deepresearch-memory: no "), done.stderr
+    return [line.split()[0] for line in ok(done).splitlines()] if done.stdout else []
 
 
 async def test_archive_restore_and_forget_from_the_archive(store: Path) -> None:

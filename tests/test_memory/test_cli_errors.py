@@ -325,3 +325,13 @@ def test_a_store_folder_under_home_is_the_users_home(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "store" / DB_FILE).is_file()
     assert list(work.iterdir()) == []
+
+
+def test_an_empty_answer_says_where_it_looked(tmp_path: Path) -> None:
+    """list and search on an empty store print nothing on stdout and, on stderr, the namespace
+    and the store they read (a store made in another folder is a common surprise); exit 0."""
+    store = tmp_path / "m"
+    for args in (("list",), ("search", "aligner")):
+        done = memory_cli(store, *args)
+        assert done.returncode == 0 and done.stdout == "", done.stderr
+        assert "namespace 'default'" in done.stderr and str(store) in done.stderr, done.stderr

@@ -79,6 +79,16 @@ def _parse_kv(items: Sequence[str] | None) -> dict[str, Any]:
     return out
 
 
+def _where(client: MemorySystemClient, session: str | None) -> str:
+    """Where a read looked: namespace, session, store (an empty answer names them: a store
+    made in another folder is a common surprise)."""
+    config = client.config
+    store = (f"the faiss store {Path(config.faiss.path).resolve()}" if config.backend == "faiss"
+             else f"the {config.backend} backend")
+    return (f"namespace {client.namespace!r}" + (f", session {session!r}" if session else "")
+            + f" of {store}")
+
+
 def _line(r: MemoryRecord, width: int = 80) -> str:
     from datetime import UTC, datetime
 
@@ -138,12 +148,19 @@ async def _dispatch(args: argparse.Namespace, client: MemorySystemClient) -> int
         )
         for m in results:
             print(f"{m.rank:>3}  {m.score:.4f}  {m.id}  {m.content[:100]!r}")
+        if not results:
+            print(f"deepresearch-memory: nothing found in {_where(client, args.session)}",
+                  file=sys.stderr)
         return 0
     if cmd == "list":
         if args.limit < 0 or args.offset < 0:
             raise MemoryInputError(f"--limit {args.limit} --offset {args.offset}: give numbers >= 0")
-        for r in await client.backend.scan(scope, limit=args.limit, offset=args.offset):
+        rows = await client.backend.scan(scope, limit=args.limit, offset=args.offset)
+        for r in rows:
             print(_line(r))
+        if not rows and args.offset == 0:  # not silence: say where it looked
+            print(f"deepresearch-memory: no {'archived ' if args.archived else ''}memories in "
+                  f"{_where(client, session)}", file=sys.stderr)
         return 0
     if cmd == "show":
         found = (await client.backend.get([args.id], client.namespace)
