@@ -105,7 +105,7 @@ async def run(args: argparse.Namespace, config: MemoryConfig) -> int:
     client = MemorySystemClient(config, namespace=getattr(args, "namespace", None) or None,
                                 session_id=getattr(args, "session", None) or None)
     try:
-        await client.open()
+        await client.open(warn_unavailable=False)  # said below, once
         if not client.available:
             print(f"deepresearch-memory: memory backend {config.backend!r} is unavailable: "
                   f"{client.writes.cause()}", file=sys.stderr)

@@ -39,6 +39,12 @@ Run = Callable[[str, dict[str, Any]], Awaitable[list[Any]]]
 DATA_REFUSALS = ("Neo.ClientError.Statement.", "Neo.ClientError.Schema.")
 
 
+def one_line(exc: BaseException) -> str:
+    """The driver's message on one line (ServiceUnavailable spans two): errors of the
+    commands and warnings are one line each."""
+    return " ".join(str(exc).split())
+
+
 class DataRefused(MemoryInputError):
     """The server refused the data of a write or read (its code and message are in the text)."""
 
@@ -104,7 +110,7 @@ class Neo4jConnection:
         try:
             self.driver = self._make_driver()
         except ValueError as exc:  # e.g. a malformed URI
-            raise MemoryBackendError(f"memory.neo4j.uri={self.settings.uri!r}: {exc}") from exc
+            raise MemoryBackendError(f"memory.neo4j.uri={self.settings.uri!r}: {one_line(exc)}") from exc
         try:
             await self.driver.verify_connectivity()
             info = await self.driver.get_server_info()
@@ -122,7 +128,7 @@ class Neo4jConnection:
         except Exception as exc:  # Neo4jError, DriverError (ServiceUnavailable...), OSError
             await self.close()
             raise MemoryBackendError(
-                f"cannot use {self.where()}: {type(exc).__name__}: {exc}. Is the server "
+                f"cannot use {self.where()}: {type(exc).__name__}: {one_line(exc)}. Is the server "
                 "running and memory.neo4j.uri right? (memory.backend=faiss needs no server)"
             ) from exc
 
@@ -254,13 +260,13 @@ class Neo4jConnection:
                 retryable = isinstance(exc, OSError) or exc.is_retryable()
                 if not retryable or not retry:
                     raise MemoryBackendError(
-                        f"{self.where()} failed {what}: {type(exc).__name__}: {exc}"
+                        f"{self.where()} failed {what}: {type(exc).__name__}: {one_line(exc)}"
                     ) from exc
                 if attempt + 1 == attempts:
                     self.down_since = time.monotonic()
                     raise MemoryBackendError(
                         f"{self.where()} unavailable: {what} failed after {attempts} "
-                        f"attempt(s): {type(exc).__name__}: {exc}"
+                        f"attempt(s): {type(exc).__name__}: {one_line(exc)}"
                     ) from exc
                 delay = self.settings.retry_backoff * 2**attempt
                 log.info(
@@ -278,7 +284,7 @@ class Neo4jConnection:
         except Exception as exc:
             raise MemoryBackendError(
                 f"{self.where()} unavailable for {time.monotonic() - self.down_since:.0f}s: "
-                f"{what} not attempted ({type(exc).__name__}: {exc})"
+                f"{what} not attempted ({type(exc).__name__}: {one_line(exc)})"
             ) from exc
         self.down_since = None
         log.info("%s is reachable again", self.where())
