@@ -222,6 +222,20 @@ def test_the_stored_line_counts_what_the_store_holds(tmp_path: Path) -> None:
     assert said == dict(held) and said.get("note", 0) > 0, (said, held)
 
 
+def test_a_run_whose_backend_is_down_names_only_the_real_cause(tmp_path: Path) -> None:
+    """Neo4j down: the run answers without memory and spills what it could not write; the
+    cause it prints is the server's, with nothing of how the run was started ("no running
+    event loop", the context every error of the run used to carry)."""
+    done = deepresearch(tmp_path, "question='Which aligner suits RNA-seq reads?'",
+                        "memory.enabled=true", "memory.backend=neo4j",
+                        "memory.neo4j.uri=bolt://127.0.0.1:1", "memory.neo4j.connection_timeout=1",
+                        "memory.neo4j.retry_attempts=0", f"memory.storage.spill_dir={tmp_path}")
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "were saved to" in said and "bolt://127.0.0.1:1" in said, said
+    assert "no running event loop" not in said, said
+
+
 def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "no_such_folder"
     done = deepresearch(
