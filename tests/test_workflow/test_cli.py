@@ -234,6 +234,8 @@ def test_a_run_whose_backend_is_down_names_only_the_real_cause(tmp_path: Path) -
     said = done.stdout + done.stderr
     assert "were saved to" in said and "bolt://127.0.0.1:1" in said, said
     assert "no running event loop" not in said, said
+    # the line that says the backend opened says it is unavailable
+    assert re.search(r"memory: neo4j backend UNAVAILABLE .*, session \w+", done.stdout), said
 
 
 def test_missing_rag_folder_is_named(tmp_path: Path) -> None:

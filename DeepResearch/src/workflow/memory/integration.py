@@ -114,8 +114,9 @@ class MemoryIntegration(RunHook):
             + ("" if client.available else " (backend unavailable: running without memory)")
         )
         log.info(
-            "memory: %s backend, session %s, recall scope %s; opened in %.3f s%s",
+            "memory: %s backend%s, session %s, recall scope %s; opened in %.3f s%s",
             backend,
+            "" if client.available else " UNAVAILABLE (nothing recalled; writes kept for later)",
             client.session_id,
             self.settings.scope,
             opened,
