@@ -162,8 +162,12 @@ def parse_overrides(overrides: Sequence[str], *, multirun: bool = False) -> list
     parsed = []
     for line in overrides:
         key, _, value = line.partition("=")
+        inner = value.strip("'")  # the text, without the quotes around it
         quote = (f"quote the value inside the argument, e.g. \"{key}='{value}'\""
-                 if not {"'", '"'} & set(value) else "check its quotes")
+                 if not {"'", '"'} & set(value) else
+                 "a ' inside a quoted value is written \\', e.g. \"{}='{}'\"".format(
+                     key, inner.replace("\\'", "'").replace("'", "\\'"))
+                 if "'" in inner and '"' not in value else "check its quotes")
         try:
             [override] = parser.parse_overrides([line])
         except HydraException as exc:

@@ -124,6 +124,9 @@ def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
         ("question=what is faiss, really?", ["a comma outside quotes",
                                              "\"question='what is faiss, really?'\""]),
         ("question='x", ["question='x", "check its quotes"]),
+        # an apostrophe in a quoted question: the escaped form is shown
+        ("question='What's new?'", ["a ' inside a quoted value is written \\'",
+                                    "\"question='What\\'s new?'\""]),
         ("llm=gpt", ["llm='gpt': no such option", "offline"]),
         ("memory=redis", ["memory='redis': no such option", "in_memory"]),
         # the question without its key: the most common first try
