@@ -214,9 +214,11 @@ def test_the_stored_line_counts_what_the_store_holds(tmp_path: Path) -> None:
     done = deepresearch(tmp_path, "question='Which aligner suits RNA-seq reads?'",
                         "memory.enabled=true", f"memory.faiss.path={store}")
     assert done.returncode == 0, done.stderr
-    line = re.search(r"memory: stored (.+) in session", done.stdout + done.stderr)
+    line = re.search(r"memory: stored (.+) in session (\w+); (\d+) facts in the knowledge graph",
+                     done.stdout + done.stderr)
     assert line, done.stdout
     said = {kind: int(n) for n, kind in (part.split() for part in line.group(1).split(", "))}
+    said["fact"] = int(line.group(3))  # the facts' sentences: listed too, in session "facts"
     listed = subprocess.run(
         [sys.executable, "-m", "DeepResearch.src.memory.cli", "list", "--limit", "1000",
          f"memory.faiss.path={store}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
