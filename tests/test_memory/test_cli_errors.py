@@ -336,3 +336,14 @@ def test_an_empty_answer_says_where_it_looked(tmp_path: Path) -> None:
         done = memory_cli(store, *args)
         assert done.returncode == 0 and done.stdout == "", done.stderr
         assert "namespace 'default'" in done.stderr and str(store) in done.stderr, done.stderr
+
+
+def test_a_neo4j_uri_that_is_no_server_address_is_refused_at_start(tmp_path: Path) -> None:
+    """Checked with the other settings (exit 2, one line), not by the driver when the store
+    opens (a traceback)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "stats", "memory.backend=neo4j",
+         "memory.neo4j.uri=localhost:7687"],
+        cwd=tmp_path, env=env_without_keys(), capture_output=True, text=True, timeout=120)
+    one_error_line(done, 2, "memory.neo4j.uri='localhost:7687': give a server address such as "
+                   "bolt://localhost:7687")
