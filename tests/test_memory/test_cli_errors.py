@@ -347,3 +347,9 @@ def test_a_neo4j_uri_that_is_no_server_address_is_refused_at_start(tmp_path: Pat
         cwd=tmp_path, env=env_without_keys(), capture_output=True, text=True, timeout=120)
     one_error_line(done, 2, "memory.neo4j.uri='localhost:7687': give a server address such as "
                    "bolt://localhost:7687")
+    # an address the driver refuses when the store opens (a bolt:// one with a routing query)
+    done = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "stats", "memory.backend=neo4j",
+         "memory.neo4j.uri='bolt://127.0.0.1:1/?region=x'"],
+        cwd=tmp_path, env=env_without_keys(), capture_output=True, text=True, timeout=120)
+    one_error_line(done, 2, "memory.neo4j.uri='bolt://127.0.0.1:1/?region=x'", "Routing context")

@@ -28,6 +28,7 @@ from DeepResearch.src.memory.backends.neo4j_cypher import Queries
 from DeepResearch.src.memory.errors import (
     IndexMismatchError,
     MemoryBackendError,
+    MemoryConfigError,
     MemoryInputError,
 )
 
@@ -105,12 +106,13 @@ class Neo4jConnection:
     async def open(self) -> None:
         """Connect, check the server, create the schema; MemoryBackendError if impossible."""
         await self.close()
-        from neo4j.exceptions import AuthError
+        from neo4j.exceptions import AuthError, ConfigurationError
 
         try:
             self.driver = self._make_driver()
-        except ValueError as exc:  # e.g. a malformed URI
-            raise MemoryBackendError(f"memory.neo4j.uri={self.settings.uri!r}: {one_line(exc)}") from exc
+        except (ValueError, ConfigurationError) as exc:  # a URI the driver refuses: the setting
+            raise MemoryConfigError(
+                f"memory.neo4j.uri={self.settings.uri!r}: {one_line(exc)}") from None
         try:
             await self.driver.verify_connectivity()
             info = await self.driver.get_server_info()
