@@ -353,3 +353,13 @@ def test_a_neo4j_uri_that_is_no_server_address_is_refused_at_start(tmp_path: Pat
          "memory.neo4j.uri='bolt://127.0.0.1:1/?region=x'"],
         cwd=tmp_path, env=env_without_keys(), capture_output=True, text=True, timeout=120)
     one_error_line(done, 2, "memory.neo4j.uri='bolt://127.0.0.1:1/?region=x'", "Routing context")
+
+
+def test_a_store_built_with_other_settings_is_one_line_saying_how_to_rebuild(
+    tmp_path: Path,
+) -> None:
+    store = filled_store(tmp_path, 3)
+    done = memory_cli(store, "list", "memory.vector_store.index_type=dot_product")
+    line = one_error_line(done, 1, "is unavailable: memory store", "built with other settings",
+                          "deepresearch-memory rebuild", "<the new settings>")
+    assert "unavailable: backend unavailable" not in line
