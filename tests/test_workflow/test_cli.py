@@ -243,6 +243,30 @@ def test_a_run_whose_backend_is_down_names_only_the_real_cause(tmp_path: Path) -
     assert re.search(r"memory: neo4j backend UNAVAILABLE .*, session \w+", done.stdout), said
 
 
+def test_secrets_stay_out_of_the_run_folder(tmp_path: Path) -> None:
+    """The Neo4j password (from NEO4J_PASSWORD, or given on the command line) and service API
+    keys are in no file of the run folder: config.yaml and checkpoint.json keep the
+    environment reference, or nothing."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "NEO4J_PASSWORD": "pw-from-env-123"}
+    for extra in ([], ["memory.neo4j.password=pw-on-command-line-456",
+                       "+memory.service.api_keys={key789abcdefghijklmnop:alice}"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "DeepResearch.app", f"outputs_dir={tmp_path / 'out'}",
+             "question=x", "memory.backend=neo4j", "memory.neo4j.uri=bolt://127.0.0.1:1",
+             "memory.neo4j.connection_timeout=1", "memory.neo4j.retry_attempts=0",
+             f"memory.storage.spill_dir={tmp_path / 'spill'}", *extra],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    runs = list((tmp_path / "out").iterdir())
+    assert len(runs) == 2
+    for path in (p for run in runs for p in run.rglob("*") if p.is_file()):
+        text = path.read_text(errors="replace")
+        for secret in ("pw-from-env-123", "pw-on-command-line-456", "key789abcdefghijklmnop"):
+            assert secret not in text, (path, secret)
+    assert any("${oc.env:NEO4J_PASSWORD,null}" in (run / "config.yaml").read_text()
+               for run in runs)
+
+
 def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "no_such_folder"
     done = deepresearch(
