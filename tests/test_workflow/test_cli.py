@@ -133,6 +133,10 @@ def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
         ("Which aligner suits RNA-seq reads?",
          ["is not a key=value setting", "\"question='Which aligner suits RNA-seq reads?'\""]),
         ("question", ["'question' is not a key=value setting"]),
+        # a mapping given whole where Hydra wants it added: its own advice, in one line
+        ("memory.service.api_keys={key789abcdefghijklmnop:alice}",
+         ["Could not override 'memory.service.api_keys'",
+          "+memory.service.api_keys={key789abcdefghijklmnop:alice}"]),
     ],
 )
 def test_an_override_hydra_cannot_use_is_one_line(
@@ -160,6 +164,7 @@ def test_a_users_config_option_is_found_with_other_overrides(tmp_path: Path) -> 
 def test_added_keys_where_the_config_is_open_are_accepted(tmp_path: Path) -> None:
     done = deepresearch(
         tmp_path, "question='x'", "llm=offline", "+memory.profiles.mine.max_items=3",
+        "+memory.service.api_keys.key789abcdefghijklmnop=alice",
         "+flows.default.memory.retrieval.min_similarity=0.5",
     )
     assert done.returncode == 0, done.stderr
