@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(VENV)/bin/deepresearch "question='$(QUESTION)'"
+	$(VENV)/bin/deepresearch "question='$(subst ',\',$(QUESTION))'"
 
 # Java 17 + Maven run the real Neo4j the backend tests start; install them if missing.
 java:

@@ -36,6 +36,7 @@ CONFIG_MODULE = "DeepResearch.conf"
 # Mappings whose keys are the user's to choose: `+memory.profiles.mine.max_items=5`.
 OPEN_KEYS = (
     "memory.profiles.*",
+    "memory.service.api_keys.*",
     "memory.facts.object_types.*",
     "flows.*.memory.agent_profiles.*",
 )
@@ -136,7 +137,7 @@ def is_known(key: str, known: set[str]) -> bool:
 def hydra_reason(exc: BaseException) -> str:
     """Hydra's message in one line, without the search path and the documentation link."""
     text = str(exc).split("Config search path")[0]
-    lines = [line.strip() for line in text.splitlines()
+    lines = [line.strip().rstrip(".") for line in text.splitlines()
              if line.strip() and not line.strip().startswith(("See https://", "^"))]
     return "; ".join(lines)
 
@@ -162,8 +163,12 @@ def parse_overrides(overrides: Sequence[str], *, multirun: bool = False) -> list
     parsed = []
     for line in overrides:
         key, _, value = line.partition("=")
+        inner = value.strip("'")  # the text, without the quotes around it
         quote = (f"quote the value inside the argument, e.g. \"{key}='{value}'\""
-                 if not {"'", '"'} & set(value) else "check its quotes")
+                 if not {"'", '"'} & set(value) else
+                 "a ' inside a quoted value is written \\', e.g. \"{}='{}'\"".format(
+                     key, inner.replace("\\'", "'").replace("'", "\\'"))
+                 if "'" in inner and '"' not in value else "check its quotes")
         try:
             [override] = parser.parse_overrides([line])
         except HydraException as exc:
@@ -210,6 +215,11 @@ def check_override_keys(overrides: Sequence[str], *, multirun: bool = False) -> 
     if not values and not any(o.key_or_group in groups for o in parsed):
         return
     known = dotted_keys(compose_choices(choices))
+    # A mapping or list given whole (`memory.service.api_keys={k: ns}`) can still fail where
+    # Hydra merges it into the config ("not in struct"): composed here to say so in one line.
+    if any(isinstance(o.value(), dict | list) for o in values if not o.is_sweep_override()):
+        compose_choices([o.input_line for o in parsed if not o.is_hydra_override()
+                         or o.key_or_group == "hydra.searchpath"])
     for o in values:
         key = o.key_or_group
         if not is_known(key, known):

@@ -264,7 +264,8 @@ def test_health_of_a_sound_store_and_of_a_missing_server(tmp_path: Path) -> None
          "memory.neo4j.retry_attempts=0", f"memory.storage.spill_dir={tmp_path / 'spill'}"],
         cwd=ROOT, env=env_without_keys(), capture_output=True, text=True, timeout=120,
     )
-    assert down.returncode == 1 and "unavailable" in down.stderr and "Traceback" not in down.stderr
+    # said once, on one line: the client's "running without memory" warning is not the CLI's
+    one_error_line(down, 1, "memory backend 'neo4j' is unavailable", "bolt://127.0.0.1:1")
 
 
 def test_health_runs_the_backends_full_check_on_a_damaged_store(tmp_path: Path) -> None:
@@ -335,3 +336,30 @@ def test_an_empty_answer_says_where_it_looked(tmp_path: Path) -> None:
         done = memory_cli(store, *args)
         assert done.returncode == 0 and done.stdout == "", done.stderr
         assert "namespace 'default'" in done.stderr and str(store) in done.stderr, done.stderr
+
+
+def test_a_neo4j_uri_that_is_no_server_address_is_refused_at_start(tmp_path: Path) -> None:
+    """Checked with the other settings (exit 2, one line), not by the driver when the store
+    opens (a traceback)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "stats", "memory.backend=neo4j",
+         "memory.neo4j.uri=localhost:7687"],
+        cwd=tmp_path, env=env_without_keys(), capture_output=True, text=True, timeout=120)
+    one_error_line(done, 2, "memory.neo4j.uri='localhost:7687': give a server address such as "
+                   "bolt://localhost:7687")
+    # an address the driver refuses when the store opens (a bolt:// one with a routing query)
+    done = subprocess.run(
+        [sys.executable, "-m", "DeepResearch.src.memory.cli", "stats", "memory.backend=neo4j",
+         "memory.neo4j.uri='bolt://127.0.0.1:1/?region=x'"],
+        cwd=tmp_path, env=env_without_keys(), capture_output=True, text=True, timeout=120)
+    one_error_line(done, 2, "memory.neo4j.uri='bolt://127.0.0.1:1/?region=x'", "Routing context")
+
+
+def test_a_store_built_with_other_settings_is_one_line_saying_how_to_rebuild(
+    tmp_path: Path,
+) -> None:
+    store = filled_store(tmp_path, 3)
+    done = memory_cli(store, "list", "memory.vector_store.index_type=dot_product")
+    line = one_error_line(done, 1, "is unavailable: memory store", "built with other settings",
+                          "deepresearch-memory rebuild", "<the new settings>")
+    assert "unavailable: backend unavailable" not in line

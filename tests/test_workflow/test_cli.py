@@ -124,12 +124,19 @@ def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
         ("question=what is faiss, really?", ["a comma outside quotes",
                                              "\"question='what is faiss, really?'\""]),
         ("question='x", ["question='x", "check its quotes"]),
+        # an apostrophe in a quoted question: the escaped form is shown
+        ("question='What's new?'", ["a ' inside a quoted value is written \\'",
+                                    "\"question='What\\'s new?'\""]),
         ("llm=gpt", ["llm='gpt': no such option", "offline"]),
         ("memory=redis", ["memory='redis': no such option", "in_memory"]),
         # the question without its key: the most common first try
         ("Which aligner suits RNA-seq reads?",
          ["is not a key=value setting", "\"question='Which aligner suits RNA-seq reads?'\""]),
         ("question", ["'question' is not a key=value setting"]),
+        # a mapping given whole where Hydra wants it added: its own advice, in one line
+        ("memory.service.api_keys={key789abcdefghijklmnop:alice}",
+         ["Could not override 'memory.service.api_keys'",
+          "+memory.service.api_keys={key789abcdefghijklmnop:alice}"]),
     ],
 )
 def test_an_override_hydra_cannot_use_is_one_line(
@@ -157,6 +164,7 @@ def test_a_users_config_option_is_found_with_other_overrides(tmp_path: Path) -> 
 def test_added_keys_where_the_config_is_open_are_accepted(tmp_path: Path) -> None:
     done = deepresearch(
         tmp_path, "question='x'", "llm=offline", "+memory.profiles.mine.max_items=3",
+        "+memory.service.api_keys.key789abcdefghijklmnop=alice",
         "+flows.default.memory.retrieval.min_similarity=0.5",
     )
     assert done.returncode == 0, done.stderr
@@ -211,15 +219,57 @@ def test_the_stored_line_counts_what_the_store_holds(tmp_path: Path) -> None:
     done = deepresearch(tmp_path, "question='Which aligner suits RNA-seq reads?'",
                         "memory.enabled=true", f"memory.faiss.path={store}")
     assert done.returncode == 0, done.stderr
-    line = re.search(r"memory: stored (.+) in session", done.stdout + done.stderr)
+    line = re.search(r"memory: stored (.+) in session (\w+); (\d+) facts in the knowledge graph",
+                     done.stdout + done.stderr)
     assert line, done.stdout
     said = {kind: int(n) for n, kind in (part.split() for part in line.group(1).split(", "))}
+    said["fact"] = int(line.group(3))  # the facts' sentences: listed too, in session "facts"
     listed = subprocess.run(
         [sys.executable, "-m", "DeepResearch.src.memory.cli", "list", "--limit", "1000",
          f"memory.faiss.path={store}"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert listed.returncode == 0, listed.stderr
     held = Counter(row.split()[4] for row in listed.stdout.splitlines())  # id, date, time, session, type
     assert said == dict(held) and said.get("note", 0) > 0, (said, held)
+
+
+def test_a_run_whose_backend_is_down_names_only_the_real_cause(tmp_path: Path) -> None:
+    """Neo4j down: the run answers without memory and spills what it could not write; the
+    cause it prints is the server's, with nothing of how the run was started ("no running
+    event loop", the context every error of the run used to carry)."""
+    done = deepresearch(tmp_path, "question='Which aligner suits RNA-seq reads?'",
+                        "memory.enabled=true", "memory.backend=neo4j",
+                        "memory.neo4j.uri=bolt://127.0.0.1:1", "memory.neo4j.connection_timeout=1",
+                        "memory.neo4j.retry_attempts=0", f"memory.storage.spill_dir={tmp_path}")
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "were saved to" in said and "bolt://127.0.0.1:1" in said, said
+    assert "no running event loop" not in said, said
+    # the line that says the backend opened says it is unavailable
+    assert re.search(r"memory: neo4j backend UNAVAILABLE .*, session \w+", done.stdout), said
+
+
+def test_secrets_stay_out_of_the_run_folder(tmp_path: Path) -> None:
+    """The Neo4j password (from NEO4J_PASSWORD, or given on the command line) and service API
+    keys are in no file of the run folder: config.yaml and checkpoint.json keep the
+    environment reference, or nothing."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "NEO4J_PASSWORD": "pw-from-env-123"}
+    for extra in ([], ["memory.neo4j.password=pw-on-command-line-456",
+                       "+memory.service.api_keys={key789abcdefghijklmnop:alice}"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "DeepResearch.app", f"outputs_dir={tmp_path / 'out'}",
+             "question=x", "memory.backend=neo4j", "memory.neo4j.uri=bolt://127.0.0.1:1",
+             "memory.neo4j.connection_timeout=1", "memory.neo4j.retry_attempts=0",
+             f"memory.storage.spill_dir={tmp_path / 'spill'}", *extra],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    runs = list((tmp_path / "out").iterdir())
+    assert len(runs) == 2
+    for path in (p for run in runs for p in run.rglob("*") if p.is_file()):
+        text = path.read_text(errors="replace")
+        for secret in ("pw-from-env-123", "pw-on-command-line-456", "key789abcdefghijklmnop"):
+            assert secret not in text, (path, secret)
+    assert any("${oc.env:NEO4J_PASSWORD,null}" in (run / "config.yaml").read_text()
+               for run in runs)
 
 
 def test_missing_rag_folder_is_named(tmp_path: Path) -> None:

@@ -105,10 +105,11 @@ async def run(args: argparse.Namespace, config: MemoryConfig) -> int:
     client = MemorySystemClient(config, namespace=getattr(args, "namespace", None) or None,
                                 session_id=getattr(args, "session", None) or None)
     try:
-        await client.open()
+        await client.open(warn_unavailable=False)  # said below, once
         if not client.available:
+            cause = client.writes.cause().removeprefix("backend unavailable: ")
             print(f"deepresearch-memory: memory backend {config.backend!r} is unavailable: "
-                  f"{client.writes.cause()}", file=sys.stderr)
+                  f"{cause}", file=sys.stderr)
             return 1
         status = await _dispatch(args, client)
         if not client.available:  # lost part-way: what the command printed is incomplete

@@ -111,9 +111,11 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
             self._backend = create_backend(self.config, self.embedder.dimension)
         return self._backend
 
-    async def open(self) -> None:
+    async def open(self, *, warn_unavailable: bool = True) -> None:
         """Open the backend (idempotent). With on_unavailable=warn a failure gives one warning
-        and an unavailable client; with fail it raises MemoryBackendError."""
+        and an unavailable client; with fail it raises MemoryBackendError.
+        `warn_unavailable=False`: the caller reports an unavailable backend itself (the CLI,
+        whose command stops there), so the warning would say it twice."""
         if self._opened:
             return
         if self._closed:
@@ -131,11 +133,12 @@ class MemorySystemClient(Reads, NestedContexts, Maintenance, Archive):
                 if self.config.on_unavailable == "fail":
                     raise
                 self._unavailable_reason = str(exc)
-                log.warning(
-                    "Memory backend %r is unavailable, running without memory "
-                    "(memory.on_unavailable=warn; writes are kept and retried): %s",
-                    self.config.backend, exc,
-                )
+                if warn_unavailable:
+                    log.warning(
+                        "Memory backend %r is unavailable, running without memory "
+                        "(memory.on_unavailable=warn; writes are kept and retried): %s",
+                        self.config.backend, exc,
+                    )
             self._opened = True
             self.writes.register()
 

@@ -235,9 +235,23 @@ def _env(name: str, default: str | None) -> Any:
     return Field(default_factory=lambda: os.environ.get(name, default))
 
 
+NEO4J_SCHEMES = ("bolt", "bolt+s", "bolt+ssc", "neo4j", "neo4j+s", "neo4j+ssc")
+
+
 class Neo4jConfig(Section):
     # As in conf/memory/backend/neo4j.yaml, for configs built in Python without Hydra.
     uri: str = _env("NEO4J_URI", "bolt://localhost:7687")
+
+    @field_validator("uri")
+    @classmethod
+    def _a_server_address(cls, uri: str) -> str:
+        """Checked at start-up, as every setting: the driver refuses anything else only when
+        the store opens, with its own error."""
+        scheme, sep, rest = uri.partition("://")
+        if not sep or scheme not in NEO4J_SCHEMES or not rest.strip("/"):
+            raise ValueError(f"give a server address such as bolt://localhost:7687 (schemes: "
+                             f"{', '.join(NEO4J_SCHEMES)})")
+        return uri
     username: str = _env("NEO4J_USERNAME", "neo4j")
     password: str | None = _env("NEO4J_PASSWORD", None)
     database: str = "neo4j"
@@ -456,10 +470,10 @@ def _config_error(exc: ValidationError, data: dict[str, Any]) -> MemoryConfigErr
         loc = tuple(err["loc"])
         key = ".".join(["memory", *(str(p) for p in loc)])
         value = err.get("input", _lookup(data, loc))
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")  # a validator's own words
         if err["type"] == "value_error" and (not loc or isinstance(value, dict)):
             # a check across keys (or of a whole section): its message names the keys
-            lines.append(f"{key}: {msg.removeprefix('Value error, ')}")
+            lines.append(f"{key}: {msg}")
             continue
         if err["type"] == "extra_forbidden":
             allowed = _allowed_keys(loc[:-1])

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import OmegaConf
 
@@ -16,6 +16,28 @@ if TYPE_CHECKING:
     from DeepResearch.src.workflow.state import ResearchState
 
 DRAFT_PHASES = ("planning", "research", "writing", "review")
+# Settings that hold secrets: never written into a run folder (config.yaml, checkpoint.json).
+SECRET_KEYS = ("memory.neo4j.password", "memory.service.api_keys")
+
+
+def saved_config(cfg: Any) -> dict[str, Any]:
+    """`cfg` resolved, as a run folder keeps it, except its secrets: one read from the
+    environment stays the reference (`${oc.env:NEO4J_PASSWORD,null}`, resolved again by a
+    resume), one given literally is left out (null; the Neo4j backend then reads
+    NEO4J_PASSWORD)."""
+    data = OmegaConf.to_container(cfg, resolve=True)
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    for key in SECRET_KEYS:
+        *parents, leaf = key.split(".")
+        node, source = data, raw
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+            source = source.get(part) if isinstance(source, dict) else None
+        if not isinstance(node, dict) or node.get(leaf) in (None, {}):
+            continue
+        given = source.get(leaf) if isinstance(source, dict) else None
+        node[leaf] = given if isinstance(given, str) and given.startswith("${oc.env:") else None
+    return data  # type: ignore[return-value]
 
 
 def slugify(text: str, max_length: int = 40) -> str:
@@ -160,7 +182,7 @@ def write_run_outputs(state: ResearchState, status: str) -> dict[str, Path]:
     written["report"].write_text(render_report(state), encoding="utf-8")
     written["summary"].write_text(render_summary(state, status), encoding="utf-8")
     state.execution_history.save_to_file(written["history"])
-    written["config"].write_text(OmegaConf.to_yaml(state.config, resolve=True), encoding="utf-8")
+    written["config"].write_text(OmegaConf.to_yaml(saved_config(state.config)), encoding="utf-8")
     for phase in DRAFT_PHASES:
         path = run_dir / "drafts" / f"{phase}.md"
         body = "\n".join(state.drafts.get(phase, [])) or "_(nothing in this phase)_\n"

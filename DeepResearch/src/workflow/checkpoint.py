@@ -17,11 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from pydantic_graph import End
 
 from DeepResearch.src.utils.atomic import write_atomic
 from DeepResearch.src.utils.drafts import DraftManager
+from DeepResearch.src.utils.outputs import saved_config
 from DeepResearch.src.workflow.checkpoint_memory import export_memory, fix_plan_id, stamp_ids
 from DeepResearch.src.workflow.errors import (
     CheckpointWriteError,
@@ -78,7 +79,7 @@ class Checkpointer(NodeHook, RunHook):
     """Saves the root loop's state after each of its phases; the last hook of a run."""
 
     def __init__(self, config: DictConfig, memory: MemoryIntegration | None = None) -> None:
-        self.config_data = OmegaConf.to_container(config, resolve=True)
+        self.config_data = saved_config(config)  # resolved, without its secrets
         self.memory = memory
         self.run_id: str | None = None
         self.phases: list[dict[str, Any]] = []

@@ -169,12 +169,14 @@ def run_sync(question: str, cfg: DictConfig) -> RunOutcome:
     """run_research from synchronous code (never inside a running event loop)."""
     try:
         asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(run_research(question, cfg))
-    raise RuntimeError(
-        "run_graph()/run_sync() are synchronous and an event loop is already running here; "
-        "use `await run_research(question, cfg)` (or `await arun_graph(...)`) instead"
-    )
+    except RuntimeError:  # no loop: the usual case. The run starts outside this handler, or
+        pass  # every error of the run would carry "no running event loop" as its context
+    else:
+        raise RuntimeError(
+            "run_graph()/run_sync() are synchronous and an event loop is already running here; "
+            "use `await run_research(question, cfg)` (or `await arun_graph(...)`) instead"
+        )
+    return asyncio.run(run_research(question, cfg))
 
 
 def run_graph(question: str, cfg: DictConfig) -> str:

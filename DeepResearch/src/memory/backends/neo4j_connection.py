@@ -28,6 +28,7 @@ from DeepResearch.src.memory.backends.neo4j_cypher import Queries
 from DeepResearch.src.memory.errors import (
     IndexMismatchError,
     MemoryBackendError,
+    MemoryConfigError,
     MemoryInputError,
 )
 
@@ -37,6 +38,12 @@ T = TypeVar("T")
 Run = Callable[[str, dict[str, Any]], Awaitable[list[Any]]]
 # Server error classes that mean "this data cannot be stored or matched", not "try later".
 DATA_REFUSALS = ("Neo.ClientError.Statement.", "Neo.ClientError.Schema.")
+
+
+def one_line(exc: BaseException) -> str:
+    """The driver's message on one line (ServiceUnavailable spans two): errors of the
+    commands and warnings are one line each."""
+    return " ".join(str(exc).split())
 
 
 class DataRefused(MemoryInputError):
@@ -99,12 +106,13 @@ class Neo4jConnection:
     async def open(self) -> None:
         """Connect, check the server, create the schema; MemoryBackendError if impossible."""
         await self.close()
-        from neo4j.exceptions import AuthError
+        from neo4j.exceptions import AuthError, ConfigurationError
 
         try:
             self.driver = self._make_driver()
-        except ValueError as exc:  # e.g. a malformed URI
-            raise MemoryBackendError(f"memory.neo4j.uri={self.settings.uri!r}: {exc}") from exc
+        except (ValueError, ConfigurationError) as exc:  # a URI the driver refuses: the setting
+            raise MemoryConfigError(
+                f"memory.neo4j.uri={self.settings.uri!r}: {one_line(exc)}") from None
         try:
             await self.driver.verify_connectivity()
             info = await self.driver.get_server_info()
@@ -122,7 +130,7 @@ class Neo4jConnection:
         except Exception as exc:  # Neo4jError, DriverError (ServiceUnavailable...), OSError
             await self.close()
             raise MemoryBackendError(
-                f"cannot use {self.where()}: {type(exc).__name__}: {exc}. Is the server "
+                f"cannot use {self.where()}: {type(exc).__name__}: {one_line(exc)}. Is the server "
                 "running and memory.neo4j.uri right? (memory.backend=faiss needs no server)"
             ) from exc
 
@@ -254,13 +262,13 @@ class Neo4jConnection:
                 retryable = isinstance(exc, OSError) or exc.is_retryable()
                 if not retryable or not retry:
                     raise MemoryBackendError(
-                        f"{self.where()} failed {what}: {type(exc).__name__}: {exc}"
+                        f"{self.where()} failed {what}: {type(exc).__name__}: {one_line(exc)}"
                     ) from exc
                 if attempt + 1 == attempts:
                     self.down_since = time.monotonic()
                     raise MemoryBackendError(
                         f"{self.where()} unavailable: {what} failed after {attempts} "
-                        f"attempt(s): {type(exc).__name__}: {exc}"
+                        f"attempt(s): {type(exc).__name__}: {one_line(exc)}"
                     ) from exc
                 delay = self.settings.retry_backoff * 2**attempt
                 log.info(
@@ -278,7 +286,7 @@ class Neo4jConnection:
         except Exception as exc:
             raise MemoryBackendError(
                 f"{self.where()} unavailable for {time.monotonic() - self.down_since:.0f}s: "
-                f"{what} not attempted ({type(exc).__name__}: {exc})"
+                f"{what} not attempted ({type(exc).__name__}: {one_line(exc)})"
             ) from exc
         self.down_since = None
         log.info("%s is reachable again", self.where())

@@ -114,8 +114,9 @@ class MemoryIntegration(RunHook):
             + ("" if client.available else " (backend unavailable: running without memory)")
         )
         log.info(
-            "memory: %s backend, session %s, recall scope %s; opened in %.3f s%s",
+            "memory: %s backend%s, session %s, recall scope %s; opened in %.3f s%s",
             backend,
+            "" if client.available else " UNAVAILABLE (nothing recalled; writes kept for later)",
             client.session_id,
             self.settings.scope,
             opened,
@@ -147,7 +148,6 @@ class MemoryIntegration(RunHook):
                 log.error(message)
             except Exception as exc:  # e.g. a cache file the full disk cannot take
                 run.degrade("closing the memory client", exc, state)
-        stored = ", ".join(f"{n} {kind}" for kind, n in sorted(run.stored.items())) or "nothing"
         writes = run.client.writes
         if writes.unsaved:
             log.info("memory: %d memories of session %s are lost (see the error above)",
@@ -156,7 +156,7 @@ class MemoryIntegration(RunHook):
             log.info("memory: %d memories of session %s are not in the store but in %s",
                      writes.spilled, run.root_session, writes.spilled_file)
         else:
-            log.info("memory: stored %s in session %s", stored, run.root_session)
+            log.info("memory: stored %s", stored_text(run))
 
     async def on_outputs_written(self, state: ResearchState, paths: dict[str, Path]) -> None:
         run, self._finished = self._finished, None
@@ -168,6 +168,15 @@ class MemoryIntegration(RunHook):
             if path is not None:
                 with path.open("a", encoding="utf-8") as handle:
                     handle.write("\n" + section)
+
+
+def stored_text(run: MemoryRun) -> str:
+    """What the run stored: its memories by type, in its session (nested loops' sessions are
+    its children), and the facts, which live in the namespace's graph, not in a session."""
+    facts = run.stored.get("fact", 0)
+    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(run.stored.items()) if kind != "fact")
+    text = f"{kinds or 'nothing'} in session {run.root_session}"
+    return text + (f"; {facts} facts in the knowledge graph" if facts else "")
 
 
 def render_memory_section(run: MemoryRun) -> str:
@@ -190,8 +199,7 @@ def render_memory_section(run: MemoryRun) -> str:
     if run.flags:
         lines += ["", "### Flagged to the executor before the call", ""]
         lines += [f"- {flag}" for flag in run.flags]
-    stored = ", ".join(f"{n} {kind}" for kind, n in sorted(run.stored.items())) or "nothing"
-    lines += ["", "### Stored", "", f"- {stored}"]
+    lines += ["", "### Stored", "", f"- {stored_text(run)}"]
     lines += [f"- {merge}" for merge in run.merges]
     if run.problems:
         lines += ["", "### Memory problems", "", *(f"- {p}" for p in run.problems)]

@@ -34,7 +34,8 @@ def check_meta(db: Database, expected: dict[str, str], root: Path) -> None:
         raise IndexMismatchError(
             f"memory store {root} was built with other settings ({'; '.join(diffs)}). "
             f"Configure the stored values, or rebuild the store for the new ones with "
-            f"{rebuild_hint(root)}."
+            f"{rebuild_hint(root)[:-1]} <the new settings>` (e.g. the overrides of this "
+            "command: rebuild re-embeds for another model)."
         )
 
 
