@@ -52,6 +52,7 @@ class Admission:
         self._queue: deque[tuple[asyncio.Future[None], str]] = deque()  # (turn, kind)
         self._running: Counter[str] = Counter()  # the kinds in flight
         self._means: LRUCache[str, float] = LRUCache(MAX_KINDS)  # each kind's running mean
+        self._mean_all = 0.0  # every kind's: the pace of the refused, whose kinds are not kept
         self._owed: deque[float] = deque()  # when each refused client was told to come back
 
     @property
@@ -83,7 +84,7 @@ class Admission:
             self._owed.popleft()
         work = (sum(map(self.pace, self._running.elements()))
                 + sum(self.pace(k) for _, k in self._queue)
-                + (len(self._owed) + 1) * self.pace(kind))
+                + len(self._owed) * self._mean_all + self.pace(kind))
         seconds = max(1, math.ceil(work / max(1, self.max_in_flight)))
         if len(self._owed) < MAX_OWED:
             self._owed.append(now + seconds)
@@ -145,6 +146,7 @@ class Admission:
         if seconds is not None:
             mean = self._means.get(kind, seconds)
             self._means[kind] = mean + EWMA_WEIGHT * (seconds - mean)
+            self._mean_all += EWMA_WEIGHT * (seconds - self._mean_all) if self._mean_all else seconds
         self._running[kind] -= 1
         if self._running[kind] <= 0:
             del self._running[kind]
