@@ -133,6 +133,7 @@ def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
         ("Which aligner suits RNA-seq reads?",
          ["is not a key=value setting", "\"question='Which aligner suits RNA-seq reads?'\""]),
         ("question", ["'question' is not a key=value setting"]),
+        ("hydra.searchpath=[no_such_folder]", ["hydra.searchpath: no folder 'no_such_folder'"]),
         # a mapping given whole where Hydra wants it added: its own advice, in one line
         ("memory.service.api_keys={key789abcdefghijklmnop:alice}",
          ["Could not override 'memory.service.api_keys'",
