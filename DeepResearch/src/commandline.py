@@ -181,6 +181,24 @@ def parse_overrides(overrides: Sequence[str], *, multirun: bool = False) -> list
     return parsed
 
 
+def check_search_path(parsed: Sequence[Any]) -> None:
+    """Each folder of `hydra.searchpath=[...]` exists: Hydra only warns about a missing one
+    (a Python UserWarning naming its own source file) and composes without it."""
+    for override in parsed:
+        if override.key_or_group != "hydra.searchpath" or override.is_sweep_override():
+            continue
+        value = override.value()
+        for entry in value if isinstance(value, list) else [value]:
+            entry = str(entry)
+            if "://" in entry and not entry.startswith("file://"):
+                continue  # pkg://...: a package's config, Hydra's to find
+            folder = entry.removeprefix("file://")
+            if not os.path.isdir(os.path.expanduser(folder)):
+                raise OverrideError(
+                    f"hydra.searchpath: no folder {folder!r} (from {os.getcwd()}); give the "
+                    "folder holding your config groups, e.g. hydra.searchpath=[myconf]")
+
+
 def compose_choices(choices: Sequence[str]) -> Any:
     """The configuration composed with the group choices; OverrideError for an option that
     no config folder (the package's, the user's `hydra.searchpath`) holds."""
@@ -207,6 +225,7 @@ def check_override_keys(overrides: Sequence[str], *, multirun: bool = False) -> 
     memory/config.as_group_choice) and the user's `hydra.searchpath`. Hydra's other own
     overrides (hydra.*, hydra/...) are left to Hydra."""
     parsed = parse_overrides(overrides, multirun=multirun)
+    check_search_path(parsed)
     groups = config_groups()
     # a sweep's choices (--multirun llm=offline,openai) are Hydra's to compose one by one
     choices = [o.input_line for o in parsed if o.input_line and not o.is_sweep_override() and (

@@ -133,6 +133,7 @@ def test_an_unknown_key_is_one_line_naming_the_nearest_keys(
         ("Which aligner suits RNA-seq reads?",
          ["is not a key=value setting", "\"question='Which aligner suits RNA-seq reads?'\""]),
         ("question", ["'question' is not a key=value setting"]),
+        ("hydra.searchpath=[no_such_folder]", ["hydra.searchpath: no folder 'no_such_folder'"]),
         # a mapping given whole where Hydra wants it added: its own advice, in one line
         ("memory.service.api_keys={key789abcdefghijklmnop:alice}",
          ["Could not override 'memory.service.api_keys'",
@@ -289,6 +290,8 @@ def test_missing_rag_folder_is_named(tmp_path: Path) -> None:
         ("llm.temperature=hot", "llm.temperature='hot': give a number >= 0"),
         ("llm.max_tokens=0", "llm.max_tokens=0: give a whole number >= 1"),
         ("llm.sentences_per_answer=0", "llm.sentences_per_answer=0: give a whole number >= 1"),
+        ("llm=openai_compatible llm.base_url=localhost:8000/v1",
+         "llm.base_url='localhost:8000/v1': give an http:// or https:// address"),
         ("flows.default.max_iterations=abc", "flows.default.max_iterations='abc'"),
         ("flows.default.nested_loops.max_depth=abc", "flows.default.nested_loops.max_depth='abc'"),
         ("flows.default.nested_loops.enabled=maybe", "flows.default.nested_loops.enabled='maybe'"),

@@ -43,6 +43,16 @@ def _require(llm: DictConfig, key: str) -> str:
     return str(value)
 
 
+def _base_url(llm: DictConfig, required: bool) -> str | None:
+    """`llm.base_url`, an http(s) address: without its scheme the client cannot connect and
+    says only 'Connection error'."""
+    value = _require(llm, "base_url") if required else (llm.get("base_url") or None)
+    if value is not None and not str(value).startswith(("http://", "https://")):
+        raise ModelConfigError(f"llm.base_url={value!r}: give an http:// or https:// address, "
+                               "e.g. http://localhost:8000/v1")
+    return None if value is None else str(value)
+
+
 def build_model(llm: DictConfig, role: AgentType) -> Model:
     provider = llm.get("provider")
     if provider == "offline":
@@ -52,7 +62,7 @@ def build_model(llm: DictConfig, role: AgentType) -> Model:
         from pydantic_ai.models.openai import OpenAIResponsesModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider_obj = OpenAIProvider(api_key=_api_key(llm), base_url=llm.get("base_url") or None)
+        provider_obj = OpenAIProvider(api_key=_api_key(llm), base_url=_base_url(llm, False))
         return OpenAIResponsesModel(_require(llm, "model"), provider=provider_obj)
     if provider == "anthropic":
         from pydantic_ai.models.anthropic import AnthropicModel
@@ -66,7 +76,7 @@ def build_model(llm: DictConfig, role: AgentType) -> Model:
         from pydantic_ai.providers.openai import OpenAIProvider
 
         key = _api_key(llm, required=bool(llm.get("api_key_required", False)))
-        provider_obj = OpenAIProvider(base_url=_require(llm, "base_url"), api_key=key or "unused")
+        provider_obj = OpenAIProvider(base_url=_base_url(llm, True), api_key=key or "unused")
         return OpenAIChatModel(_require(llm, "model"), provider=provider_obj)
     raise ModelConfigError(f"llm.provider {provider!r} is unknown; choose one of {PROVIDERS}")
 
