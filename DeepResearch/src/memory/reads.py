@@ -212,11 +212,7 @@ class Reads(ClientParts):
         ctx.fetch_neighbours = partial(self.backend.session_neighbours, flt=flt)
         ctx.search_vector = partial(self.backend.vector_search, flt=flt)
         ctx.search_text = partial(self.backend.text_search, flt=flt)
-        # The graph walk needs only the query's words: it starts now, so on a server backend
-        # its round trips overlap the embedding and the searches instead of following them.
-        walk = self._graph_walk()
-        graph = asyncio.ensure_future(walk(query)) if walk is not None else None
-        ctx.graph_evidence = None if graph is None else (lambda _query: graph)
+        ctx.graph_evidence = self._graph_walk()
         ctx.fetch_records = partial(self.backend.get, namespace=self.namespace)
         # A pool whose size does not depend on top_k (up to the pool size): top_k=10 is the
         # first 10 of top_k=50.
@@ -225,16 +221,14 @@ class Reads(ClientParts):
             pool = await gather_candidates(
                 self.backend, query, embedding, flt, n, self.config.retrieval, topic
             )
-            ctx.query_vector = embedding.result()
-            pool.items = [m for m in pool.items if readable(m.record)]
-            ctx.score_unseen = pool.score_unseen
-            ranked = await rank(pool.items, ctx, self.steps)
         finally:
-            for future in (embedding, topic, graph):
+            for future in (embedding, topic):
                 if future is not None and not future.done():
                     future.cancel()
-            if graph is not None and graph.done() and not graph.cancelled():
-                graph.exception()  # a walk no step awaited (custom steps) fails nowhere
+        ctx.query_vector = embedding.result()
+        pool.items = [m for m in pool.items if readable(m.record)]
+        ctx.score_unseen = pool.score_unseen
+        ranked = await rank(pool.items, ctx, self.steps)
         results = [
             RetrievedMemory(
                 document=to_document(m.record), similarity=m.similarity, score=m.score,
