@@ -223,3 +223,32 @@ def test_two_processes_starting_together_make_one_valid_file(fresh_home) -> None
     assert sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) == [
         "model-fp32.onnx", "model-int8.onnx"]  # no temporary file left behind
     assert OnnxBertEncoder(MODEL_DIR).encode(["hello"]).shape == (1, 384)
+
+
+def test_the_export_keeps_torch_out_of_the_process_that_asked(tmp_path) -> None:
+    """The one export runs in a child process: the process that needs the graph never
+    imports torch, so it exits without the hundreds of lines torch's extensions print."""
+    script = (
+        "import sys\n"
+        "from DeepResearch.src.memory import onnx_bert\n"
+        f"e = onnx_bert.OnnxBertEncoder({str(MODEL_DIR)!r}, quantized=False)\n"
+        "print(onnx_bert.EXPORTS, 'torch' in sys.modules, e.encode(['hello']).shape[1])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, text=True,
+                          capture_output=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "False", "384"]  # exported once, torch never here
+    assert "nanobind" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_failed_export_says_why_in_one_line(tmp_path, monkeypatch) -> None:
+    """Damaged weights: the child's last error line comes back as the reason."""
+    folder = tmp_path / "model"
+    shutil.copytree(MODEL_DIR, folder)
+    weights = folder / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:4096])
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(onnx_bert.OnnxModelError, match=r"child process and failed: .+") as err:
+        OnnxBertEncoder(folder, quantized=False)
+    assert "\n" not in str(err.value)

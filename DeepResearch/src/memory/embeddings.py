@@ -4,9 +4,9 @@ Strictly offline: the default all-MiniLM-L6-v2 comes from the installed `gt-all-
 wheel; another model may be named by a local folder or an already-cached name, never
 fetched from a hub. Three runtimes:
 
-- `onnx-fp32` (onnx_bert.py): the model exported once per user to an ONNX graph (~30 s, the
-  only time torch is imported; cached) and run by ONNX Runtime: the same vectors as
-  sentence-transformers (to 1e-5, tested), ~1.25x its batched throughput and under half its
+- `onnx-fp32` (onnx_bert.py): the model exported once per user to an ONNX graph (~30 s, in a
+  child process, the only one that imports torch; cached) and run by ONNX Runtime: the same
+  vectors as sentence-transformers (to 1e-5, tested), ~1.25x its batched throughput and under half its
   CPU per query on 2 cores, and no torch import per process. `auto` picks it for the models
   it is verified against (VERIFIED_ONNX_MODELS); `embedding_runtime=onnx-fp32` runs any other
   mean-pooled BERT at your risk.

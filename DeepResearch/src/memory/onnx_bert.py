@@ -32,6 +32,8 @@ import json
 import logging
 import os
 import re
+import subprocess
+import sys
 import tempfile
 import threading
 import warnings
@@ -168,6 +170,24 @@ def _write_atomically(target: Path, make: Any) -> None:
 
 
 def _export_fp32(folder: Path, out: str) -> None:
+    """`export_fp32_here` in a child process: torch is imported there and never in this one,
+    whose memory, start-up and exit stay free of it (torch's compiled extensions print
+    hundreds of "nanobind: leaked function" lines when a process that imported them exits).
+    The child's output is kept only to say why it failed."""
+    code = ("import sys; from pathlib import Path; "
+            "from DeepResearch.src.memory.onnx_bert import export_fp32_here; "
+            "export_fp32_here(Path(sys.argv[1]), sys.argv[2])")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    done = subprocess.run([sys.executable, "-c", code, str(folder), out], env=env,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()
+                 and "nanobind" not in line and "leaked" not in line]
+        raise OnnxModelError(f"the export ran in a child process and failed: "
+                             f"{lines[-1].strip() if lines else f'exit {done.returncode}'}")
+
+
+def export_fp32_here(folder: Path, out: str) -> None:
     """The model's transformer as an ONNX graph: inputs INPUTS (batch and sequence axes
     dynamic), output last_hidden_state."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
