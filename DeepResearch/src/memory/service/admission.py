@@ -51,6 +51,7 @@ class Admission:
         self.in_flight = 0
         self._queue: deque[tuple[asyncio.Future[None], str]] = deque()  # (turn, kind)
         self._running: Counter[str] = Counter()  # the kinds in flight
+        self._waiting: Counter[str] = Counter()  # the kinds queued (sums cost kinds, not requests)
         self._means: LRUCache[str, float] = LRUCache(MAX_KINDS)  # each kind's running mean
         self._mean_all = 0.0  # every kind's: the pace of the refused, whose kinds are not kept
         self._owed: deque[float] = deque()  # when each refused client was told to come back
@@ -67,13 +68,14 @@ class Admission:
         """Seconds a request of `kind` runs, at the recent pace (0 before one was timed)."""
         return self._means.get(kind, 0.0)
 
+    def _work(self, kinds: Counter[str]) -> float:
+        return sum(self.pace(kind) * n for kind, n in kinds.items())
+
     def expected_wait(self) -> float:
         """Seconds a request queued now would wait for a slot: the queued work ahead of it and
         a request in flight's time (until a slot comes free), over the slots."""
-        queued = sum(self.pace(k) for _, k in self._queue)
-        running = list(self._running.elements())
-        slot = sum(map(self.pace, running)) / len(running) if running else 0.0
-        return (queued + slot) / max(1, self.max_in_flight)
+        slot = self._work(self._running) / max(1, self.in_flight)
+        return (self._work(self._waiting) + slot) / max(1, self.max_in_flight)
 
     def retry_after(self, kind: str = "") -> int:
         """Seconds until a refused client's turn, at the recent pace: after the work in
@@ -82,8 +84,7 @@ class Admission:
         now = time.monotonic()
         while self._owed and self._owed[0] <= now:
             self._owed.popleft()
-        work = (sum(map(self.pace, self._running.elements()))
-                + sum(self.pace(k) for _, k in self._queue)
+        work = (self._work(self._running) + self._work(self._waiting)
                 + len(self._owed) * self._mean_all + self.pace(kind))
         seconds = max(1, math.ceil(work / max(1, self.max_in_flight)))
         if len(self._owed) < MAX_OWED:
@@ -119,6 +120,7 @@ class Admission:
             raise self._refuse("wait_too_long", kind)
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._queue.append((turn, kind))
+        self._waiting[kind] += 1
         try:
             await asyncio.wait_for(asyncio.shield(turn), self.max_wait)
         except TimeoutError:
@@ -139,7 +141,14 @@ class Admission:
         for entry in self._queue:
             if entry[0] is turn:
                 self._queue.remove(entry)
+                self._uncount(self._waiting, entry[1])
                 return
+
+    @staticmethod
+    def _uncount(kinds: Counter[str], kind: str) -> None:
+        kinds[kind] -= 1
+        if kinds[kind] <= 0:
+            del kinds[kind]
 
     def leave(self, seconds: float | None, kind: str = "") -> None:
         """A request of `kind` admitted by `enter` is done (`seconds`: how long it ran)."""
@@ -147,11 +156,10 @@ class Admission:
             mean = self._means.get(kind, seconds)
             self._means[kind] = mean + EWMA_WEIGHT * (seconds - mean)
             self._mean_all += EWMA_WEIGHT * (seconds - self._mean_all) if self._mean_all else seconds
-        self._running[kind] -= 1
-        if self._running[kind] <= 0:
-            del self._running[kind]
+        self._uncount(self._running, kind)
         while self._queue:  # the slot passes to the first one still waiting
             turn, next_kind = self._queue.popleft()
+            self._uncount(self._waiting, next_kind)
             if not turn.done():
                 turn.set_result(None)
                 self._running[next_kind] += 1
