@@ -162,23 +162,28 @@ def parse_overrides(overrides: Sequence[str], *, multirun: bool = False) -> list
     parser = OverridesParser.create()
     parsed = []
     for line in overrides:
-        key, _, value = line.partition("=")
-        inner = value.strip("'")  # the text, without the quotes around it
-        quote = (f"quote the value inside the argument, e.g. \"{key}='{value}'\""
-                 if not {"'", '"'} & set(value) else
-                 "a ' inside a quoted value is written \\', e.g. \"{}='{}'\"".format(
-                     key, inner.replace("\\'", "'").replace("'", "\\'"))
-                 if "'" in inner and '"' not in value else "check its quotes")
         try:
             [override] = parser.parse_overrides([line])
         except HydraException as exc:
             raise OverrideError(f"cannot read the override {line!r} ({_syntax_reason(exc, line)}"
-                                f"); {quote}") from None
+                                f"); {_quoting_hint(line)}") from None
         if override.is_sweep_override() and not multirun:
             raise OverrideError(f"{line!r}: a comma outside quotes makes a list of values; "
-                                f"{quote}")
+                                f"{_quoting_hint(line)}")
         parsed.append(override)
     return parsed
+
+
+def _quoting_hint(line: str) -> str:
+    """How to quote the value of an override Hydra could not read as meant."""
+    key, _, value = line.partition("=")
+    if not {"'", '"'} & set(value):
+        return f"quote the value inside the argument, e.g. \"{key}='{value}'\""
+    inner = value.strip("'")  # the text, without the quotes around it
+    if "'" in inner and '"' not in value:
+        escaped = inner.replace("\\'", "'").replace("'", "\\'")
+        return f"a ' inside a quoted value is written \\', e.g. \"{key}='{escaped}'\""
+    return "check its quotes"
 
 
 def check_search_path(parsed: Sequence[Any]) -> None:
